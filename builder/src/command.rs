@@ -1,0 +1,244 @@
+//! The nested cargo invocation and the reading of its output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{Error, TARGET};
+
+/// Variables of the outer build that must not leak into the nested one: they would redirect its
+/// output, wrap its compiler in clippy, or add host flags to a device build.
+const SCRUBBED_VARS: &[&str] = &[
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET",
+    "CARGO_BUILD_RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "RUSTFLAGS",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTC_WRAPPER",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_BUILD_BUILD_DIR",
+    "CARGO_LLVM_COV",
+    "RUSTDOCFLAGS",
+];
+
+/// The nested target directory: `<outer target dir>/taskweave-device`, found from `OUT_DIR`.
+pub(crate) fn nested_target_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .map_or_else(
+            || out_dir.join("device-target"),
+            |root| root.join("taskweave-device"),
+        )
+}
+
+pub(crate) struct DeviceBuild<'a> {
+    pub crate_dir: &'a Path,
+    pub target_dir: &'a Path,
+    pub target_cpu: &'a str,
+}
+
+pub(crate) struct Ptx {
+    pub path: PathBuf,
+    pub inputs: Vec<PathBuf>,
+}
+
+impl DeviceBuild<'_> {
+    pub(crate) fn run(&self) -> Result<Ptx, Error> {
+        let sysroot = check_toolchain()?;
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let manifest = self.crate_dir.join("Cargo.toml");
+        let mut cmd = Command::new(&cargo);
+        cmd.args([
+            "build",
+            "--release",
+            "--lib",
+            "--target",
+            TARGET,
+            "-Zbuild-std=core",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(self.target_dir)
+        .args(["--message-format=json-render-diagnostics"])
+        .args(["--config", "profile.release.panic=\"abort\""])
+        .args(["--config", "profile.release.lto=\"fat\""])
+        .args(["--config", "profile.release.codegen-units=1"])
+        .args(["--config", "profile.release.debug=false"]);
+        for var in SCRUBBED_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            format!("-Ctarget-cpu={}", self.target_cpu),
+        );
+        let output = cmd.output().map_err(|source| Error::Spawn {
+            program: cargo.clone(),
+            source,
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        if !output.status.success() {
+            return Err(diagnose(&stderr, &sysroot, self.crate_dir));
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let path = find_ptx(&stdout).ok_or_else(|| Error::NoPtx {
+            krate: self.crate_dir.to_owned(),
+        })?;
+        let inputs = read_dep_info(&path.with_extension("d"), &sysroot)?;
+        Ok(Ptx { path, inputs })
+    }
+}
+
+/// The sysroot of the active toolchain, after checking it can build for the device.
+fn check_toolchain() -> Result<PathBuf, Error> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let run = |arg: &str| -> Result<String, Error> {
+        let out = Command::new(&rustc)
+            .arg(arg)
+            .output()
+            .map_err(|source| Error::Spawn {
+                program: rustc.clone(),
+                source,
+            })?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let version = run("--version")?;
+    if !version.contains("nightly") {
+        return Err(Error::NotNightly { found: version });
+    }
+    let sysroot = PathBuf::from(run("--print=sysroot")?);
+    if !sysroot
+        .join("lib/rustlib/src/rust/library/core/Cargo.toml")
+        .is_file()
+    {
+        return Err(Error::MissingRustSrc { sysroot });
+    }
+    let has_linker = std::fs::read_dir(sysroot.join("lib/rustlib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| {
+            let bin = entry.path().join("bin");
+            bin.join("llvm-bitcode-linker").is_file()
+                || bin.join("self-contained/llvm-bitcode-linker").is_file()
+        });
+    if !has_linker {
+        return Err(Error::MissingLinker { sysroot });
+    }
+    Ok(sysroot)
+}
+
+/// Turns a failed nested build into the most helpful error.
+fn diagnose(stderr: &str, sysroot: &Path, krate: &Path) -> Error {
+    if stderr.contains("rust-src") {
+        Error::MissingRustSrc {
+            sysroot: sysroot.to_owned(),
+        }
+    } else if stderr.contains("llvm-bitcode-linker") && stderr.contains("not found") {
+        Error::MissingLinker {
+            sysroot: sysroot.to_owned(),
+        }
+    } else if stderr.contains("only accepted on the nightly")
+        || stderr.contains("only available on the nightly")
+    {
+        Error::NotNightly {
+            found: "a stable or beta toolchain".to_owned(),
+        }
+    } else {
+        Error::Compile {
+            krate: krate.to_owned(),
+            stderr: stderr.to_owned(),
+        }
+    }
+}
+
+/// The `.ptx` among the artifacts cargo reported in its JSON messages.
+fn find_ptx(json_lines: &str) -> Option<PathBuf> {
+    json_lines
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|msg| msg["reason"] == "compiler-artifact")
+        .flat_map(|msg| msg["filenames"].as_array().cloned().unwrap_or_default())
+        .filter_map(|f| f.as_str().map(PathBuf::from))
+        .find(|p| p.extension().is_some_and(|e| e == "ptx"))
+}
+
+/// The source files listed in a Makefile-style dep-info file, minus the toolchain's own.
+fn read_dep_info(path: &Path, sysroot: &Path) -> Result<Vec<PathBuf>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let Some(first) = text.lines().next() else {
+        return Ok(Vec::new());
+    };
+    let deps = first.split_once(": ").map_or("", |(_, deps)| deps);
+    let mut files = Vec::new();
+    let mut current = String::new();
+    let mut chars = deps.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => current.extend(chars.next()),
+            ' ' => files.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    files.push(current);
+    Ok(files
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from)
+        .filter(|f| !f.starts_with(sysroot))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dep_info_skips_the_sysroot_and_unescapes_spaces() {
+        let dir = std::env::temp_dir().join(format!("taskweave-build-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.join("k.d");
+        std::fs::write(
+            &d,
+            "/t/k.ptx: /src/a\\ b.rs /sys/lib/core.rs /src/c.rs\n\n/src/c.rs:\n",
+        )
+        .unwrap();
+        let deps = read_dep_info(&d, Path::new("/sys")).unwrap();
+        assert_eq!(
+            deps,
+            vec![PathBuf::from("/src/a b.rs"), PathBuf::from("/src/c.rs")]
+        );
+    }
+
+    #[test]
+    fn the_ptx_is_found_among_the_artifacts() {
+        let json = r#"{"reason":"compiler-artifact","filenames":["/t/libk.rlib"]}
+{"reason":"compiler-artifact","filenames":["/t/k.ptx","/t/libk.rlib"]}
+{"reason":"build-finished","success":true}"#;
+        assert_eq!(find_ptx(json), Some(PathBuf::from("/t/k.ptx")));
+        assert_eq!(find_ptx(r#"{"reason":"build-finished"}"#), None);
+    }
+
+    #[test]
+    fn failures_name_their_fix() {
+        let sys = Path::new("/sys");
+        let k = Path::new("/k");
+        assert!(matches!(
+            diagnose("error: ... try: rustup component add rust-src", sys, k),
+            Error::MissingRustSrc { .. }
+        ));
+        assert!(matches!(
+            diagnose("error[E0308]: mismatched types", sys, k),
+            Error::Compile { .. }
+        ));
+        let msg = Error::MissingRustSrc {
+            sysroot: sys.to_owned(),
+        }
+        .to_string();
+        assert!(msg.contains("rustup toolchain install"), "{msg}");
+    }
+}

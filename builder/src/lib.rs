@@ -1,0 +1,93 @@
+//! Builds the device half of a taskweave kernels crate from its `build.rs`.
+//!
+//! 1. Give the kernels crate a one-line build script:
+//!    ```no_run
+//!    fn main() -> Result<(), taskweave_build::Error> {
+//!        taskweave_build::Builder::new(".").build()
+//!    }
+//!    ```
+//! 2. `cargo build` then compiles the crate a second time, for `nvptx64-nvidia-cuda`, through a
+//!    nested cargo with its own target directory (sharing the outer one would wait on its lock for
+//!    ever), `-Zbuild-std=core`, the release profile with `panic = "abort"`, fat LTO and one codegen
+//!    unit, and `-C target-cpu` (default `sm_90`, or `TASKWEAVE_TARGET_CPU`).
+//! 3. The PTX lands in `$OUT_DIR/taskweave-kernels.ptx`, and the builder sets `cfg(taskweave_ptx)`
+//!    so that `task_region!` embeds it from there. It prints a `cargo:rerun-if-changed` line for
+//!    every source file the device build read.
+//! 4. In the nested build itself (target arch `nvptx64`) the builder does nothing.
+//!
+//! Failures say how to fix them: a missing `rust-src` or `llvm-bitcode-linker` component, a
+//! toolchain that is not the pinned nightly, or a compile error in device code.
+
+mod command;
+mod error;
+
+use std::path::{Path, PathBuf};
+
+pub use error::Error;
+
+/// The default `-C target-cpu`: Hopper (H100).
+pub const DEFAULT_TARGET_CPU: &str = "sm_90";
+/// The file name of the PTX in `$OUT_DIR`.
+pub const PTX_FILE: &str = "taskweave-kernels.ptx";
+/// The device target.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// A device build of one kernels crate.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    path: PathBuf,
+    target_cpu: String,
+}
+
+impl Builder {
+    /// A build of the crate at `path`, relative to the calling package's manifest directory.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        let target_cpu =
+            std::env::var("TASKWEAVE_TARGET_CPU").unwrap_or_else(|_| DEFAULT_TARGET_CPU.to_owned());
+        Self {
+            path: path.as_ref().to_owned(),
+            target_cpu,
+        }
+    }
+
+    /// Sets the GPU architecture (`-C target-cpu`), e.g. `"sm_80"`.
+    pub fn target_cpu(mut self, cpu: impl Into<String>) -> Self {
+        self.target_cpu = cpu.into();
+        self
+    }
+
+    /// Runs the device build and installs the PTX in `$OUT_DIR`. Call it from `build.rs` only.
+    pub fn build(self) -> Result<(), Error> {
+        println!("cargo:rerun-if-env-changed=TASKWEAVE_TARGET_CPU");
+        println!("cargo::rustc-check-cfg=cfg(taskweave_ptx)");
+        if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("nvptx64") {
+            return Ok(());
+        }
+        let out_dir = PathBuf::from(env("OUT_DIR")?);
+        let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+        let crate_dir = manifest_dir.join(&self.path);
+        let target_dir = command::nested_target_dir(&out_dir);
+        let ptx = command::DeviceBuild {
+            crate_dir: &crate_dir,
+            target_dir: &target_dir,
+            target_cpu: &self.target_cpu,
+        }
+        .run()?;
+        let dest = out_dir.join(PTX_FILE);
+        std::fs::copy(&ptx.path, &dest).map_err(|source| Error::Io {
+            path: dest.clone(),
+            source,
+        })?;
+        for dep in &ptx.inputs {
+            println!("cargo:rerun-if-changed={}", dep.display());
+        }
+        println!("cargo:rustc-env=TASKWEAVE_PTX={}", dest.display());
+        // Tells `task_region!` that the PTX is there to embed.
+        println!("cargo:rustc-cfg=taskweave_ptx");
+        Ok(())
+    }
+}
+
+fn env(name: &'static str) -> Result<String, Error> {
+    std::env::var(name).map_err(|_| Error::NotInBuildScript { var: name })
+}

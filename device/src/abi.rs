@@ -1,0 +1,167 @@
+//! The `#[repr(C)]` records the host writes and the device reads.
+//!
+//! One definition serves both sides, so they cannot disagree. Pointers are stored as `u64`: on the
+//! GPU backend they hold device addresses (`CUdeviceptr`), on the CPU backend host addresses.
+//!
+//! A region reaches the runtime as one [`RegionDesc`]:
+//!
+//! | field | length | written by | holds |
+//! | --- | --- | --- | --- |
+//! | `tasks` | `n_tasks + 1` | host | [`TaskRecord`]: kind and first argument word (a sentinel ends the table) |
+//! | `args` | total words | host | captured scalars and array bindings, one `u64` each |
+//! | `arrays` | arrays | host | [`ArrayDesc`]: base address and length of each region array |
+//! | `offsets`, `children` | `n_tasks + 1`, edges | host | the DAG in CSR form |
+//! | `pending` | `n_tasks` | host, then workers | unfinished parents per task |
+//! | `rank` | `n_tasks` | host | critical-path bottom level per task |
+//! | `next`, `head`, `tail`, `lock` | see [`crate::sched`] | host, then workers | the worker queues |
+//! | `counters` | one [`Counters`] | workers | completed tasks, the global round-robin cursor |
+//! | `abort` | one `u32` or null | host watchdog | non-zero asks every worker to stop |
+//! | `stats` | `n_workers` | workers | [`WorkerStats`] |
+//! | `current` | `n_workers` | workers | the task each worker runs, for the watchdog |
+//! | `trace` | `n_tasks` or null | workers | [`TraceRecord`] per task |
+
+/// One spawned task.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// Which task function: an index into the region's dispatch table.
+    pub kind: u32,
+    /// Index of the task's first word in the argument table; its words end where the next task's
+    /// begin.
+    pub args: u32,
+}
+
+/// One region array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArrayDesc {
+    /// Address of element 0.
+    pub ptr: u64,
+    /// Length in elements.
+    pub len: u64,
+}
+
+/// Scheduling policies: where a worker puts the children a finished task frees.
+pub mod policy {
+    /// Juggler's local round robin: a per-worker cursor picks the target queue.
+    pub const LRR: u32 = 0;
+    /// Juggler's global round robin: one shared cursor, advanced atomically.
+    pub const GRR: u32 = 1;
+    /// Juggler's local first: the first child to the worker's own queue, the next to its neighbours.
+    pub const LF: u32 = 2;
+    /// Local continuation: the worker runs one freed child next, without a queue round trip; the
+    /// rest go out by global round robin.
+    pub const LOCAL: u32 = 3;
+    /// Work stealing: freed children stay in the worker's own queue (one runs next); idle workers
+    /// steal from others.
+    pub const STEAL: u32 = 4;
+    /// Critical-path priority: the freed child with the highest rank runs next on this worker; the
+    /// rest go out by global round robin, highest rank first.
+    pub const PRIORITY: u32 = 5;
+    /// Number of policies.
+    pub const COUNT: u32 = 6;
+}
+
+/// [`RegionDesc::flags`]: index checks on.
+pub const FLAG_CHECKED: u32 = 1;
+/// [`RegionDesc::flags`]: write a [`TraceRecord`] per task.
+pub const FLAG_TRACE: u32 = 2;
+
+/// Everything the runtime needs to run one region. See the module docs for each table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RegionDesc {
+    /// Tasks in the region.
+    pub n_tasks: u32,
+    /// Worker blocks (GPU) or threads (CPU).
+    pub n_workers: u32,
+    /// One of the [`policy`] constants.
+    pub policy: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Bytes of shared scratch each block offers its tasks.
+    pub scratch_bytes: u32,
+    /// Arrays in the region.
+    pub n_arrays: u32,
+    /// `*const TaskRecord`.
+    pub tasks: u64,
+    /// `*const u64`.
+    pub args: u64,
+    /// `*const ArrayDesc`.
+    pub arrays: u64,
+    /// `*const u32`, CSR row offsets.
+    pub offsets: u64,
+    /// `*const u32`, CSR children.
+    pub children: u64,
+    /// `*mut u32`, unfinished parents.
+    pub pending: u64,
+    /// `*const u32`, bottom levels.
+    pub rank: u64,
+    /// `*mut u32`, queue links, `n_tasks + n_workers` words.
+    pub next: u64,
+    /// `*mut u32`, queue heads, `n_workers` words.
+    pub head: u64,
+    /// `*mut u32`, queue tails, `n_workers` words.
+    pub tail: u64,
+    /// `*mut u32`, consumer locks (work stealing), `n_workers` words.
+    pub lock: u64,
+    /// `*mut Counters`.
+    pub counters: u64,
+    /// `*const u32`, the host's abort flag, or 0.
+    pub abort: u64,
+    /// `*mut WorkerStats`, `n_workers` records.
+    pub stats: u64,
+    /// `*mut u32`, the task each worker is running (`u32::MAX` when none), `n_workers` words; read
+    /// by the host watchdog to name a stuck task.
+    pub current: u64,
+    /// `*mut TraceRecord`, `n_tasks` records, or 0.
+    pub trace: u64,
+}
+
+/// Counters every worker updates, each on its own 128-byte line so they do not contend.
+#[repr(C, align(128))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    /// Tasks finished.
+    pub completed: u32,
+    /// Padding to the next line.
+    pub pad0: [u32; 31],
+    /// The global round-robin cursor.
+    pub grr: u32,
+    /// Padding to the next line.
+    pub pad1: [u32; 31],
+}
+
+/// What one worker did, written once when it exits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Tasks run.
+    pub tasks: u32,
+    /// Polls of an empty queue.
+    pub idle_polls: u32,
+    /// Tasks taken from another worker's queue.
+    pub steals: u32,
+    /// Tasks run as a local continuation, without a queue round trip.
+    pub continuations: u32,
+    /// Nanoseconds spent inside task bodies.
+    pub busy_ns: u64,
+    /// The SM (GPU) or core (CPU) the worker ran on.
+    pub sm: u32,
+    /// Padding; zero.
+    pub reserved: u32,
+}
+
+/// When and where one task ran (`%globaltimer` nanoseconds on the GPU).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// Start of the body.
+    pub start: u64,
+    /// End of the body.
+    pub end: u64,
+    /// The worker that ran it.
+    pub worker: u32,
+    /// Its SM or core.
+    pub sm: u32,
+}

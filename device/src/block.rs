@@ -1,0 +1,112 @@
+//! The block API: what one task, running on one block of threads, can do.
+//!
+//! 1. [`Block::par_for`] spreads a range over the block's threads (a block-stride loop) and ends
+//!    with a barrier, so results are visible to every thread afterwards.
+//! 2. [`Block::sync`] is the block barrier.
+//! 3. [`Block::shared`] hands out scratch arrays in the block's shared memory.
+//! 4. [`Block::thread`] and [`Block::threads`] are the raw thread index and count for code that
+//!    needs them.
+//!
+//! The same calls run on the CPU backend, where a block is one or more OS threads ("lanes"), so a
+//! body written against this API gives the same results on both backends.
+
+use core::cell::Cell;
+use core::ops::Range;
+
+use crate::arch;
+use crate::shared::SharedArray;
+
+/// The block running a task, as seen by one of its threads.
+pub struct Block {
+    task: u32,
+    worker: u32,
+    scratch: *mut u8,
+    scratch_bytes: usize,
+    used: Cell<usize>,
+}
+
+impl Block {
+    /// The block context for task `task` on worker `worker`, with `scratch_bytes` bytes of shared
+    /// scratch at `scratch`.
+    ///
+    /// # Safety
+    /// `scratch` must point to `scratch_bytes` bytes, aligned to 16, shared by every thread of the
+    /// block and used by nothing else while the task runs.
+    pub unsafe fn new(task: u32, worker: u32, scratch: *mut u8, scratch_bytes: usize) -> Self {
+        Self {
+            task,
+            worker,
+            scratch,
+            scratch_bytes,
+            used: Cell::new(0),
+        }
+    }
+
+    /// The index of the running task in its region.
+    #[inline(always)]
+    pub fn task(&self) -> u32 {
+        self.task
+    }
+
+    /// The worker (persistent block, or CPU worker thread) running the task.
+    #[inline(always)]
+    pub fn worker(&self) -> u32 {
+        self.worker
+    }
+
+    /// The SM (GPU) or core (CPU) the worker runs on.
+    #[inline(always)]
+    pub fn sm(&self) -> u32 {
+        arch::sm_id()
+    }
+
+    /// The calling thread's index in the block.
+    #[inline(always)]
+    pub fn thread(&self) -> usize {
+        arch::thread_idx() as usize
+    }
+
+    /// The number of threads in the block.
+    #[inline(always)]
+    pub fn threads(&self) -> usize {
+        arch::block_dim() as usize
+    }
+
+    /// The block barrier: every thread of the block must call it.
+    #[inline(always)]
+    pub fn sync(&self) {
+        arch::sync_threads();
+    }
+
+    /// Calls `f(i)` for every `i` in `range`, spread over the block's threads, then waits at the
+    /// block barrier. Every thread of the block must call it with the same range.
+    #[inline(always)]
+    pub fn par_for(&self, range: Range<usize>, mut f: impl FnMut(usize)) {
+        let step = self.threads();
+        let mut i = range.start + self.thread();
+        while i < range.end {
+            f(i);
+            i += step;
+        }
+        self.sync();
+    }
+
+    /// A fresh `N`-element array of `T` in shared memory, the same one for every thread of the
+    /// block. Every thread must make the same sequence of `shared` calls. Its contents start
+    /// undefined. Panics when the region's scratch size is too small.
+    #[inline(always)]
+    pub fn shared<T: Copy, const N: usize>(&self) -> &SharedArray<T, N> {
+        let align = core::mem::align_of::<T>().max(1);
+        let start = self.used.get().next_multiple_of(align);
+        let end = start + core::mem::size_of::<T>() * N;
+        assert!(
+            end <= self.scratch_bytes,
+            "block scratch exhausted: raise the region's `shared_bytes`"
+        );
+        self.used.set(end);
+        // SAFETY: `start..end` lies inside the scratch buffer (checked above), is aligned for `T`
+        // (the buffer is 16-aligned and `start` is a multiple of `align_of::<T>()` up to 16), and no
+        // earlier `shared` call of this task overlaps it.
+        unsafe { &*self.scratch.add(start).cast::<SharedArray<T, N>>() }
+    }
+}

@@ -1,0 +1,95 @@
+//! The scheduler core, written once for the GPU, the CPU backend and `loom`.
+//!
+//! 1. The host inspects a region, builds its DAG and links the initial ready tasks into the worker
+//!    queues ([`queue::link_initial`]).
+//! 2. It describes the region in one [`RegionDesc`](crate::abi::RegionDesc) and starts the workers:
+//!    persistent blocks on the GPU (the region's kernel calls [`gpu_entry`]), OS threads on the CPU
+//!    (each calls [`run_worker`]).
+//! 3. Each worker loops: take a task ([`queue`]), run its body through the region's [`Dispatch`],
+//!    release its children ([`deps`]), place the freed ones by the region's policy, count it done.
+//! 4. Workers stop when the completed count reaches the task count, or when the abort flag is up.
+//!
+//! The protocol and the reason for each memory ordering are in `README.md` beside this file.
+
+pub mod deps;
+pub mod queue;
+#[cfg(not(loom))]
+mod worker;
+
+#[cfg(not(loom))]
+pub use worker::{Dispatch, Runtime, run_worker};
+
+/// Sentinel task values the leader hands its block through shared memory.
+pub mod command {
+    /// Every task is done: exit.
+    pub const DONE: u32 = u32::MAX;
+    /// The region was aborted: exit.
+    pub const ABORT: u32 = u32::MAX - 1;
+    /// No task (nothing running yet).
+    pub const NONE: u32 = u32::MAX - 2;
+}
+
+/// Indices into the block's runtime words (shared memory on the GPU).
+pub mod words {
+    /// The task the block runs now, or a [`command`](super::command).
+    pub const CURRENT: usize = 0;
+    /// How many children the last task freed.
+    pub const FREED: usize = 1;
+    /// Which freed child the leader keeps as its continuation (an index into the list), or `NONE`.
+    pub const KEEP: usize = 2;
+    /// First target worker for the pushes of this round.
+    pub const BASE: usize = 3;
+    /// Start of the freed-children list.
+    pub const LIST: usize = 8;
+    /// Capacity of the freed-children list; further children are pushed by the thread that freed
+    /// them.
+    pub const LIST_CAP: usize = crate::shared::RUNTIME_WORDS - LIST;
+}
+
+/// The task the calling block is running, for the GPU panic handler.
+#[cfg(target_arch = "nvptx64")]
+pub fn current_task() -> u32 {
+    // SAFETY: the runtime words are shared memory of this block, valid for the kernel's lifetime.
+    let word = unsafe {
+        crate::atomic::AtomicU32::from_ptr(crate::shared::runtime_words().add(words::CURRENT))
+    };
+    match word.load(
+        crate::atomic::Scope::Block,
+        crate::atomic::Ordering::Relaxed,
+    ) {
+        t if t >= command::NONE => u32::MAX,
+        t => t,
+    }
+}
+
+/// The body of every region kernel: one worker per block.
+///
+/// # Safety
+/// `desc` must point to a valid [`RegionDesc`](crate::abi::RegionDesc) in device memory whose
+/// tables match the DAG and arrays of the region that `dispatch` belongs to, and every block of the
+/// grid must be resident at once (the host sizes the grid from occupancy).
+#[cfg(target_arch = "nvptx64")]
+pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispatch: &D) {
+    // SAFETY: guaranteed by the caller.
+    let rt = unsafe { Runtime::from_desc(&*desc) };
+    let words = crate::shared::runtime_words();
+    // SAFETY: the runtime words are this block's shared memory; `RUNTIME_WORDS` long.
+    let words = unsafe {
+        core::slice::from_raw_parts(
+            words.cast::<crate::atomic::AtomicU32>(),
+            crate::shared::RUNTIME_WORDS,
+        )
+    };
+    let (scratch, bytes) = crate::shared::dynamic();
+    // SAFETY: the dynamic shared memory is this block's, 16-aligned, used only by its tasks.
+    unsafe {
+        run_worker(
+            &rt,
+            crate::arch::block_idx(),
+            words,
+            scratch,
+            bytes,
+            dispatch,
+        )
+    };
+}

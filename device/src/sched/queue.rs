@@ -1,0 +1,151 @@
+//! Per-worker task queues: intrusive multi-producer queues over one shared link array.
+//!
+//! Each task is ready exactly once, so at any moment it sits in at most one queue. The queues
+//! therefore share one link array `next` of `n_tasks + n_workers` words (one per task, plus one
+//! *stub* node per worker): memory is O(tasks + workers) and no queue can overflow, where Juggler
+//! sized every queue for all tasks. The algorithm is Vyukov's intrusive MPSC queue; see the
+//! protocol in `README.md` beside this file.
+
+use crate::atomic::{AtomicU32, Ordering::*, Scope::Gpu};
+
+/// The null link.
+pub const NIL: u32 = u32::MAX;
+
+/// The queues of all workers, over the region's `next`, `head`, `tail` and `lock` tables.
+pub struct Queues<'a> {
+    next: &'a [AtomicU32],
+    head: &'a [AtomicU32],
+    tail: &'a [AtomicU32],
+    lock: &'a [AtomicU32],
+    n_tasks: u32,
+}
+
+impl<'a> Queues<'a> {
+    /// Queues over the given tables; `next.len() == n_tasks + workers`, the others `== workers`.
+    pub fn new(
+        next: &'a [AtomicU32],
+        head: &'a [AtomicU32],
+        tail: &'a [AtomicU32],
+        lock: &'a [AtomicU32],
+        n_tasks: u32,
+    ) -> Self {
+        debug_assert_eq!(next.len(), n_tasks as usize + head.len());
+        Self {
+            next,
+            head,
+            tail,
+            lock,
+            n_tasks,
+        }
+    }
+
+    /// The number of worker queues.
+    pub fn workers(&self) -> u32 {
+        self.head.len() as u32
+    }
+
+    #[inline(always)]
+    fn stub(&self, worker: u32) -> u32 {
+        self.n_tasks + worker
+    }
+
+    /// Appends `node` to `worker`'s queue. Any thread may push. `node` must not be in any queue.
+    #[inline(always)]
+    pub fn push(&self, worker: u32, node: u32) {
+        // Clears the node's link; ordered before the tail swap that publishes the node to producers.
+        self.next[node as usize].store(NIL, Gpu, Relaxed);
+        // Acquire: the previous tail's own link reset happens before our link store below.
+        // Release: our link reset happens before a later producer's link store into `node`.
+        let prev = self.tail[worker as usize].swap(node, Gpu, AcqRel);
+        // Publishes `node` to the consumer: everything this thread saw (the task's parents' results)
+        // happens before the consumer's acquire load of this link.
+        self.next[prev as usize].store(node, Gpu, Release);
+    }
+
+    /// Takes the oldest task of `worker`'s queue, if one is fully linked. Only one thread may consume
+    /// a queue at a time: its owner, or a thief holding the queue's lock.
+    #[inline(always)]
+    pub fn pop(&self, worker: u32) -> Option<u32> {
+        let w = worker as usize;
+        let stub = self.stub(worker);
+        // The consumer's own cursor: relaxed, ordered by consumer exclusivity (owner or lock).
+        let mut head = self.head[w].load(Gpu, Relaxed);
+        // Acquires the producer's link store, and with it the task's inputs.
+        let mut next = self.next[head as usize].load(Gpu, Acquire);
+        if head == stub {
+            if next == NIL {
+                return None;
+            }
+            self.head[w].store(next, Gpu, Relaxed);
+            head = next;
+            next = self.next[head as usize].load(Gpu, Acquire);
+        }
+        if next != NIL {
+            self.head[w].store(next, Gpu, Relaxed);
+            return Some(head);
+        }
+        // `head` is the last linked node. If the tail moved past it, a producer has swapped but not
+        // linked yet: come back later rather than wait here.
+        if self.tail[w].load(Gpu, Acquire) != head {
+            return None;
+        }
+        // Put the stub behind `head`, so that `head` has a successor and can be taken.
+        self.push(worker, stub);
+        next = self.next[head as usize].load(Gpu, Acquire);
+        if next != NIL {
+            self.head[w].store(next, Gpu, Relaxed);
+            return Some(head);
+        }
+        None
+    }
+
+    /// Takes the consumer lock of `worker`'s queue; `false` if another consumer holds it.
+    #[inline(always)]
+    pub fn try_lock(&self, worker: u32) -> bool {
+        // Acquire: the previous holder's head update happens before our reads of it.
+        self.lock[worker as usize].compare_swap(0, 1, Gpu, Acquire) == 0
+    }
+
+    /// Releases the consumer lock of `worker`'s queue.
+    #[inline(always)]
+    pub fn unlock(&self, worker: u32) {
+        // Release: our head update happens before the next holder's reads.
+        self.lock[worker as usize].store(0, Gpu, Release);
+    }
+
+    /// Pops from `worker`'s queue under its consumer lock (work stealing, or an owner that may be
+    /// stolen from).
+    #[inline(always)]
+    pub fn pop_locked(&self, worker: u32) -> Option<u32> {
+        if !self.try_lock(worker) {
+            return None;
+        }
+        let task = self.pop(worker);
+        self.unlock(worker);
+        task
+    }
+}
+
+/// Links the initial ready lists into fresh queue tables, on the host, before any worker starts.
+///
+/// `lists[w]` holds worker `w`'s initial tasks in order; `next`, `head` and `tail` are the plain
+/// `u32` tables the runtime will view as atomics.
+pub fn link_initial(
+    next: &mut [u32],
+    head: &mut [u32],
+    tail: &mut [u32],
+    n_tasks: u32,
+    lists: &[&[u32]],
+) {
+    next.fill(NIL);
+    for (w, list) in lists.iter().enumerate() {
+        let stub = n_tasks + w as u32;
+        head[w] = stub;
+        let mut last = stub;
+        for &task in list.iter() {
+            next[last as usize] = task;
+            last = task;
+        }
+        tail[w] = last;
+    }
+}

@@ -1,0 +1,201 @@
+//! What a task body sees of an array: a view that carries the ranges its task declared.
+//!
+//! 1. `#[task(reads = a[lo..hi])]` turns a parameter `a: &[T]` into a [`View<T>`] and
+//!    `#[task(writes = b[lo..hi])]` turns `b: &mut [T]` into a [`ViewMut<T>`]. A view has the whole
+//!    array's indexing (`a[i]` means element `i` of the region's array), so tile arithmetic reads
+//!    the same as on the host.
+//! 2. A `View` has no write method: writing an array the task only reads does not compile.
+//! 3. In checked mode (`CHECKED = true`, the default) every index is tested against the declared
+//!    ranges. A miss records an [`error`](crate::error) naming the task, the array and the index;
+//!    on the host that is a panic, on the GPU the access is redirected to a dummy element and the
+//!    region ends with the error once the task returns. In unchecked mode the test compiles away.
+//!
+//! Views are per thread: each thread of a block holds its own copy over the same memory, as each
+//! CUDA thread holds its own pointer. Two threads writing one element without a barrier between
+//! them is a data race, exactly as in CUDA.
+
+use core::marker::PhantomData;
+use core::ops::{Index, IndexMut, Range};
+
+#[cfg(target_arch = "nvptx64")]
+use crate::error::{self, CODE_OUT_OF_RANGE, Fault};
+
+/// The declared ranges of one array for one task, plus the identity used in error reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Declared<'a> {
+    /// The ranges the task declared for this array (all accesses, reads and writes together).
+    pub ranges: &'a [Range<usize>],
+    /// The subset of `ranges` declared under `writes`.
+    pub writes: &'a [Range<usize>],
+    /// The array's slot in the region.
+    pub slot: u32,
+    /// The parameter name, for host panics.
+    pub name: &'static str,
+    /// The task's name, for host panics.
+    pub task: &'static str,
+}
+
+impl Declared<'_> {
+    #[inline(always)]
+    fn contains(ranges: &[Range<usize>], i: usize) -> bool {
+        ranges.iter().any(|r| r.start <= i && i < r.end)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn miss(&self, i: usize, write: bool) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        std::panic!(
+            "task `{}`: {} index {i} of array `{}` is outside its declared {} ranges {:?}",
+            self.task,
+            if write { "write at" } else { "read at" },
+            self.name,
+            if write { "write" } else { "access" },
+            if write { self.writes } else { self.ranges }
+        );
+        #[cfg(target_arch = "nvptx64")]
+        error::raise(Fault {
+            // The record's `array` slot and `index` say which access; the kind is in the message.
+            code: CODE_OUT_OF_RANGE,
+            array: self.slot,
+            index: i as u64,
+            location: None,
+            message: Some(if write {
+                "write outside declared ranges"
+            } else {
+                "read outside declared ranges"
+            }),
+        });
+    }
+}
+
+/// A read-only view of a region array.
+#[derive(Clone, Copy)]
+pub struct View<'a, T, const CHECKED: bool = true> {
+    ptr: *const T,
+    len: usize,
+    declared: Declared<'a>,
+    _marker: PhantomData<&'a [T]>,
+}
+
+/// A read-write view of a region array.
+pub struct ViewMut<'a, T, const CHECKED: bool = true> {
+    ptr: *mut T,
+    len: usize,
+    declared: Declared<'a>,
+    _marker: PhantomData<&'a mut [T]>,
+}
+
+macro_rules! common {
+    ($ty:ident, $ptr:ty) => {
+        impl<'a, T, const CHECKED: bool> $ty<'a, T, CHECKED> {
+            /// A view of `len` elements at `ptr`.
+            ///
+            /// # Safety
+            /// `ptr..ptr + len` must be valid for the accesses the view allows for `'a`, and every
+            /// range in `declared` must lie within `0..len`.
+            #[inline(always)]
+            pub unsafe fn new(ptr: $ptr, len: usize, declared: Declared<'a>) -> Self {
+                Self {
+                    ptr,
+                    len,
+                    declared,
+                    _marker: PhantomData,
+                }
+            }
+
+            /// The length of the whole region array.
+            #[inline(always)]
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// `true` when the region array is empty.
+            #[inline(always)]
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The ranges this task declared for the array.
+            pub fn declared(&self) -> &'a [Range<usize>] {
+                self.declared.ranges
+            }
+
+            /// `Some(i)` when element `i` may be read (always, unchecked).
+            #[inline(always)]
+            fn readable(&self, i: usize) -> Option<usize> {
+                if CHECKED && !Declared::contains(self.declared.ranges, i) {
+                    self.declared.miss(i, false);
+                    return None;
+                }
+                Some(i)
+            }
+
+            /// Element `i`, by value.
+            #[inline(always)]
+            pub fn get(&self, i: usize) -> T
+            where
+                T: Copy,
+            {
+                self[i]
+            }
+        }
+
+        impl<T, const CHECKED: bool> Index<usize> for $ty<'_, T, CHECKED> {
+            type Output = T;
+            #[inline(always)]
+            fn index(&self, i: usize) -> &T {
+                match self.readable(i) {
+                    // SAFETY: in checked mode `i` lies in a declared range, which lies in `0..len`;
+                    // in unchecked mode the task's author vouches for it, as the mode's docs say.
+                    Some(i) => unsafe { &*self.ptr.add(i) },
+                    None => dummy(),
+                }
+            }
+        }
+    };
+}
+
+common!(View, *const T);
+common!(ViewMut, *mut T);
+
+impl<T, const CHECKED: bool> IndexMut<usize> for ViewMut<'_, T, CHECKED> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        if CHECKED && !Declared::contains(self.declared.writes, i) {
+            self.declared.miss(i, true);
+            return dummy();
+        }
+        // SAFETY: as in `index` (write ranges lie in `0..len` too); the view was made from a
+        // writable array.
+        unsafe { &mut *self.ptr.add(i) }
+    }
+}
+
+impl<T, const CHECKED: bool> ViewMut<'_, T, CHECKED> {
+    /// Sets element `i`.
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, value: T) {
+        self[i] = value;
+    }
+}
+
+/// Where a failed access lands on the GPU: a per-thread scratch element, so the task can finish
+/// without touching memory it did not declare. Never reached on the host, where a miss panics.
+#[cold]
+fn dummy<'a, T>() -> &'a mut T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // A global buffer big enough and aligned enough for any element type tasks use.
+        static mut SINK: [u128; 4] = [0; 4];
+        assert!(
+            size_of::<T>() <= 64 && align_of::<T>() <= 16,
+            "element type too large for the fault sink"
+        );
+        // SAFETY: SINK is a global scratch area nobody reads; racing writes to it after a fault are
+        // harmless because its contents are never observed. The error is already recorded.
+        unsafe { &mut *(&raw mut SINK).cast::<T>() }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    unreachable!("a range miss panics on the host before reaching the sink")
+}

@@ -1,0 +1,13 @@
+//! The example workloads of taskweave, and the kernels of the GPU self-check.
+//!
+//! This crate compiles twice: for the host (inspection and the CPU backend) and, through its
+//! `build.rs`, for `nvptx64-nvidia-cuda` (task bodies, region kernels, self-check kernels).
+#![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+pub mod lu;
+pub mod selfcheck;
+
+/// The PTX of this crate (host only).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = taskweave::include_ptx!();

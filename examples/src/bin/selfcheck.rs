@@ -1,0 +1,283 @@
+//! The GPU self-check: runs each kernel of `taskweave_kernels::selfcheck` and asserts what it saw.
+//!
+//! Every check prints `PASS` or `FAIL` with the values involved; the program exits non-zero if any
+//! check fails.
+
+use std::time::Instant;
+
+use clap::Parser;
+use taskweave_host::gpu::cudarc::driver::{LaunchConfig, PushKernelArg};
+use taskweave_host::gpu::{Gpu, describe};
+
+#[derive(Parser, Debug)]
+#[command(about = "Checks every call of the taskweave device layer on the GPU")]
+struct Cli {
+    /// Rounds of the message-passing test.
+    #[arg(long, default_value_t = 100_000)]
+    rounds: u32,
+}
+
+struct Checks {
+    failed: usize,
+    total: usize,
+}
+
+impl Checks {
+    fn check(&mut self, name: &str, ok: bool, detail: impl std::fmt::Display) {
+        self.total += 1;
+        if !ok {
+            self.failed += 1;
+        }
+        println!("{} {name}: {detail}", if ok { "PASS" } else { "FAIL" });
+    }
+}
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> std::process::ExitCode {
+    taskweave_examples::run_main(run)
+}
+
+fn run() -> Result<()> {
+    let cli = Cli::parse();
+    let gpu = Gpu::new(0)?;
+    println!("device: {} ({} SMs)", gpu.name(), gpu.sm_count());
+    let ptx = taskweave_kernels::PTX;
+    let module = gpu.module(ptx)?;
+    let stream = gpu.stream().clone();
+    let mut checks = Checks {
+        failed: 0,
+        total: 0,
+    };
+
+    // 1. Message passing with GPU-scope release/acquire between two blocks.
+    {
+        let f = gpu.function(ptx, "selfcheck_message_passing")?;
+        let data = stream.alloc_zeros::<u32>(32)?;
+        let flags = stream.alloc_zeros::<u32>(2)?;
+        let errors = stream.alloc_zeros::<u32>(2)?;
+        let start = Instant::now();
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&data).arg(&flags).arg(&errors).arg(&cli.rounds);
+        // SAFETY: the arguments match the kernel's signature and sizes.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (2, 1, 1),
+                block_dim: (64, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        let errors = stream.clone_dtoh(&errors)?;
+        let elapsed = start.elapsed();
+        checks.check(
+            "message passing (release/acquire, GPU scope)",
+            errors[0] == 0 && errors[1] == cli.rounds,
+            format!(
+                "{} rounds seen, {} stale payload words, {:.2} us per round trip",
+                errors[1],
+                errors[0],
+                elapsed.as_secs_f64() * 1e6 / f64::from(cli.rounds)
+            ),
+        );
+    }
+
+    // 2. Identity, timers, nanosleep.
+    {
+        let f = gpu.function(ptx, "selfcheck_identity")?;
+        let blocks = gpu.sm_count() * 2;
+        let out = stream.alloc_zeros::<u64>(8 * blocks as usize)?;
+        let sleep_ns = 50_000u32;
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&out).arg(&sleep_ns);
+        // SAFETY: 8 words per block, as the kernel writes.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (32, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        let out = stream.clone_dtoh(&out)?;
+        let rows: Vec<&[u64]> = out.chunks(8).collect();
+        let smid_ok = rows.iter().all(|r| r[0] < r[1]);
+        let nsmid = rows[0][1];
+        let distinct = {
+            let mut ids: Vec<u64> = rows.iter().map(|r| r[0]).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len()
+        };
+        checks.check(
+            "%smid < %nsmid",
+            smid_ok,
+            format!("%nsmid = {nsmid}, {distinct} distinct SMs over {blocks} blocks"),
+        );
+        checks.check(
+            "indices and sizes",
+            rows.iter()
+                .enumerate()
+                .all(|(b, r)| r[2] == b as u64 && r[3] == u64::from(blocks) && r[4] == 32),
+            format!("{blocks} blocks of 32 threads"),
+        );
+        checks.check(
+            "%globaltimer monotonic",
+            rows.iter().all(|r| r[5] == 1),
+            "1000 reads per block",
+        );
+        checks.check(
+            "%clock64 monotonic",
+            rows.iter().all(|r| r[6] == 1),
+            "1000 reads per block",
+        );
+        let slept: Vec<u64> = rows.iter().map(|r| r[7]).collect();
+        let min = slept.iter().min().copied().unwrap_or(0);
+        checks.check(
+            "nanosleep sleeps",
+            min >= u64::from(sleep_ns) / 4,
+            format!("asked {sleep_ns} ns, slept at least {min} ns (the hardware may cut a sleep short, up to 1 ms)"),
+        );
+    }
+
+    // 3. Shared memory (static and dynamic) and warp operations.
+    {
+        let f = gpu.function(ptx, "selfcheck_shared")?;
+        let n = 128u32;
+        let out = stream.alloc_zeros::<u32>(6 * n as usize)?;
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&out);
+        // SAFETY: 6 words per thread; 4 bytes of dynamic shared memory per thread.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (n, 1, 1),
+                shared_mem_bytes: 4 * n,
+            })
+        }?;
+        let out = stream.clone_dtoh(&out)?;
+        let rows: Vec<&[u32]> = out.chunks(6).collect();
+        let total: u32 = (0..n).sum();
+        checks.check(
+            "static shared memory across the block",
+            rows.iter()
+                .enumerate()
+                .all(|(t, r)| r[0] == ((t as u32 + 1) % n) * 3),
+            "thread t reads what thread t+1 wrote",
+        );
+        checks.check(
+            "dynamic shared memory across the block",
+            rows.iter()
+                .enumerate()
+                .all(|(t, r)| r[1] == ((t as u32 + n - 1) % n) * 5),
+            "thread t reads what thread t-1 wrote",
+        );
+        checks.check(
+            "warp ballot",
+            rows.iter().all(|r| r[2] == 0x5555_5555),
+            format!("{:#x}", rows[0][2]),
+        );
+        checks.check(
+            "warp shuffles",
+            rows.iter().enumerate().all(|(t, r)| {
+                let t = t as u32;
+                r[3] == t / 32 * 32 && r[4] == if t % 32 == 31 { t } else { t + 1 }
+            }),
+            "idx from lane 0, down by 1",
+        );
+        checks.check(
+            "block-scope atomic add",
+            rows.iter().all(|r| r[5] == total),
+            format!("sum {}", rows[0][5]),
+        );
+    }
+
+    // 4. Atomics at GPU and system scope.
+    {
+        let f = gpu.function(ptx, "selfcheck_atomics")?;
+        let out = stream.alloc_zeros::<u32>(4)?;
+        let (blocks, threads) = (64u32, 256u32);
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&out);
+        // SAFETY: four counters.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        let out = stream.clone_dtoh(&out)?;
+        let all = blocks * threads;
+        checks.check(
+            "atomics (add, max, exchange, compare-and-swap)",
+            out == [2 * all, all - 1, 1, all],
+            format!("{out:?}, expected [{}, {}, 1, {all}]", 2 * all, all - 1),
+        );
+    }
+
+    // 5. A panic inside a kernel is reported with its code, and does not hang the block.
+    {
+        let f = gpu.function(ptx, "selfcheck_panic")?;
+        gpu.reset_error_record(&module)?;
+        let out = stream.alloc_zeros::<u32>(4)?;
+        let trigger = 7u32;
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&trigger).arg(&out);
+        // SAFETY: one word per block.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (4, 1, 1),
+                block_dim: (64, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        stream.synchronize()?;
+        let finished = stream.clone_dtoh(&out)?;
+        let record = gpu.error_record(&module)?;
+        checks.check(
+            "panic recorded",
+            record.code == taskweave_device::error::CODE_PANIC
+                && record.thread == 5
+                && record.worker == 0,
+            format!(
+                "code {}, block {}, thread {}: {}",
+                record.code,
+                record.worker,
+                record.thread,
+                describe(&record)
+            ),
+        );
+        checks.check(
+            "panicking block finishes (no hang, no trap)",
+            finished == [1, 1, 1, 1],
+            format!("{finished:?}"),
+        );
+        // The context stays usable: run the atomics kernel again.
+        let f = gpu.function(ptx, "selfcheck_atomics")?;
+        let out = stream.alloc_zeros::<u32>(4)?;
+        let mut launch = stream.launch_builder(&f);
+        launch.arg(&out);
+        // SAFETY: four counters.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (32, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        checks.check(
+            "context usable after the panic",
+            stream.clone_dtoh(&out)?[0] == 64,
+            "a kernel ran afterwards",
+        );
+    }
+
+    println!(
+        "{} passed, {} failed",
+        checks.total - checks.failed,
+        checks.failed
+    );
+    if checks.failed > 0 {
+        return Err(format!("{} of {} checks failed", checks.failed, checks.total).into());
+    }
+    Ok(())
+}

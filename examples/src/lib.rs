@@ -1,0 +1,79 @@
+//! Shared pieces of the example programs: command-line options and the runtime they select.
+
+use clap::{Args, ValueEnum};
+use taskweave::{Policy, Runtime};
+
+/// Where to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The GPU when there is one, else the CPU backend.
+    Auto,
+    /// The persistent in-GPU scheduler; fails without a GPU.
+    Persistent,
+    /// The CPU backend.
+    Cpu,
+}
+
+/// Options every example takes.
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Scheduling policy: lrr, grr, lf, local, steal, priority.
+    #[arg(long, default_value = "grr")]
+    pub policy: Policy,
+    /// Worker count (default: from occupancy on the GPU, cores on the CPU).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Threads per task block.
+    #[arg(long, default_value_t = 128)]
+    pub threads: u32,
+    /// Threads per emulated block on the CPU backend.
+    #[arg(long, default_value_t = 1)]
+    pub cpu_lanes: u32,
+    /// Skip the index checks against declared ranges.
+    #[arg(long)]
+    pub unchecked: bool,
+}
+
+impl RunArgs {
+    /// The runtime the options select. `Auto` says on stderr why it fell back to the CPU.
+    pub fn runtime(&self) -> Result<Runtime, taskweave::Error> {
+        let runtime = match self.backend {
+            BackendArg::Auto => Runtime::new(),
+            BackendArg::Persistent => Runtime::gpu(0)?,
+            BackendArg::Cpu => Runtime::cpu(),
+        };
+        if let Some(reason) = runtime.fallback_reason() {
+            eprintln!("note: running on the CPU backend ({reason})");
+        }
+        Ok(runtime)
+    }
+
+    /// Applies the options to a region.
+    pub fn apply<'a>(&self, region: taskweave::Region<'a>) -> taskweave::Region<'a> {
+        let region = region
+            .policy(self.policy)
+            .threads(self.threads)
+            .cpu_lanes(self.cpu_lanes)
+            .checked(!self.unchecked);
+        match self.workers {
+            Some(w) => region.workers(w),
+            None => region,
+        }
+    }
+}
+
+/// Runs `main`, printing an error with its `Display` (not `Debug`) and exiting with status 1.
+pub fn run_main(
+    main: impl FnOnce() -> Result<(), Box<dyn std::error::Error>>,
+) -> std::process::ExitCode {
+    match main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

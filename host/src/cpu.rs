@@ -1,0 +1,300 @@
+//! The CPU backend: the device crate's scheduler core on OS threads.
+//!
+//! 1. The same tables as on the GPU are built in host memory: task table, CSR, dependence counters,
+//!    queues, counters ([`Tables`]).
+//! 2. Each worker is a group of `cpu_lanes` threads that together emulate one block; every lane runs
+//!    [`run_worker`] exactly as a GPU thread does, with the region's dispatch table wrapped so that a
+//!    panicking task is caught, recorded and turned into an abort.
+//! 3. The calling thread is the watchdog: when no task completes for the region's watchdog timeout
+//!    it raises the abort flag and reports the tasks the workers were running.
+//! 4. On any error the region's writable arrays are restored from a snapshot, so the host data is
+//!    as it was before the run.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use taskweave_device::abi::{
+    ArrayDesc, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TraceRecord, WorkerStats,
+};
+use taskweave_device::arch::host::{Lane, LaneGroup, enter_lane};
+use taskweave_device::sched::{Dispatch, Runtime as SchedRuntime, command, run_worker, words};
+use taskweave_device::{Block, shared};
+
+use crate::error::Error;
+use crate::inspect::Inspection;
+use crate::region::Region;
+use crate::report::Report;
+use crate::tables::Tables;
+
+/// The default worker count: the host's available parallelism.
+pub fn default_workers() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// A task failure caught on a lane.
+struct Caught {
+    task: u32,
+    message: String,
+}
+
+/// The region's dispatch table, made panic-safe for one worker.
+struct Catching<'a> {
+    inner: &'a dyn Dispatch,
+    failure: &'a Mutex<Option<Caught>>,
+    abort: &'a AtomicU32,
+    words: &'a [taskweave_device::atomic::AtomicU32],
+    group: Option<&'a LaneGroup>,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
+}
+
+impl Dispatch for Catching<'_> {
+    fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool) {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            self.inner.run(block, kind, args, arrays, checked)
+        }));
+        let Err(payload) = result else { return };
+        let mut failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if failure.is_none() {
+            *failure = Some(Caught {
+                task: block.task(),
+                message: panic_message(&*payload),
+            });
+        }
+        drop(failure);
+        self.abort.store(1, Ordering::Release);
+        // With several lanes, leave the block for good, as a GPU thread that exits does: the other
+        // lanes stop waiting for us and, seeing ABORT, leave their loop too.
+        if let Some(group) = self.group {
+            self.words[words::CURRENT].store(
+                command::ABORT,
+                taskweave_device::atomic::Scope::Block,
+                taskweave_device::atomic::Ordering::Relaxed,
+            );
+            group.retire();
+            std::panic::resume_unwind(payload);
+        }
+    }
+}
+
+/// Runs `inspection`'s DAG on `workers` threads.
+pub(crate) fn execute(
+    region: &Region<'_>,
+    inspection: &Inspection,
+    workers: u32,
+) -> Result<Report, Error> {
+    let options = &region.options;
+    let workers = options.workers.unwrap_or(workers).max(1);
+    let lanes = options.cpu_lanes.max(1);
+    let n = inspection.task_count();
+    let arrays: Vec<ArrayDesc> = region
+        .arrays
+        .iter()
+        .map(|b| ArrayDesc {
+            ptr: b.ptr as u64,
+            len: b.info.len as u64,
+        })
+        .collect();
+    let snapshot: Vec<(usize, Vec<u8>)> = region
+        .arrays
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.info.writable)
+        .map(|(i, b)| (i, b.bytes().to_vec()))
+        .collect();
+    let restore = || {
+        for (i, bytes) in &snapshot {
+            // SAFETY: the array is writable and every worker has been joined.
+            unsafe { region.arrays[*i].write(bytes) };
+        }
+    };
+
+    let mut tables = Tables::new(inspection, workers, options.policy);
+    let mut trace = vec![TraceRecord::default(); if options.trace { n } else { 0 }];
+    let mut stats = vec![WorkerStats::default(); workers as usize];
+    let abort = AtomicU32::new(0);
+    let current: Vec<AtomicU32> = (0..workers).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let desc = RegionDesc {
+        n_tasks: n as u32,
+        n_workers: workers,
+        policy: options.policy.abi(),
+        flags: if options.checked { FLAG_CHECKED } else { 0 }
+            | if options.trace { FLAG_TRACE } else { 0 },
+        scratch_bytes: options.shared_bytes,
+        n_arrays: arrays.len() as u32,
+        arrays: arrays.as_ptr() as u64,
+        abort: abort.as_ptr() as u64,
+        stats: stats.as_mut_ptr() as u64,
+        current: current.as_ptr() as u64,
+        trace: if options.trace {
+            trace.as_mut_ptr() as u64
+        } else {
+            0
+        },
+        ..tables.desc()
+    };
+    let failure = Mutex::new(None);
+    let block_words: Vec<Vec<taskweave_device::atomic::AtomicU32>> = (0..workers)
+        .map(|_| {
+            (0..shared::RUNTIME_WORDS)
+                .map(|_| taskweave_device::atomic::AtomicU32::new(0))
+                .collect()
+        })
+        .collect();
+    let mut scratch: Vec<Vec<u128>> = (0..workers)
+        .map(|_| vec![0u128; options.shared_bytes.div_ceil(16) as usize])
+        .collect();
+    let start = Instant::now();
+    let mut stalled = None;
+    if n > 0 {
+        // SAFETY: every table `desc` points to lives until the scope below has joined all workers.
+        let rt = unsafe { SchedRuntime::from_desc(&desc) };
+        std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for (worker, (block_words, scratch)) in
+                block_words.iter().zip(scratch.iter_mut()).enumerate()
+            {
+                let worker = worker as u32;
+                let group = (lanes > 1).then(|| LaneGroup::new(lanes));
+                let block_words = block_words.as_slice();
+                // Shared by the worker's lanes, as a block's shared memory is.
+                let scratch = scratch.as_mut_ptr() as usize;
+                for lane in 0..lanes {
+                    let group = group.clone();
+                    let rt = &rt;
+                    let failure = &failure;
+                    let abort = &abort;
+                    let dispatch = region.meta.dispatch;
+                    let bytes = options.shared_bytes as usize;
+                    handles.push(scope.spawn(move || {
+                        enter_lane(Lane {
+                            thread: lane,
+                            block_dim: lanes,
+                            block: worker,
+                            grid_dim: workers,
+                            sm: worker % default_workers(),
+                            group: group.clone(),
+                        });
+                        let catching = Catching {
+                            inner: dispatch,
+                            failure,
+                            abort,
+                            words: block_words,
+                            group: group.as_deref(),
+                        };
+                        // SAFETY: `block_words` and `scratch` belong to this worker's lanes alone.
+                        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+                            run_worker(
+                                rt,
+                                worker,
+                                block_words,
+                                scratch as *mut u8,
+                                bytes,
+                                &catching,
+                            )
+                        }));
+                    }));
+                }
+            }
+            stalled = watch(&tables, &abort, &handles, options.watchdog);
+            if let Some(waited) = stalled {
+                let running: Vec<String> = current
+                    .iter()
+                    .map(|c| c.load(Ordering::Relaxed))
+                    .filter(|&t| (t as usize) < n)
+                    .map(|t| inspection.task_ref(t).to_string())
+                    .collect();
+                // A CPU task cannot be interrupted: say what we wait for instead of hanging mutely.
+                eprintln!(
+                    "taskweave: region `{}` stalled for {waited:?}; aborted, waiting for running tasks to return: {}",
+                    inspection.region,
+                    running.join("; ")
+                );
+            }
+        });
+    }
+    let execute_time = start.elapsed();
+
+    if let Some(caught) = failure
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        restore();
+        return Err(Error::TaskPanicked {
+            task: inspection.task_ref(caught.task),
+            message: caught.message,
+            restored: true,
+        });
+    }
+    if let Some(waited) = stalled {
+        restore();
+        let running: Vec<u32> = current
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .filter(|&t| (t as usize) < n)
+            .collect();
+        return Err(Error::Stalled {
+            region: inspection.region,
+            waited,
+            unfinished: n - tables.completed() as usize,
+            tasks: n,
+            first: running
+                .into_iter()
+                .take(8)
+                .map(|t| inspection.task_ref(t))
+                .collect(),
+        });
+    }
+    Ok(Report {
+        region: inspection.region,
+        backend: "cpu",
+        policy: options.policy,
+        tasks: n,
+        edges: inspection.dag.edge_count(),
+        critical_path: inspection.dag.critical_path(),
+        workers,
+        threads: lanes,
+        inspect_time: inspection.time,
+        transfer_time: Duration::ZERO,
+        execute_time,
+        worker_stats: stats,
+        trace: options.trace.then_some(trace),
+    })
+}
+
+/// Waits for the workers, raising the abort flag when no task completes for `timeout`. Returns how
+/// long it waited when it had to abort.
+fn watch<T>(
+    tables: &Tables,
+    abort: &AtomicU32,
+    handles: &[std::thread::ScopedJoinHandle<'_, T>],
+    timeout: Duration,
+) -> Option<Duration> {
+    let mut last = tables.completed();
+    let mut since = Instant::now();
+    let mut tick = Duration::from_micros(50);
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(tick);
+        tick = (tick * 2).min(Duration::from_millis(5));
+        let now = tables.completed();
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() > timeout && abort.load(Ordering::Relaxed) == 0 {
+            abort.store(1, Ordering::Release);
+            return Some(since.elapsed());
+        }
+    }
+    None
+}

@@ -1,0 +1,166 @@
+//! Errors, each with the context a user can act on: the task (index, kind, arguments, where it was
+//! spawned), the array and range, the worker.
+
+use std::fmt;
+use std::ops::Range;
+use std::panic::Location;
+use std::time::Duration;
+
+/// One task, as errors name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskRef {
+    /// Index in spawn order.
+    pub index: u32,
+    /// The task function's name.
+    pub kind: &'static str,
+    /// Its arguments, as the spawn formatted them (`a=[a], k=3`).
+    pub args: String,
+    /// Where the region spawned it.
+    pub location: &'static Location<'static>,
+}
+
+impl fmt::Display for TaskRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "task #{} `{}({})` spawned at {}",
+            self.index, self.kind, self.args, self.location
+        )
+    }
+}
+
+/// Everything that can go wrong in a region, from inspection to the GPU.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A declared range ends past its array.
+    #[error(
+        "{task}: range {range:?} of array `{array}` (parameter `{param}`) is out of bounds: the array has {len} elements"
+    )]
+    OutOfBounds {
+        /// The task.
+        task: TaskRef,
+        /// The region's name for the array.
+        array: &'static str,
+        /// The task's parameter name for it.
+        param: &'static str,
+        /// The declared range.
+        range: Range<usize>,
+        /// The array's length.
+        len: usize,
+    },
+    /// A declared range has `lo > hi`.
+    #[error(
+        "{task}: range {range:?} of array `{array}` (parameter `{param}`) is reversed: its start is past its end"
+    )]
+    ReversedRange {
+        /// The task.
+        task: TaskRef,
+        /// The region's name for the array.
+        array: &'static str,
+        /// The task's parameter name for it.
+        param: &'static str,
+        /// The declared range.
+        range: Range<usize>,
+    },
+    /// The region spawned more tasks, or argument words, than a `u32` index can address.
+    #[error("region `{region}` is too large: more than {limit} {what}")]
+    TooLarge {
+        /// The region.
+        region: &'static str,
+        /// What overflowed.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// A task panicked (CPU backend), or indexed outside its declared ranges in checked mode.
+    #[error("{task} panicked: {message}{}", restored_note(*.restored))]
+    TaskPanicked {
+        /// The task.
+        task: TaskRef,
+        /// The panic message.
+        message: String,
+        /// Whether the host arrays were restored to their state before the region.
+        restored: bool,
+    },
+    /// A task faulted on the GPU: its error record.
+    #[error("{task} failed on the GPU (worker {worker}, thread {thread}): {message}{}", restored_note(*.restored))]
+    TaskFault {
+        /// The task.
+        task: TaskRef,
+        /// What the device reported.
+        message: String,
+        /// The worker block.
+        worker: u32,
+        /// The thread in the block.
+        thread: u32,
+        /// Whether the host arrays were left untouched.
+        restored: bool,
+    },
+    /// No task completed for longer than the watchdog allows.
+    #[error(
+        "region `{region}` stalled: no task completed in {waited:?}; {unfinished} of {tasks} tasks unfinished, first: {}",
+        first.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    Stalled {
+        /// The region.
+        region: &'static str,
+        /// How long the watchdog waited.
+        waited: Duration,
+        /// Tasks not finished.
+        unfinished: usize,
+        /// Tasks in the region.
+        tasks: usize,
+        /// The first few unfinished tasks.
+        first: Vec<TaskRef>,
+    },
+    /// There is no usable GPU or driver.
+    #[error("no GPU: {reason}")]
+    NoGpu {
+        /// What was missing.
+        reason: String,
+    },
+    /// The crate was built without its device half.
+    #[error(
+        "region `{region}` has no PTX: its crate was built without a device build; add a build.rs that calls `taskweave_build::Builder::new(\".\").build()`"
+    )]
+    NoPtx {
+        /// The region.
+        region: &'static str,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA error while {context}: {source}")]
+    Cuda {
+        /// What the runtime was doing.
+        context: String,
+        /// The driver's error.
+        source: cudarc::driver::DriverError,
+    },
+    /// The region's data does not fit in device memory.
+    #[error("region `{region}` needs {needed} bytes of device memory; {free} are free")]
+    DeviceOutOfMemory {
+        /// The region.
+        region: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes free.
+        free: u64,
+    },
+}
+
+fn restored_note(restored: bool) -> &'static str {
+    if restored {
+        " (host arrays restored to their state before the region)"
+    } else {
+        ""
+    }
+}
+
+impl Error {
+    /// A CUDA error with what was being done.
+    pub(crate) fn cuda(
+        context: impl Into<String>,
+    ) -> impl FnOnce(cudarc::driver::DriverError) -> Self {
+        let context = context.into();
+        move |source| Self::Cuda { context, source }
+    }
+}

@@ -1,0 +1,119 @@
+//! Property tests: random programs checked against the brute-force [`oracle`](super::oracle).
+
+use proptest::prelude::*;
+
+use super::oracle::{self, TaskAccesses};
+use super::{Access, DepTracker};
+
+/// A random program: array lengths and, per task, 1..=4 accesses.
+#[derive(Clone, Debug)]
+struct Program {
+    lens: Vec<usize>,
+    tasks: Vec<TaskAccesses>,
+}
+
+fn access() -> impl Strategy<Value = Access> {
+    prop_oneof![
+        Just(Access::Read),
+        Just(Access::Write),
+        Just(Access::ReadWrite)
+    ]
+}
+
+/// 1..=`max_tasks` tasks over 1..=4 arrays of 1..=40 elements. Range ends are drawn from
+/// 0..=40 and clamped to the array, so empty ranges and ranges ending at the array's end are
+/// common.
+fn program(max_tasks: usize) -> impl Strategy<Value = Program> {
+    (prop::collection::vec(1usize..=40, 1..=4), 1..=max_tasks).prop_flat_map(|(lens, n)| {
+        let arrays = lens.len() as u32;
+        let one = (0..arrays, 0usize..=40, 0usize..=40, access());
+        let task = prop::collection::vec(one, 1..=4);
+        prop::collection::vec(task, n).prop_map(move |raw| {
+            let tasks = raw
+                .into_iter()
+                .map(|accesses| {
+                    accesses
+                        .into_iter()
+                        .map(|(a, x, y, access)| {
+                            let len = lens[a as usize];
+                            (a, x.min(y).min(len)..x.max(y).min(len), access)
+                        })
+                        .collect()
+                })
+                .collect();
+            Program {
+                lens: lens.clone(),
+                tasks,
+            }
+        })
+    })
+}
+
+/// Small arrays give dense overlaps; this variant uses arrays of 1..=6 elements.
+fn dense_program(max_tasks: usize) -> impl Strategy<Value = Program> {
+    program(max_tasks).prop_map(|mut p| {
+        for len in &mut p.lens {
+            *len = 1 + *len % 6;
+        }
+        for task in &mut p.tasks {
+            for (a, range, _) in task.iter_mut() {
+                let len = p.lens[*a as usize];
+                *range = range.start.min(len)..range.end.min(len);
+            }
+        }
+        p
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// (a) Reachability equals the closure of the brute-force conflict relation.
+    #[test]
+    fn reachability_matches_conflicts(p in program(60)) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        prop_assert_eq!(oracle::check_reachability(&dag, &p.tasks), Ok(()));
+    }
+
+    /// (b) Every edge is a real conflict, and the edges are exactly the per-element reference.
+    #[test]
+    fn edges_are_exact(p in program(60)) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        prop_assert_eq!(oracle::check_edges_are_conflicts(&dag, &p.tasks), Ok(()));
+        prop_assert_eq!(oracle::dag_edges(&dag), oracle::reference_edges(&p.lens, &p.tasks));
+    }
+
+    /// (c) CSR structure, in-degrees, ready list, ranks and levels are consistent.
+    #[test]
+    fn structure_is_consistent(p in program(60)) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        prop_assert_eq!(oracle::check_structure(&dag), Ok(()));
+    }
+
+    /// Everything at once on tiny arrays, where nearly every pair of accesses overlaps.
+    #[test]
+    fn dense_programs_pass_every_check(p in dense_program(60)) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        prop_assert_eq!(oracle::check(&dag, &p.lens, &p.tasks), Ok(()));
+    }
+
+    /// The order of a task's accesses does not matter.
+    #[test]
+    fn access_order_is_irrelevant(p in program(30)) {
+        let reversed: Vec<TaskAccesses> =
+            p.tasks.iter().map(|t| t.iter().rev().cloned().collect()).collect();
+        prop_assert_eq!(oracle::build(&p.lens, &p.tasks), oracle::build(&p.lens, &reversed));
+    }
+
+    /// The tracker's running counts agree with the finished DAG.
+    #[test]
+    fn counts_agree(p in program(60)) {
+        let mut tracker = DepTracker::new(&p.lens);
+        for accesses in &p.tasks {
+            tracker.add_task(accesses);
+        }
+        prop_assert_eq!(tracker.task_count() as usize, p.tasks.len());
+        let edges = tracker.edge_count();
+        prop_assert_eq!(tracker.finish().edge_count(), edges);
+    }
+}

@@ -1,0 +1,307 @@
+//! Regions: what calling a `task_region!` function returns.
+//!
+//! 1. The generated function binds its arrays ([`Region::bind`], [`Region::bind_mut`]) and hands its
+//!    body to [`Region::body`].
+//! 2. The caller sets options ([`Region::policy`], [`Region::threads`], …) and calls
+//!    [`Region::run`] with a [`Runtime`], or [`Region::inspect`] to get the DAG without running it.
+//! 3. `run` inspects the body, then hands the DAG to the runtime's backend and returns a
+//!    [`Report`].
+
+use std::marker::PhantomData;
+use std::panic::Location;
+use std::time::{Duration, Instant};
+
+use taskweave_device::sched::Dispatch;
+
+use crate::error::Error;
+use crate::inspect::{ArrayArg, ArrayInfo, Inspection, ReadOnly, ReadWrite, Recorder};
+use crate::report::Report;
+use crate::runtime::Runtime;
+
+/// What the macro knows about a region at compile time.
+pub struct RegionMeta {
+    /// The region function's name.
+    pub name: &'static str,
+    /// The name of its GPU kernel.
+    pub kernel: &'static str,
+    /// The PTX of its crate, when the crate has a device build.
+    pub ptx: Option<&'static str>,
+    /// Its task functions, by kind.
+    pub kinds: &'static [&'static str],
+    /// Its table from kind to body.
+    pub dispatch: &'static dyn Dispatch,
+    /// Where the region was called.
+    pub location: &'static Location<'static>,
+}
+
+/// Where freed tasks go; see [`abi::policy`](taskweave_device::abi::policy).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Juggler's local round robin.
+    Lrr,
+    /// Juggler's global round robin.
+    #[default]
+    Grr,
+    /// Juggler's local first.
+    Lf,
+    /// Run one freed child locally, the rest by global round robin.
+    Local,
+    /// Keep freed children locally; idle workers steal.
+    Steal,
+    /// Run the freed child with the longest path to the end next; the rest by global round robin.
+    Priority,
+}
+
+impl Policy {
+    /// Every policy.
+    pub const ALL: [Policy; 6] = [
+        Self::Lrr,
+        Self::Grr,
+        Self::Lf,
+        Self::Local,
+        Self::Steal,
+        Self::Priority,
+    ];
+
+    /// The policy's number in the device ABI.
+    pub fn abi(self) -> u32 {
+        use taskweave_device::abi::policy;
+        match self {
+            Self::Lrr => policy::LRR,
+            Self::Grr => policy::GRR,
+            Self::Lf => policy::LF,
+            Self::Local => policy::LOCAL,
+            Self::Steal => policy::STEAL,
+            Self::Priority => policy::PRIORITY,
+        }
+    }
+
+    /// The policy's lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lrr => "lrr",
+            Self::Grr => "grr",
+            Self::Lf => "lf",
+            Self::Local => "local",
+            Self::Steal => "steal",
+            Self::Priority => "priority",
+        }
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown policy `{s}`: expected one of lrr, grr, lf, local, steal, priority"
+                )
+            })
+    }
+}
+
+/// How a region runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Threads per task block.
+    pub threads: u32,
+    /// Where freed tasks go.
+    pub policy: Policy,
+    /// Check every index against the declared ranges.
+    pub checked: bool,
+    /// Worker count; `None` takes it from occupancy (GPU) or cores (CPU).
+    pub workers: Option<u32>,
+    /// Threads per emulated block on the CPU backend.
+    pub cpu_lanes: u32,
+    /// Bytes of shared scratch per block for `Block::shared`.
+    pub shared_bytes: u32,
+    /// Record when and where each task ran.
+    pub trace: bool,
+    /// Abort when no task completes for this long.
+    pub watchdog: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            threads: 128,
+            policy: Policy::default(),
+            checked: true,
+            workers: None,
+            cpu_lanes: 1,
+            shared_bytes: 8 * 1024,
+            trace: false,
+            watchdog: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A region array bound for the run: its memory and how to move it.
+pub(crate) struct Binding<'a> {
+    pub info: ArrayInfo,
+    pub ptr: *mut u8,
+    pub bytes: usize,
+    _marker: PhantomData<&'a mut [u8]>,
+}
+
+impl Binding<'_> {
+    /// The array's bytes as the caller left them.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the binding points at `bytes` bytes of the caller's array, which the region
+        // borrows for its lifetime.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+
+    /// Overwrites the array with `data` (the same length).
+    ///
+    /// # Safety
+    /// The array must be writable (`&mut` in the region) and no task may be running on it.
+    pub unsafe fn write(&self, data: &[u8]) {
+        assert_eq!(data.len(), self.bytes, "an array is written back whole");
+        // SAFETY: the region holds the caller's `&mut` borrow; the caller guarantees no task runs.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, self.bytes) };
+    }
+}
+
+type Body<'a> = Box<dyn FnOnce(&mut Recorder) -> Result<(), Error> + 'a>;
+
+/// A region, bound to its arguments and ready to run.
+#[must_use = "a region does nothing until it is run"]
+pub struct Region<'a> {
+    pub(crate) meta: RegionMeta,
+    pub(crate) arrays: Vec<Binding<'a>>,
+    body: Option<Body<'a>>,
+    pub(crate) options: Options,
+}
+
+impl<'a> Region<'a> {
+    /// A region with no arrays and an empty body (the macro fills both in).
+    pub fn new(meta: RegionMeta) -> Self {
+        Self {
+            meta,
+            arrays: Vec::new(),
+            body: None,
+            options: Options::default(),
+        }
+    }
+
+    fn push<T: Copy>(
+        &mut self,
+        ptr: *mut T,
+        len: usize,
+        name: &'static str,
+        writable: bool,
+    ) -> u32 {
+        let slot = self.arrays.len() as u32;
+        self.arrays.push(Binding {
+            info: ArrayInfo {
+                name,
+                len,
+                writable,
+            },
+            ptr: ptr.cast(),
+            bytes: len * size_of::<T>(),
+            _marker: PhantomData,
+        });
+        slot
+    }
+
+    /// Binds a read-only array (copied to the device).
+    pub fn bind<T: Copy>(&mut self, data: &'a [T], name: &'static str) -> ArrayArg<T, ReadOnly> {
+        let slot = self.push(data.as_ptr().cast_mut(), data.len(), name, false);
+        ArrayArg::new(slot, data.len())
+    }
+
+    /// Binds a read-write array (copied to the device and back).
+    pub fn bind_mut<T: Copy>(
+        &mut self,
+        data: &'a mut [T],
+        name: &'static str,
+    ) -> ArrayArg<T, ReadWrite> {
+        let slot = self.push(data.as_mut_ptr(), data.len(), name, true);
+        ArrayArg::new(slot, data.len())
+    }
+
+    /// Sets the inspection body.
+    pub fn body(mut self, body: impl FnOnce(&mut Recorder) -> Result<(), Error> + 'a) -> Self {
+        self.body = Some(Box::new(body));
+        self
+    }
+
+    /// Threads per task block (default 128).
+    pub fn threads(mut self, threads: u32) -> Self {
+        self.options.threads = threads.max(1);
+        self
+    }
+
+    /// The scheduling policy (default [`Policy::Grr`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.options.policy = policy;
+        self
+    }
+
+    /// Index checks against the declared ranges (default on).
+    pub fn checked(mut self, checked: bool) -> Self {
+        self.options.checked = checked;
+        self
+    }
+
+    /// A fixed worker count instead of one from occupancy or cores.
+    pub fn workers(mut self, workers: u32) -> Self {
+        self.options.workers = Some(workers.max(1));
+        self
+    }
+
+    /// Threads per emulated block on the CPU backend (default 1).
+    pub fn cpu_lanes(mut self, lanes: u32) -> Self {
+        self.options.cpu_lanes = lanes.max(1);
+        self
+    }
+
+    /// Bytes of shared scratch per block (default 8 KiB).
+    pub fn shared_bytes(mut self, bytes: u32) -> Self {
+        self.options.shared_bytes = bytes;
+        self
+    }
+
+    /// Records a start/end time, worker and SM per task into the report.
+    pub fn trace(mut self, trace: bool) -> Self {
+        self.options.trace = trace;
+        self
+    }
+
+    /// Aborts the region when no task completes for `timeout` (default 10 s).
+    pub fn watchdog(mut self, timeout: Duration) -> Self {
+        self.options.watchdog = timeout;
+        self
+    }
+
+    /// The options as set.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Runs the body on the host to record the tasks and their dependences.
+    pub fn inspect(mut self) -> Result<Inspection, Error> {
+        self.inspect_body()
+    }
+
+    fn inspect_body(&mut self) -> Result<Inspection, Error> {
+        let start = Instant::now();
+        let arrays = self.arrays.iter().map(|b| b.info).collect();
+        let mut recorder = Recorder::new(self.meta.name, self.meta.kinds, arrays);
+        if let Some(body) = self.body.take() {
+            body(&mut recorder)?;
+        }
+        Ok(recorder.finish(start.elapsed()))
+    }
+
+    /// Inspects the region and runs its DAG on `runtime`'s backend.
+    pub fn run(mut self, runtime: &Runtime) -> Result<Report, Error> {
+        let inspection = self.inspect_body()?;
+        runtime.execute(&self, &inspection)
+    }
+}

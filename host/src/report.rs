@@ -1,0 +1,83 @@
+//! What a region run reports: sizes, times, per-worker statistics and an optional per-task trace.
+
+use std::fmt;
+use std::time::Duration;
+
+use taskweave_device::abi::{TraceRecord, WorkerStats};
+
+use crate::region::Policy;
+
+/// The outcome of a successful region run.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The region's name.
+    pub region: &'static str,
+    /// The backend that ran it (`persistent`, `cpu`).
+    pub backend: &'static str,
+    /// The scheduling policy.
+    pub policy: Policy,
+    /// Tasks run.
+    pub tasks: usize,
+    /// Dependence edges.
+    pub edges: usize,
+    /// Tasks on the longest dependence chain.
+    pub critical_path: u32,
+    /// Workers (GPU blocks or CPU threads).
+    pub workers: u32,
+    /// Threads per task block (lanes on the CPU).
+    pub threads: u32,
+    /// Inspection: running the body, dependence tracking, CSR.
+    pub inspect_time: Duration,
+    /// Copies between host and device (zero on the CPU).
+    pub transfer_time: Duration,
+    /// Running the DAG: the kernel, or the worker pool.
+    pub execute_time: Duration,
+    /// One record per worker.
+    pub worker_stats: Vec<WorkerStats>,
+    /// One record per task, when tracing was on.
+    pub trace: Option<Vec<TraceRecord>>,
+}
+
+impl Report {
+    /// The difference between the most and the fewest tasks any worker ran (Juggler's figure 5).
+    pub fn load_spread(&self) -> u32 {
+        let tasks = self.worker_stats.iter().map(|s| s.tasks);
+        tasks.clone().max().unwrap_or(0) - tasks.min().unwrap_or(0)
+    }
+
+    /// Nanoseconds of execution per task.
+    pub fn ns_per_task(&self) -> f64 {
+        self.execute_time.as_nanos() as f64 / self.tasks.max(1) as f64
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let continuations: u64 = self
+            .worker_stats
+            .iter()
+            .map(|s| u64::from(s.continuations))
+            .sum();
+        let steals: u64 = self.worker_stats.iter().map(|s| u64::from(s.steals)).sum();
+        write!(
+            f,
+            "region `{}` on {} ({} policy): {} tasks, {} edges, critical path {}; {} workers x {} threads; \
+             inspect {:.3} ms, transfer {:.3} ms, execute {:.3} ms ({:.1} ns/task); load spread {}, {} continuations, {} steals",
+            self.region,
+            self.backend,
+            self.policy.name(),
+            self.tasks,
+            self.edges,
+            self.critical_path,
+            self.workers,
+            self.threads,
+            self.inspect_time.as_secs_f64() * 1e3,
+            self.transfer_time.as_secs_f64() * 1e3,
+            self.execute_time.as_secs_f64() * 1e3,
+            self.ns_per_task(),
+            self.load_spread(),
+            continuations,
+            steals,
+        )
+    }
+}

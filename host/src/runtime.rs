@@ -1,0 +1,138 @@
+//! The runtime: which backend runs regions.
+//!
+//! 1. [`Runtime::new`] takes the GPU when there is one and says why not otherwise, then falls back
+//!    to the CPU backend.
+//! 2. [`Runtime::gpu`] insists on the GPU; [`Runtime::cpu`] never touches it.
+//! 3. [`Region::run`](crate::Region::run) hands each region to the runtime's backend.
+
+use crate::cpu;
+use crate::error::Error;
+use crate::gpu::{Gpu, persistent};
+use crate::inspect::Inspection;
+use crate::region::Region;
+use crate::report::Report;
+
+/// Where regions run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The persistent in-GPU scheduler.
+    Persistent,
+    /// The same scheduler core on CPU threads.
+    Cpu,
+}
+
+impl Backend {
+    /// The backend's lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Persistent => "persistent",
+            Self::Cpu => "cpu",
+        }
+    }
+}
+
+enum Engine {
+    Gpu(Gpu),
+    Cpu { workers: u32 },
+}
+
+/// Runs regions on one backend.
+pub struct Runtime {
+    engine: Engine,
+    fallback: Option<String>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Runtime {
+    /// The GPU if one is usable, else the CPU backend (see [`Runtime::fallback_reason`]).
+    pub fn new() -> Self {
+        match Gpu::new(0) {
+            Ok(gpu) => Self {
+                engine: Engine::Gpu(gpu),
+                fallback: None,
+            },
+            Err(e) => Self {
+                fallback: Some(e.to_string()),
+                ..Self::cpu()
+            },
+        }
+    }
+
+    /// The persistent GPU backend on GPU `ordinal`, or why not.
+    pub fn gpu(ordinal: usize) -> Result<Self, Error> {
+        Ok(Self {
+            engine: Engine::Gpu(Gpu::new(ordinal)?),
+            fallback: None,
+        })
+    }
+
+    /// The CPU backend with one worker per core.
+    pub fn cpu() -> Self {
+        Self::cpu_with(cpu::default_workers())
+    }
+
+    /// The CPU backend with `workers` worker threads.
+    pub fn cpu_with(workers: u32) -> Self {
+        Self {
+            engine: Engine::Cpu {
+                workers: workers.max(1),
+            },
+            fallback: None,
+        }
+    }
+
+    /// The backend regions run on.
+    pub fn backend(&self) -> Backend {
+        match self.engine {
+            Engine::Gpu(_) => Backend::Persistent,
+            Engine::Cpu { .. } => Backend::Cpu,
+        }
+    }
+
+    /// Why [`Runtime::new`] fell back to the CPU, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// The GPU, when the runtime has one.
+    pub fn gpu_device(&self) -> Option<&Gpu> {
+        match &self.engine {
+            Engine::Gpu(gpu) => Some(gpu),
+            Engine::Cpu { .. } => None,
+        }
+    }
+
+    /// One line on the backend and its hardware.
+    pub fn describe(&self) -> String {
+        match &self.engine {
+            Engine::Gpu(gpu) => format!(
+                "persistent GPU scheduler on {} ({} SMs)",
+                gpu.name(),
+                gpu.sm_count()
+            ),
+            Engine::Cpu { workers } => format!("CPU backend, {workers} worker threads"),
+        }
+    }
+
+    pub(crate) fn execute(
+        &self,
+        region: &Region<'_>,
+        inspection: &Inspection,
+    ) -> Result<Report, Error> {
+        match &self.engine {
+            Engine::Gpu(gpu) => persistent::execute(gpu, region, inspection),
+            Engine::Cpu { workers } => cpu::execute(region, inspection, *workers),
+        }
+    }
+}

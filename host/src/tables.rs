@@ -1,0 +1,87 @@
+//! The scheduler's tables for one run, in host memory: what the CPU backend runs on directly and
+//! what the GPU backend uploads.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use taskweave_device::abi::{Counters, RegionDesc};
+use taskweave_device::sched::queue;
+
+use crate::inspect::Inspection;
+use crate::region::Policy;
+
+/// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32.
+#[repr(C, align(128))]
+pub(crate) struct CounterWords(pub [AtomicU32; 64]);
+
+const _: () = assert!(size_of::<CounterWords>() == size_of::<Counters>());
+const _: () = assert!(std::mem::offset_of!(Counters, grr) == 32 * 4);
+
+/// The mutable tables of a run; the immutable ones (tasks, args, CSR, ranks) stay in the
+/// [`Inspection`].
+pub(crate) struct Tables<'i> {
+    pub ins: &'i Inspection,
+    pub pending: Vec<u32>,
+    pub next: Vec<u32>,
+    pub head: Vec<u32>,
+    pub tail: Vec<u32>,
+    pub lock: Vec<u32>,
+    pub counters: Box<CounterWords>,
+}
+
+impl<'i> Tables<'i> {
+    /// Fresh tables: dependence counters from the in-degrees, and the ready tasks dealt round robin
+    /// to the workers' queues (highest rank first under [`Policy::Priority`]).
+    pub fn new(ins: &'i Inspection, workers: u32, policy: Policy) -> Self {
+        let n = ins.task_count();
+        let w = workers as usize;
+        let mut ready = ins.dag.ready.clone();
+        if policy == Policy::Priority {
+            ready.sort_by_key(|&t| std::cmp::Reverse(ins.dag.rank[t as usize]));
+        }
+        let lists: Vec<Vec<u32>> = (0..w)
+            .map(|k| ready.iter().skip(k).step_by(w).copied().collect())
+            .collect();
+        let list_refs: Vec<&[u32]> = lists.iter().map(Vec::as_slice).collect();
+        let mut next = vec![0; n + w];
+        let mut head = vec![0; w];
+        let mut tail = vec![0; w];
+        queue::link_initial(&mut next, &mut head, &mut tail, n as u32, &list_refs);
+        let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
+        counters.0[32].store((ready.len() % w) as u32, Ordering::Relaxed);
+        Self {
+            ins,
+            pending: ins.dag.in_degree.clone(),
+            next,
+            head,
+            tail,
+            lock: vec![0; w],
+            counters,
+        }
+    }
+
+    /// A descriptor pointing at these tables in host memory. The caller fills in the per-run fields
+    /// (workers, policy, flags, arrays, abort, stats, current, trace).
+    pub fn desc(&mut self) -> RegionDesc {
+        let dag = &self.ins.dag;
+        RegionDesc {
+            n_tasks: self.ins.task_count() as u32,
+            tasks: self.ins.tasks.as_ptr() as u64,
+            args: self.ins.args.as_ptr() as u64,
+            offsets: dag.offsets.as_ptr() as u64,
+            children: dag.children.as_ptr() as u64,
+            pending: self.pending.as_mut_ptr() as u64,
+            rank: dag.rank.as_ptr() as u64,
+            next: self.next.as_mut_ptr() as u64,
+            head: self.head.as_mut_ptr() as u64,
+            tail: self.tail.as_mut_ptr() as u64,
+            lock: self.lock.as_mut_ptr() as u64,
+            counters: self.counters.0.as_ptr() as u64,
+            ..RegionDesc::default()
+        }
+    }
+
+    /// Tasks completed so far.
+    pub fn completed(&self) -> u32 {
+        self.counters.0[0].load(Ordering::Relaxed)
+    }
+}

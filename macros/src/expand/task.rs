@@ -1,0 +1,267 @@
+//! `#[task]`: the body compiled for both targets, its argument unpacking and range evaluation on the
+//! device, and its spawn function for inspection on the host.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ItemFn;
+use syn::spanned::Spanned;
+
+use crate::model::{Access, ParamKind, Task};
+use crate::parse::Spec;
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item: ItemFn = match syn::parse2(item.clone()) {
+        Ok(item) => item,
+        Err(e) => {
+            let error =
+                syn::Error::new(e.span(), "`#[task]` goes on a function").to_compile_error();
+            return quote!(#item #error);
+        }
+    };
+    let attr_span = if attr.is_empty() {
+        Span::call_site()
+    } else {
+        attr.span()
+    };
+    let task = syn::parse2::<Spec>(attr).and_then(|spec| Task::new(spec, item.clone(), attr_span));
+    match task {
+        Ok(task) => generate(&task),
+        Err(e) => {
+            let error = e.to_compile_error();
+            quote!(#item #error)
+        }
+    }
+}
+
+/// `lo..hi` for one access, with `len` naming the array's length.
+fn range(access: &Access, len: &syn::Ident) -> TokenStream {
+    if let Some(range) = &access.range {
+        let _ = len;
+        return quote_spanned!(range.span()=> { let __tw_range: ::core::ops::Range<usize> = #range; __tw_range });
+    }
+    let lo = access
+        .lo
+        .as_ref()
+        .map_or_else(|| quote!(0usize), |lo| quote_spanned!(lo.span()=> #lo));
+    let hi = match &access.hi {
+        Some(hi) if access.inclusive => quote_spanned!(hi.span()=> (#hi) + 1usize),
+        Some(hi) => quote_spanned!(hi.span()=> #hi),
+        None => quote!(#len),
+    };
+    let lo_span = access
+        .lo
+        .as_ref()
+        .map_or_else(Span::call_site, |e| e.span());
+    let hi_span = access
+        .hi
+        .as_ref()
+        .map_or_else(Span::call_site, |e| e.span());
+    let lo_bind = quote_spanned!(lo_span=> let __tw_lo: usize = #lo;);
+    let hi_bind = quote_spanned!(hi_span=> let __tw_hi: usize = #hi;);
+    quote!({ #lo_bind #hi_bind __tw_lo..__tw_hi })
+}
+
+fn generate(task: &Task) -> TokenStream {
+    let p = quote!(::taskweave::__private);
+    let item = &task.item;
+    let name = &item.sig.ident;
+    let name_str = name.to_string();
+    let vis = &item.vis;
+    let attrs = &item.attrs;
+    let block = &item.block;
+    let unsafety = &item.sig.unsafety;
+
+    // The body, with array parameters turned into views and generic over the checking mode.
+    let inputs = task.params.iter().map(|param| {
+        let ident = &param.ident;
+        let ty = &param.ty;
+        match &param.kind {
+            ParamKind::Array { elem, writable: true } => {
+                quote_spanned!(ty.span()=> #[allow(unused_mut)] mut #ident: #p::device::ViewMut<'_, #elem, __TW_CHECKED>)
+            }
+            ParamKind::Array { elem, writable: false } => {
+                quote_spanned!(ty.span()=> #ident: #p::device::View<'_, #elem, __TW_CHECKED>)
+            }
+            _ => quote!(#ident: #ty),
+        }
+    });
+    let mut user_attrs = quote!();
+    for attr in attrs {
+        user_attrs.extend(quote!(#attr));
+    }
+    let body_fn = quote! {
+        #user_attrs
+        #[allow(clippy::too_many_arguments)]
+        #vis #unsafety fn #name<const __TW_CHECKED: bool>(#(#inputs),*) #block
+    };
+
+    // Device side: unpack the words, evaluate the ranges, build the views, call the body.
+    let mut unpack = quote!();
+    let mut views = quote!();
+    for (word, param) in task.words() {
+        let ident = &param.ident;
+        let ty = &param.ty;
+        match &param.kind {
+            ParamKind::Scalar => unpack.extend(quote_spanned! {ty.span()=>
+                let #ident: #ty = <#ty as #p::device::Scalar>::from_bits(__tw_args[#word]);
+            }),
+            ParamKind::Array { .. } => {
+                let slot = format_ident!("__tw_slot_{}", ident);
+                let len = format_ident!("__tw_len_{}", ident);
+                unpack.extend(quote! {
+                    let #slot = __tw_args[#word] as usize;
+                    let #len = __tw_arrays[#slot].len as usize;
+                });
+            }
+            ParamKind::Block => {}
+        }
+    }
+    let param_index = |ident: &syn::Ident| task.params.iter().position(|p| p.ident == *ident);
+    for param in &task.params {
+        let ParamKind::Array { elem, writable } = &param.kind else {
+            continue;
+        };
+        let ident = &param.ident;
+        let index = param_index(ident);
+        let slot = format_ident!("__tw_slot_{}", ident);
+        let len = format_ident!("__tw_len_{}", ident);
+        let mine: Vec<&Access> = task
+            .accesses
+            .iter()
+            .filter(|a| Some(a.param) == index)
+            .collect();
+        let all = mine.iter().map(|a| range(a, &len));
+        let writes = mine.iter().filter(|a| a.write).map(|a| range(a, &len));
+        let ident_str = ident.to_string();
+        let (view, ptr) = if *writable {
+            (quote!(ViewMut), quote!(*mut #elem))
+        } else {
+            (quote!(View), quote!(*const #elem))
+        };
+        views.extend(quote! {
+            let __tw_all = [#(#all),*];
+            let __tw_writes: [::core::ops::Range<usize>; _] = [#(#writes),*];
+            // SAFETY: the runtime hands each task the region's arrays, and inspection checked that
+            // every declared range lies within its array.
+            let #ident = unsafe {
+                #p::device::#view::<#elem, __TW_CHECKED>::new(
+                    __tw_arrays[#slot].ptr as #ptr,
+                    #len,
+                    #p::device::view::Declared {
+                        ranges: &__tw_all,
+                        writes: &__tw_writes,
+                        slot: #slot as u32,
+                        name: #ident_str,
+                        task: #name_str,
+                    },
+                )
+            };
+        });
+    }
+    // Views are built after all scalars are bound, since range bounds use the scalars. Each array's
+    // `__tw_all` shadows the previous one, which stays alive for the view that borrows it.
+    let call_args = task.params.iter().map(|param| match param.kind {
+        ParamKind::Block => quote!(__tw_block),
+        _ => {
+            let ident = &param.ident;
+            quote!(#ident)
+        }
+    });
+    let call = if unsafety.is_some() {
+        quote!(unsafe { #name::<__TW_CHECKED>(#(#call_args),*) })
+    } else {
+        quote!(#name::<__TW_CHECKED>(#(#call_args),*))
+    };
+
+    // Host side: the spawn function the region calls during inspection.
+    let mut spawn_params = Vec::new();
+    let mut spawn_generics = Vec::new();
+    let mut words = Vec::new();
+    let mut lens = quote!();
+    for (word, param) in task.words() {
+        let ident = &param.ident;
+        let ty = &param.ty;
+        match &param.kind {
+            ParamKind::Scalar => {
+                spawn_params.push(quote!(#ident: #ty));
+                words
+                    .push(quote_spanned!(ty.span()=> <#ty as #p::device::Scalar>::to_bits(#ident)));
+            }
+            ParamKind::Array { elem, writable } => {
+                let mode = if *writable {
+                    quote!(#p::host::inspect::ReadWrite)
+                } else {
+                    let generic = format_ident!("__TwMode{}", word);
+                    spawn_generics.push(quote!(#generic: #p::host::inspect::Mode));
+                    quote!(#generic)
+                };
+                spawn_params.push(
+                    quote_spanned!(ty.span()=> #ident: #p::host::inspect::ArrayArg<#elem, #mode>),
+                );
+                words.push(quote!(#ident.slot() as u64));
+                let len = format_ident!("__tw_len_{}", ident);
+                lens.extend(quote!(let #len = #ident.len();));
+            }
+            ParamKind::Block => {}
+        }
+    }
+    let accesses = task.accesses.iter().map(|access| {
+        let param = &task.params[access.param].ident;
+        let len = format_ident!("__tw_len_{}", param);
+        let range = range(access, &len);
+        let write = access.write;
+        let param_str = param.to_string();
+        quote! {
+            #p::host::inspect::Access { slot: #param.slot(), range: #range, write: #write, param: #param_str }
+        }
+    });
+    let arg_names = task.words().map(|(_, p)| p.ident.to_string());
+
+    quote! {
+        #body_fn
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {}
+
+        const _: () = {
+            impl #name {
+                /// The task's name, for reports.
+                pub const NAME: &'static str = #name_str;
+                /// The names of its argument words, in order.
+                pub const ARGS: &'static [&'static str] = &[#(#arg_names),*];
+
+                #[doc(hidden)]
+                #[inline(always)]
+                #[allow(unused_variables, clippy::too_many_lines)]
+                pub fn __tw_run<const __TW_CHECKED: bool>(
+                    __tw_block: &#p::device::Block,
+                    __tw_args: &[u64],
+                    __tw_arrays: &[#p::device::abi::ArrayDesc],
+                ) {
+                    #unpack
+                    #views
+                    #call
+                }
+
+                #[doc(hidden)]
+                #[cfg(not(target_arch = "nvptx64"))]
+                #[track_caller]
+                #[allow(clippy::too_many_arguments, unused_variables)]
+                pub fn __tw_spawn<#(#spawn_generics),*>(
+                    __tw_rec: &mut #p::host::inspect::Recorder,
+                    __tw_kind: u32,
+                    #(#spawn_params),*
+                ) -> ::core::result::Result<(), #p::host::Error> {
+                    #lens
+                    __tw_rec.spawn(
+                        __tw_kind,
+                        ::core::panic::Location::caller(),
+                        &[#(#words),*],
+                        &[#(#accesses),*],
+                    )
+                }
+            }
+        };
+    }
+}

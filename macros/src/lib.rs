@@ -1,0 +1,83 @@
+//! The macros of taskweave: [`task`](macro@task) and [`task_region!`].
+//!
+//! Both are re-exported by the `taskweave` crate; depend on that, not on this one.
+
+mod expand;
+mod model;
+mod parse;
+
+use proc_macro::TokenStream;
+
+/// Declares a task: a function that runs on one block of threads, with the array ranges it reads
+/// and writes.
+///
+/// # Grammar
+/// ```text
+/// #[task( entry, … )]
+/// entry  := ("reads" | "writes") "=" access
+///         | ("reads" | "writes") "=" "[" access, … "]"
+/// access := array "[" lo ".." hi "]"      half-open; `lo..=hi`, `lo..`, `..hi` and `..` also work
+/// ```
+/// - Each `array` names a parameter of type `&[T]` (read-only) or `&mut [T]` (read-write). Keys may
+///   repeat; the same range under `reads` and `writes` is a read-write (`inout`) access.
+/// - `lo` and `hi` are `usize` expressions over the task's scalar parameters and constants.
+/// - Other parameters are scalars: integers, floats, `bool` or `char`, captured by value at spawn
+///   time. One optional `&Block` parameter gives the body the [block API](../taskweave/struct.Block.html).
+///
+/// # What it checks
+/// Every array parameter has a declared access; a `&[T]` parameter is never written (its view has no
+/// write method); scalars are [`Scalar`](../taskweave/trait.Scalar.html)s; the function is not
+/// generic, `async`, `const`, and returns nothing. In checked mode (the default) each index is tested
+/// against the declared ranges at run time.
+///
+/// # Example
+/// ```ignore
+/// use taskweave::{task, Block};
+///
+/// /// `out[i] = in[i] * k` over one tile of `n` elements.
+/// #[task(reads = x[t * n..(t + 1) * n], writes = y[t * n..(t + 1) * n])]
+/// fn scale(b: &Block, x: &[f32], y: &mut [f32], t: usize, n: usize, k: f32) {
+///     b.par_for(t * n..(t + 1) * n, |i| y[i] = x[i] * k);
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn task(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::task::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a region: ordinary host control flow that spawns tasks.
+///
+/// # Grammar
+/// ```text
+/// task_region! {
+///     [attributes] [pub] fn name( param, … ) { body }
+/// }
+/// param := ident ":" "&mut [T]"   an array copied to the device and back
+///        | ident ":" "&[T]"       an array copied to the device
+///        | ident ":" Type         a `Copy` scalar for the control flow
+/// body  := Rust statements; `spawn!(task(args…))` records one task
+/// ```
+/// Inside the body each array parameter is an [`ArrayArg`](../taskweave_host/inspect/struct.ArrayArg.html)
+/// handle: pass it to tasks, or ask its `len()`. The body runs on the host as *inspection code*: it
+/// records tasks and their dependences but runs no task.
+///
+/// Calling the region returns a [`Region`](../taskweave/struct.Region.html); set options on it and
+/// `run` it on a [`Runtime`](../taskweave/struct.Runtime.html). On the GPU the macro also emits the
+/// region's kernel, `taskweave_region_<name>`, whose persistent workers run the DAG.
+///
+/// # Example
+/// ```ignore
+/// task_region! {
+///     /// Scales `x` into `y`, one task per tile.
+///     pub fn scale_all(x: &[f32], y: &mut [f32], n: usize, k: f32) {
+///         for t in 0..x.len() / n {
+///             spawn!(scale(x, y, t, n, k));
+///         }
+///     }
+/// }
+/// let report = scale_all(&x, &mut y, 256, 2.0).run(&taskweave::Runtime::new())?;
+/// ```
+#[proc_macro]
+pub fn task_region(input: TokenStream) -> TokenStream {
+    expand::region::expand(input.into()).into()
+}

@@ -1,0 +1,288 @@
+//! The typed model of a task, and its validation against the function's signature.
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+use syn::{Expr, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
+
+use crate::parse::{Key, Spec};
+
+/// What a task parameter is.
+pub enum ParamKind {
+    /// `&Block`: the block context.
+    Block,
+    /// `&[T]` (`writable: false`) or `&mut [T]` (`writable: true`).
+    Array { elem: Box<Type>, writable: bool },
+    /// Anything else: a captured scalar.
+    Scalar,
+}
+
+pub struct Param {
+    pub ident: Ident,
+    pub ty: Type,
+    pub kind: ParamKind,
+}
+
+/// One declared access, resolved to its parameter.
+pub struct Access {
+    /// Index into `Task::params`.
+    pub param: usize,
+    /// A `Range<usize>`-valued expression, instead of `lo` and `hi`.
+    pub range: Option<Expr>,
+    pub lo: Option<Expr>,
+    pub hi: Option<Expr>,
+    pub inclusive: bool,
+    pub write: bool,
+}
+
+pub struct Task {
+    pub item: ItemFn,
+    pub params: Vec<Param>,
+    pub accesses: Vec<Access>,
+}
+
+/// Collects every error, so one macro call reports them all at once.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub fn push(&mut self, span: Span, message: impl std::fmt::Display) {
+        let error = syn::Error::new(span, message);
+        match &mut self.0 {
+            Some(all) => all.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    pub fn finish(self) -> Result<(), syn::Error> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+fn is_block(ty: &Type) -> bool {
+    let Type::Reference(r) = ty else { return false };
+    let Type::Path(p) = &*r.elem else {
+        return false;
+    };
+    r.mutability.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Block")
+}
+
+/// `&[T]` or `&mut [T]` → `(T, writable)`.
+pub fn slice_elem(ty: &Type) -> Option<(Type, bool)> {
+    let Type::Reference(r) = ty else { return None };
+    let Type::Slice(s) = &*r.elem else {
+        return None;
+    };
+    Some(((*s.elem).clone(), r.mutability.is_some()))
+}
+
+fn classify(ty: &Type, errors: &mut Errors) -> ParamKind {
+    if is_block(ty) {
+        return ParamKind::Block;
+    }
+    if let Some((elem, writable)) = slice_elem(ty) {
+        return ParamKind::Array {
+            elem: Box::new(elem),
+            writable,
+        };
+    }
+    match ty {
+        Type::Reference(_) => errors.push(
+            ty.span(),
+            "task scalars are captured by value: references cannot be task parameters; pass arrays as `&[T]` or `&mut [T]`",
+        ),
+        Type::Ptr(_) => errors.push(
+            ty.span(),
+            "raw pointers cannot be task parameters: host addresses mean nothing on the GPU; pass arrays as `&[T]` or `&mut [T]`",
+        ),
+        Type::ImplTrait(_) => errors.push(ty.span(), "`impl Trait` cannot be a task parameter type"),
+        _ => {}
+    }
+    ParamKind::Scalar
+}
+
+fn check_shape(item: &ItemFn, errors: &mut Errors) {
+    let sig = &item.sig;
+    if let Some(token) = &sig.asyncness {
+        errors.push(
+            token.span,
+            "tasks cannot be `async`: a task runs to completion on one block",
+        );
+    }
+    if let Some(token) = &sig.constness {
+        errors.push(token.span, "tasks cannot be `const fn`");
+    }
+    if !sig.generics.params.is_empty() {
+        errors.push(
+            sig.generics.span(),
+            "tasks cannot be generic: every task is compiled once per kind for the GPU",
+        );
+    }
+    if let Some(clause) = &sig.generics.where_clause {
+        errors.push(clause.span(), "tasks cannot have a `where` clause");
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.push(variadic.span(), "tasks cannot be variadic");
+    }
+    if let Some(abi) = &sig.abi {
+        errors.push(abi.span(), "tasks cannot declare an ABI");
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        errors.push(
+            ty.span(),
+            "tasks return nothing: write results into a `&mut [T]` array",
+        );
+    }
+}
+
+impl Task {
+    /// Checks `spec` against `item` and builds the model. All errors are reported together.
+    pub fn new(spec: Spec, item: ItemFn, attr_span: Span) -> Result<Self, syn::Error> {
+        let mut errors = Errors::default();
+        check_shape(&item, &mut errors);
+
+        let mut params = Vec::new();
+        for arg in &item.sig.inputs {
+            match arg {
+                FnArg::Receiver(r) => errors.push(r.span(), "tasks cannot take `self`"),
+                FnArg::Typed(pt) => {
+                    let Pat::Ident(pat) = &*pt.pat else {
+                        errors.push(pt.pat.span(), "task parameters must be plain identifiers");
+                        continue;
+                    };
+                    if let Some(by_ref) = &pat.by_ref {
+                        errors.push(by_ref.span, "task parameters must be plain identifiers");
+                    }
+                    let kind = classify(&pt.ty, &mut errors);
+                    params.push(Param {
+                        ident: pat.ident.clone(),
+                        ty: (*pt.ty).clone(),
+                        kind,
+                    });
+                }
+            }
+        }
+        if params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Block))
+            .count()
+            > 1
+        {
+            errors.push(
+                item.sig.inputs.span(),
+                "a task takes at most one `&Block` parameter",
+            );
+        }
+
+        if spec.entries.is_empty() {
+            errors.push(
+                attr_span,
+                "a task needs at least one access, as in `#[task(reads = a[lo..hi], writes = b[lo..hi])]`",
+            );
+        }
+        let mut accesses: Vec<Access> = Vec::new();
+        let mut seen: Vec<(Key, String)> = Vec::new();
+        for entry in spec.entries {
+            if entry.accesses.is_empty() {
+                errors.push(
+                    entry.span,
+                    "empty access list: name at least one range, as in `[a[lo..hi]]`",
+                );
+            }
+            for access in entry.accesses {
+                let name = &access.array;
+                let Some(index) = params.iter().position(|p| p.ident == *name) else {
+                    errors.push(
+                        name.span(),
+                        format!("unknown array `{name}`: it is not a parameter of this task"),
+                    );
+                    continue;
+                };
+                let write = entry.key == Key::Writes;
+                match &params[index].kind {
+                    ParamKind::Scalar => {
+                        errors.push(
+                            name.span(),
+                            format!("`{name}` is a scalar; only `&[T]` and `&mut [T]` parameters have ranges"),
+                        );
+                        continue;
+                    }
+                    ParamKind::Block => {
+                        errors.push(
+                            name.span(),
+                            format!("`{name}` is the block context, not an array"),
+                        );
+                        continue;
+                    }
+                    ParamKind::Array {
+                        writable: false, ..
+                    } if write => {
+                        errors.push(
+                            name.span(),
+                            format!("`{name}` is written, but its parameter is `&[T]`: declare it `&mut [T]`"),
+                        );
+                        continue;
+                    }
+                    ParamKind::Array { .. } => {}
+                }
+                let text = match &access.range {
+                    Some(range) => format!("{}[{}]", name, range.to_token_stream()),
+                    None => format!(
+                        "{}[{}{}{}]",
+                        name,
+                        access.lo.to_token_stream(),
+                        if access.inclusive { "..=" } else { ".." },
+                        access.hi.to_token_stream()
+                    ),
+                };
+                if seen.contains(&(entry.key, text.clone())) {
+                    errors.push(access.span, format!("duplicate access `{text}`"));
+                    continue;
+                }
+                seen.push((entry.key, text));
+                accesses.push(Access {
+                    param: index,
+                    range: access.range,
+                    lo: access.lo,
+                    hi: access.hi,
+                    inclusive: access.inclusive,
+                    write,
+                });
+            }
+        }
+
+        for (index, param) in params.iter().enumerate() {
+            let ParamKind::Array { writable, .. } = param.kind else {
+                continue;
+            };
+            let declared = accesses.iter().filter(|a| a.param == index);
+            let name = &param.ident;
+            if declared.clone().next().is_none() {
+                errors.push(
+                    name.span(),
+                    format!("array `{name}` has no declared access: add it to `reads` or `writes`, or remove it"),
+                );
+            } else if writable && !declared.clone().any(|a| a.write) {
+                errors.push(
+                    param.ty.span(),
+                    format!("`{name}` is `&mut [T]` but never written: declare it `&[T]`, or add it to `writes`"),
+                );
+            }
+        }
+
+        errors.finish()?;
+        Ok(Self {
+            item,
+            params,
+            accesses,
+        })
+    }
+
+    /// The parameters that travel as argument words: all but `&Block`, in order.
+    pub fn words(&self) -> impl Iterator<Item = (usize, &Param)> {
+        self.params
+            .iter()
+            .filter(|p| !matches!(p.kind, ParamKind::Block))
+            .enumerate()
+    }
+}

@@ -1,0 +1,11 @@
+//! Parsing: one `impl Parse` per piece of syntax.
+//!
+//! | syntax | type |
+//! | --- | --- |
+//! | `reads = a[lo..hi], writes = [b[..], c[i..]]` | [`Spec`] |
+//! | `reads = …` | [`Entry`] |
+//! | `a[lo..hi]` | [`AccessExpr`] |
+
+mod spec;
+
+pub use spec::{Key, Spec};

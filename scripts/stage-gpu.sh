@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the release binaries here and stages them, with the PTX they embed, in ./stage (ignored by
+# git), ready to be copied to a GPU machine that has CUDA but no Rust.
+#
+#   scripts/stage-gpu.sh            # build and stage every example binary
+#   (on the GPU machine) stage/run.sh selfcheck
+#   (on the GPU machine) stage/run.sh lu --nb 15 --bs 32
+#
+# The binaries load libcuda at run time, so they need nothing else there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p taskweave-examples --bins
+rm -rf stage
+mkdir -p stage/bin stage/ptx
+for bin in $(cargo metadata --no-deps --format-version 1 \
+    | python3 -c 'import json,sys; m=json.load(sys.stdin); print(" ".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))'); do
+    cp "target/release/$bin" stage/bin/
+done
+cp target/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx stage/ptx/
+cat > stage/run.sh <<'RUN'
+#!/usr/bin/env bash
+# Runs one staged binary: stage/run.sh NAME [ARGS...]. Prints the device, the date and the command first.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+name="$1"; shift
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
+echo "# command: $name $*"
+exec "$here/bin/$name" "$@"
+RUN
+chmod +x stage/run.sh
+du -sh stage

@@ -1,0 +1,1 @@
+//! Cross-crate tests of taskweave live in this package's test targets.
