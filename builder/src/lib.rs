@@ -20,6 +20,7 @@
 
 mod command;
 mod error;
+mod tune;
 
 use std::path::{Path, PathBuf};
 
@@ -32,11 +33,15 @@ pub const PTX_FILE: &str = "taskweave-kernels.ptx";
 /// The device target.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
+/// The default register limit of the scheduler's kernels (see [`Builder::max_registers`]).
+pub const DEFAULT_MAX_REGISTERS: u32 = 128;
+
 /// A device build of one kernels crate.
 #[derive(Clone, Debug)]
 pub struct Builder {
     path: PathBuf,
     target_cpu: String,
+    max_registers: u32,
 }
 
 impl Builder {
@@ -44,10 +49,24 @@ impl Builder {
     pub fn new(path: impl AsRef<Path>) -> Self {
         let target_cpu =
             std::env::var("TASKWEAVE_TARGET_CPU").unwrap_or_else(|_| DEFAULT_TARGET_CPU.to_owned());
+        let max_registers = std::env::var("TASKWEAVE_MAX_REGISTERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_MAX_REGISTERS);
         Self {
             path: path.as_ref().to_owned(),
             target_cpu,
+            max_registers,
         }
+    }
+
+    /// Caps the registers per thread of the scheduler's kernels (`.maxnreg`, default 128, or
+    /// `TASKWEAVE_MAX_REGISTERS`). Without a cap `ptxas` spends up to 255 registers on the
+    /// persistent loop, which halves the number of resident worker blocks; Rust has no
+    /// `__launch_bounds__`, so the builder adds the directive to the PTX.
+    pub fn max_registers(mut self, registers: u32) -> Self {
+        self.max_registers = registers;
+        self
     }
 
     /// Sets the GPU architecture (`-C target-cpu`), e.g. `"sm_80"`.
@@ -59,6 +78,7 @@ impl Builder {
     /// Runs the device build and installs the PTX in `$OUT_DIR`. Call it from `build.rs` only.
     pub fn build(self) -> Result<(), Error> {
         println!("cargo:rerun-if-env-changed=TASKWEAVE_TARGET_CPU");
+        println!("cargo:rerun-if-env-changed=TASKWEAVE_MAX_REGISTERS");
         println!("cargo::rustc-check-cfg=cfg(taskweave_ptx)");
         if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("nvptx64") {
             return Ok(());
@@ -74,7 +94,12 @@ impl Builder {
         }
         .run()?;
         let dest = out_dir.join(PTX_FILE);
-        std::fs::copy(&ptx.path, &dest).map_err(|source| Error::Io {
+        let text = std::fs::read_to_string(&ptx.path).map_err(|source| Error::Io {
+            path: ptx.path.clone(),
+            source,
+        })?;
+        let text = tune::cap_registers(&text, self.max_registers);
+        std::fs::write(&dest, text).map_err(|source| Error::Io {
             path: dest.clone(),
             source,
         })?;

@@ -144,8 +144,9 @@ pub struct WorkerStats {
     pub steals: u32,
     /// Tasks run as a local continuation, without a queue round trip.
     pub continuations: u32,
-    /// Nanoseconds spent inside task bodies.
-    pub busy_ns: u64,
+    /// Clock ticks spent inside task bodies: SM cycles (`%clock64`) on the GPU, nanoseconds on the
+    /// CPU backend.
+    pub busy_ticks: u64,
     /// The SM (GPU) or core (CPU) the worker ran on.
     pub sm: u32,
     /// Padding; zero.

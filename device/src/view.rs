@@ -20,6 +20,29 @@ use core::ops::{Index, IndexMut, Range};
 #[cfg(target_arch = "nvptx64")]
 use crate::error::{self, CODE_OUT_OF_RANGE, Fault};
 
+/// Argument word `i` of a task, unchecked in release builds (a failed check on the GPU costs
+/// registers at every site).
+///
+/// # Safety
+/// `i < args.len()`: the task's spawn function wrote one word per parameter.
+#[inline(always)]
+pub unsafe fn word(args: &[u64], i: usize) -> u64 {
+    debug_assert!(i < args.len());
+    // SAFETY: guaranteed by the caller.
+    unsafe { *args.get_unchecked(i) }
+}
+
+/// Slot `slot` of the region's array table, unchecked in release builds.
+///
+/// # Safety
+/// `slot < arrays.len()`: array words hold slots the region bound.
+#[inline(always)]
+pub unsafe fn array(arrays: &[crate::abi::ArrayDesc], slot: usize) -> crate::abi::ArrayDesc {
+    debug_assert!(slot < arrays.len());
+    // SAFETY: guaranteed by the caller.
+    unsafe { *arrays.get_unchecked(slot) }
+}
+
 /// The declared ranges of one array for one task, plus the identity used in error reports.
 #[derive(Clone, Copy, Debug)]
 pub struct Declared<'a> {

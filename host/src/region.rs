@@ -16,7 +16,7 @@ use taskweave_device::sched::Dispatch;
 use crate::error::Error;
 use crate::inspect::{ArrayArg, ArrayInfo, Inspection, ReadOnly, ReadWrite, Recorder};
 use crate::report::Report;
-use crate::runtime::Runtime;
+use crate::runtime::{Backend, Runtime};
 
 /// What the macro knows about a region at compile time.
 pub struct RegionMeta {
@@ -122,6 +122,8 @@ pub struct Options {
     pub trace: bool,
     /// Abort when no task completes for this long.
     pub watchdog: Duration,
+    /// The backend, when not the runtime's own.
+    pub backend: Option<Backend>,
 }
 
 impl Default for Options {
@@ -135,6 +137,7 @@ impl Default for Options {
             shared_bytes: 8 * 1024,
             trace: false,
             watchdog: Duration::from_secs(10),
+            backend: None,
         }
     }
 }
@@ -276,6 +279,12 @@ impl<'a> Region<'a> {
     /// Aborts the region when no task completes for `timeout` (default 10 s).
     pub fn watchdog(mut self, timeout: Duration) -> Self {
         self.options.watchdog = timeout;
+        self
+    }
+
+    /// Runs on `backend` instead of the runtime's own (the GPU backends need a GPU runtime).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.options.backend = Some(backend);
         self
     }
 

@@ -7,27 +7,61 @@
 
 use crate::cpu;
 use crate::error::Error;
+use crate::gpu::levels::{self, Strategy};
 use crate::gpu::{Gpu, persistent};
 use crate::inspect::Inspection;
 use crate::region::Region;
 use crate::report::Report;
 
-/// Where regions run.
+/// How a region's DAG is executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Backend {
-    /// The persistent in-GPU scheduler.
+    /// The persistent in-GPU scheduler: one launch, the DAG resolved on the device.
     Persistent,
-    /// The same scheduler core on CPU threads.
+    /// Level by level, one kernel launch per topological level (classic global barriers).
+    Barrier,
+    /// Level by level in one launch, a software grid barrier between levels.
+    GridBarrier,
+    /// The scheduler core on CPU threads.
     Cpu,
 }
 
 impl Backend {
+    /// Every backend.
+    pub const ALL: [Backend; 4] = [
+        Self::Persistent,
+        Self::Barrier,
+        Self::GridBarrier,
+        Self::Cpu,
+    ];
+
     /// The backend's lowercase name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Persistent => "persistent",
+            Self::Barrier => "barrier",
+            Self::GridBarrier => "grid-barrier",
             Self::Cpu => "cpu",
         }
+    }
+
+    /// Whether the backend runs on the GPU.
+    pub fn needs_gpu(self) -> bool {
+        self != Self::Cpu
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown backend `{s}`: expected one of persistent, barrier, grid-barrier, cpu"
+                )
+            })
     }
 }
 
@@ -130,9 +164,29 @@ impl Runtime {
         region: &Region<'_>,
         inspection: &Inspection,
     ) -> Result<Report, Error> {
-        match &self.engine {
-            Engine::Gpu(gpu) => persistent::execute(gpu, region, inspection),
-            Engine::Cpu { workers } => cpu::execute(region, inspection, *workers),
+        let backend = region.options.backend.unwrap_or(self.backend());
+        match (&self.engine, backend) {
+            (Engine::Gpu(gpu), Backend::Persistent) => persistent::execute(gpu, region, inspection),
+            (Engine::Gpu(gpu), Backend::Barrier) => {
+                levels::execute(gpu, region, inspection, Strategy::Launches)
+            }
+            (Engine::Gpu(gpu), Backend::GridBarrier) => {
+                levels::execute(gpu, region, inspection, Strategy::GridBarrier)
+            }
+            (Engine::Gpu(_), Backend::Cpu) => {
+                cpu::execute(region, inspection, cpu::default_workers())
+            }
+            (Engine::Cpu { workers }, Backend::Cpu) => cpu::execute(region, inspection, *workers),
+            (Engine::Cpu { .. }, gpu_only) => Err(Error::NoGpu {
+                reason: format!(
+                    "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
+                    gpu_only.name(),
+                    self.fallback
+                        .as_deref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ),
+            }),
         }
     }
 }

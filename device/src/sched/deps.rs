@@ -9,5 +9,9 @@ use crate::atomic::{AtomicU32, Ordering::AcqRel, Scope::Gpu};
 /// parent's results, which it passes on through the queue push that follows.
 #[inline(always)]
 pub fn release(pending: &[AtomicU32], child: u32) -> bool {
-    pending[child as usize].fetch_sub(1, Gpu, AcqRel) == 1
+    let Some(counter) = pending.get(child as usize) else {
+        // Unreachable with tables built by inspection; never a silent out-of-bounds access.
+        return false;
+    };
+    counter.fetch_sub(1, Gpu, AcqRel) == 1
 }

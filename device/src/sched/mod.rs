@@ -12,12 +12,34 @@
 //! The protocol and the reason for each memory ordering are in `README.md` beside this file.
 
 pub mod deps;
+#[cfg(not(loom))]
+pub mod levels;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub mod queue;
 #[cfg(not(loom))]
 mod worker;
 
 #[cfg(not(loom))]
 pub use worker::{Dispatch, Runtime, run_worker};
+
+/// Element `i` of a scheduler table, unchecked in release builds.
+///
+/// A failed bounds check on the GPU is a call into the panic machinery at every indexing site,
+/// which costs registers in the hot loop; the tables are consistent by construction instead.
+///
+/// # Safety
+/// `i < table.len()`. Debug builds (every host test) still check it.
+#[inline(always)]
+pub(crate) unsafe fn at<T>(table: &[T], i: usize) -> &T {
+    debug_assert!(
+        i < table.len(),
+        "scheduler table index {i} out of {}",
+        table.len()
+    );
+    // SAFETY: guaranteed by the caller.
+    unsafe { table.get_unchecked(i) }
+}
 
 /// Sentinel task values the leader hands its block through shared memory.
 pub mod command {
@@ -90,6 +112,44 @@ pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispat
             scratch,
             bytes,
             dispatch,
+        )
+    };
+}
+
+/// The body of every region's one-launch-per-level kernel: block `b` runs task `list[b]`.
+///
+/// # Safety
+/// As for [`gpu_entry`]; `list` holds one valid task index per block.
+#[cfg(target_arch = "nvptx64")]
+pub unsafe fn gpu_listed<D: Dispatch>(
+    desc: *const crate::abi::RegionDesc,
+    list: *const u32,
+    dispatch: &D,
+) {
+    let (scratch, bytes) = crate::shared::dynamic();
+    // SAFETY: forwarded from the caller; the dynamic shared memory is this block's.
+    unsafe { levels::run_listed(&*desc, list, scratch, bytes, dispatch) };
+}
+
+/// The body of every region's one-launch, grid-barrier-per-level kernel.
+///
+/// # Safety
+/// As for [`levels::run_levels`].
+#[cfg(target_arch = "nvptx64")]
+pub unsafe fn gpu_levels<D: Dispatch>(
+    desc: *const crate::abi::RegionDesc,
+    offsets: *const u32,
+    tasks: *const u32,
+    levels: u32,
+    barrier: *mut u32,
+    dispatch: &D,
+) {
+    let (scratch, bytes) = crate::shared::dynamic();
+    // SAFETY: `barrier` is two words accessed only atomically; the rest is forwarded.
+    unsafe {
+        let barrier = core::slice::from_raw_parts(barrier.cast::<crate::atomic::AtomicU32>(), 2);
+        levels::run_levels(
+            &*desc, offsets, tasks, levels, barrier, scratch, bytes, dispatch,
         )
     };
 }

@@ -66,22 +66,38 @@ impl<'a> Queues<'a> {
     /// a queue at a time: its owner, or a thief holding the queue's lock.
     #[inline(always)]
     pub fn pop(&self, worker: u32) -> Option<u32> {
+        // The consumer's own cursor: relaxed, ordered by consumer exclusivity (owner or lock).
+        let mut head = self.head[worker as usize].load(Gpu, Relaxed);
+        let task = self.pop_from(worker, &mut head);
+        self.head[worker as usize].store(head, Gpu, Relaxed);
+        task
+    }
+
+    /// The queue's consumer cursor as the tables hold it, for an owner that keeps it locally.
+    #[inline(always)]
+    pub fn head(&self, worker: u32) -> u32 {
+        self.head[worker as usize].load(Gpu, Relaxed)
+    }
+
+    /// [`Queues::pop`] with the consumer cursor kept by the caller (in a register) rather than in the
+    /// table: for owners whose queue nobody steals from.
+    #[inline(always)]
+    pub fn pop_from(&self, worker: u32, cursor: &mut u32) -> Option<u32> {
         let w = worker as usize;
         let stub = self.stub(worker);
-        // The consumer's own cursor: relaxed, ordered by consumer exclusivity (owner or lock).
-        let mut head = self.head[w].load(Gpu, Relaxed);
+        let mut head = *cursor;
         // Acquires the producer's link store, and with it the task's inputs.
         let mut next = self.next[head as usize].load(Gpu, Acquire);
         if head == stub {
             if next == NIL {
                 return None;
             }
-            self.head[w].store(next, Gpu, Relaxed);
+            *cursor = next;
             head = next;
             next = self.next[head as usize].load(Gpu, Acquire);
         }
         if next != NIL {
-            self.head[w].store(next, Gpu, Relaxed);
+            *cursor = next;
             return Some(head);
         }
         // `head` is the last linked node. If the tail moved past it, a producer has swapped but not
@@ -93,7 +109,7 @@ impl<'a> Queues<'a> {
         self.push(worker, stub);
         next = self.next[head as usize].load(Gpu, Acquire);
         if next != NIL {
-            self.head[w].store(next, Gpu, Relaxed);
+            *cursor = next;
             return Some(head);
         }
         None

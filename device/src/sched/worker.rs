@@ -1,6 +1,6 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::{command, deps, queue::Queues, words};
+use super::{at, command, deps, queue::Queues, words};
 use crate::abi::{
     ArrayDesc, Counters, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TaskRecord, TraceRecord,
     WorkerStats, policy,
@@ -98,6 +98,47 @@ impl<'a> Runtime<'a> {
         }
     }
 
+    /// Task `task`'s kind and argument words.
+    #[inline(always)]
+    pub fn task(&self, task: u32) -> (u32, &'a [u64]) {
+        let t = task as usize;
+        debug_assert!(t < self.n_tasks as usize);
+        // SAFETY: `from_desc`'s contract: `tasks` has `n_tasks + 1` records whose `args` are
+        // non-decreasing offsets into `args`, and `task < n_tasks` comes from the queues or CSR.
+        unsafe {
+            let record = *at(self.tasks, t);
+            let end = at(self.tasks, t + 1).args as usize;
+            (
+                record.kind,
+                self.args.get_unchecked(record.args as usize..end),
+            )
+        }
+    }
+
+    /// The CSR row of `task`: its children.
+    #[inline(always)]
+    fn children(&self, task: u32) -> &'a [u32] {
+        let t = task as usize;
+        // SAFETY: `from_desc`'s contract: `offsets` has `n_tasks + 1` non-decreasing entries, the
+        // last being `children.len()`; `task < n_tasks`.
+        unsafe {
+            self.children
+                .get_unchecked(*at(self.offsets, t) as usize..*at(self.offsets, t + 1) as usize)
+        }
+    }
+
+    /// The region's arrays.
+    #[inline(always)]
+    pub fn arrays(&self) -> &'a [ArrayDesc] {
+        self.arrays
+    }
+
+    /// The region's `FLAG_*` bits.
+    #[inline(always)]
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
     #[inline(always)]
     fn aborted(&self) -> bool {
         #[cfg(target_arch = "nvptx64")]
@@ -108,27 +149,30 @@ impl<'a> Runtime<'a> {
         self.abort.is_some_and(|a| a.load(System, Relaxed) != 0)
     }
 
-    /// The leader's wait for work: a queued task, or `DONE`, or `ABORT`.
-    fn acquire(&self, worker: u32, stats: &mut WorkerStats) -> u32 {
-        let mut backoff = 32u32;
-        let workers = self.queues.workers();
+    /// The leader's wait for work: a queued task, or `DONE`, or `ABORT`. Before it idles it adds
+    /// its locally counted completions to the global count, which is what termination reads.
+    fn acquire(&self, worker: u32, me: &mut Leader) -> u32 {
+        let mut backoff = 0u32;
         loop {
             let own = if self.policy == policy::STEAL {
                 self.queues.pop_locked(worker)
             } else {
-                self.queues.pop(worker)
+                self.queues.pop_from(worker, &mut me.head)
             };
             if let Some(task) = own {
                 return task;
             }
             if self.policy == policy::STEAL {
-                for k in 1..workers {
-                    if let Some(task) = self.queues.pop_locked((worker + k) % workers) {
-                        stats.steals += 1;
+                let workers = self.queues.workers();
+                for _ in 0..STEAL_TRIES.min(workers - 1) {
+                    let victim = (worker + 1 + me.random() % (workers - 1)) % workers;
+                    if let Some(task) = self.queues.pop_locked(victim) {
+                        me.stats.steals += 1;
                         return task;
                     }
                 }
             }
+            me.flush(self.completed);
             if self.aborted() {
                 return command::ABORT;
             }
@@ -136,22 +180,33 @@ impl<'a> Runtime<'a> {
             if self.completed.load(Gpu, Relaxed) >= self.n_tasks {
                 return command::DONE;
             }
-            stats.idle_polls += 1;
-            arch::nanosleep(backoff);
-            backoff = (backoff * 2).min(1024);
+            me.stats.idle_polls += 1;
+            if backoff > 0 {
+                arch::nanosleep(backoff);
+            }
+            backoff = (backoff * 2).clamp(32, MAX_BACKOFF_NS);
         }
     }
 
-    /// The leader's placement of the freed children: which one it keeps, and the first push target.
-    fn place(&self, worker: u32, list: &[AtomicU32], freed: usize, lrr: &mut u32) -> (u32, u32) {
+    /// Which of `freed` children (read through `child`) the leader keeps as its continuation
+    /// (`NONE` for none), and the first target worker of the others.
+    fn place(
+        &self,
+        worker: u32,
+        freed: usize,
+        child: impl Fn(usize) -> u32,
+        lrr: &mut u32,
+    ) -> (u32, u32) {
         let workers = self.queues.workers();
         let keep = match self.policy {
-            policy::LOCAL | policy::STEAL if freed > 0 => 0,
-            policy::PRIORITY if freed > 0 => {
+            _ if freed == 0 => command::NONE,
+            policy::LOCAL | policy::STEAL => 0,
+            policy::PRIORITY => {
                 let mut best = 0;
                 let mut best_rank = 0;
-                for (i, slot) in list[..freed].iter().enumerate() {
-                    let rank = self.rank[slot.load(Block, Relaxed) as usize];
+                for i in 0..freed {
+                    // SAFETY: a child index from the CSR is below `n_tasks`, `rank`'s length.
+                    let rank = unsafe { *at(self.rank, child(i) as usize) };
                     if rank > best_rank {
                         best = i;
                         best_rank = rank;
@@ -163,18 +218,19 @@ impl<'a> Runtime<'a> {
         };
         let pushes = freed as u32 - u32::from(keep != command::NONE);
         let base = match self.policy {
+            _ if pushes == 0 => 0,
             policy::LRR => {
                 let base = *lrr;
                 *lrr = lrr.wrapping_add(pushes);
                 base
             }
             policy::LF | policy::STEAL => worker,
-            _ if pushes > 0 => self.grr.fetch_add(pushes, Gpu, Relaxed),
-            _ => 0,
+            _ => self.grr.fetch_add(pushes, Gpu, Relaxed),
         };
         (keep, base % workers)
     }
 
+    /// The queue of the `i`-th pushed child, counting from `base`.
     #[inline(always)]
     fn target(&self, base: u32, i: u32) -> u32 {
         if self.policy == policy::STEAL {
@@ -182,6 +238,45 @@ impl<'a> Runtime<'a> {
         } else {
             (base + i) % self.queues.workers()
         }
+    }
+}
+
+/// Tasks with at most this many children have them released by the leader alone, which saves two
+/// block barriers per task; wider fan-outs are released by all threads in parallel.
+const LEADER_FANOUT: usize = 8;
+/// A busy worker adds its completions to the global count at least this often.
+const FLUSH_EVERY: u32 = 64;
+/// Victims an idle worker tries per round under work stealing.
+const STEAL_TRIES: u32 = 2;
+/// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
+const MAX_BACKOFF_NS: u32 = 256;
+
+/// What the leader thread keeps in registers.
+struct Leader {
+    continuation: u32,
+    lrr: u32,
+    head: u32,
+    done: u32,
+    rng: u32,
+    stats: WorkerStats,
+}
+
+impl Leader {
+    /// Adds the locally counted completions to the global count.
+    #[inline(always)]
+    fn flush(&mut self, completed: &AtomicU32) {
+        if self.done > 0 {
+            // Relaxed: the count only tells idle workers when to exit.
+            completed.fetch_add(core::mem::take(&mut self.done), Gpu, Relaxed);
+        }
+    }
+
+    /// A xorshift step, for picking victims.
+    fn random(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 17;
+        self.rng ^= self.rng << 5;
+        self.rng
     }
 }
 
@@ -204,30 +299,38 @@ pub unsafe fn run_worker<D: Dispatch>(
     let threads = arch::block_dim() as usize;
     let checked = rt.flags & FLAG_CHECKED != 0;
     let tracing = rt.flags & FLAG_TRACE != 0 && !rt.trace.is_null();
-    let mut stats = WorkerStats {
-        sm: arch::sm_id(),
-        ..WorkerStats::default()
+    let mut me = Leader {
+        continuation: command::NONE,
+        lrr: worker,
+        head: rt.queues.head(worker),
+        done: 0,
+        rng: worker.wrapping_mul(0x9E37_79B9) | 1,
+        stats: WorkerStats {
+            sm: arch::sm_id(),
+            ..WorkerStats::default()
+        },
     };
-    let mut continuation = command::NONE;
-    let mut lrr = worker;
     let list = &words[words::LIST..];
 
     loop {
+        // A: the leader picks the next task and hands it to the block.
         if leader {
-            let task = if continuation != command::NONE {
-                stats.continuations += 1;
-                core::mem::replace(&mut continuation, command::NONE)
+            let task = if me.continuation != command::NONE {
+                me.stats.continuations += 1;
+                core::mem::replace(&mut me.continuation, command::NONE)
             } else {
-                rt.acquire(worker, &mut stats)
+                rt.acquire(worker, &mut me)
             };
             // Between tasks the abort flag is polled every `ABORT_POLL` tasks; idle workers poll it
             // on every round. That keeps its load off the critical path of most hops.
-            let task =
-                if task < command::NONE && stats.tasks.is_multiple_of(ABORT_POLL) && rt.aborted() {
-                    command::ABORT
-                } else {
-                    task
-                };
+            let task = if task < command::NONE
+                && me.stats.tasks.is_multiple_of(ABORT_POLL)
+                && rt.aborted()
+            {
+                command::ABORT
+            } else {
+                task
+            };
             words[words::CURRENT].store(task, Block, Relaxed);
         }
         arch::sync_threads();
@@ -235,90 +338,124 @@ pub unsafe fn run_worker<D: Dispatch>(
         if task >= command::NONE {
             break;
         }
+
+        // B: every thread runs the body.
+        let mut start = 0;
+        let mut start_ns = 0;
         if leader {
             words[words::FREED].store(0, Block, Relaxed);
             // For the watchdog only: a plain relaxed store, off the critical path.
             if let Some(slot) = rt.current.get(worker as usize) {
                 slot.store(task, Gpu, Relaxed);
             }
+            start = arch::clock64();
+            if tracing {
+                start_ns = arch::global_timer_ns();
+            }
         }
-
-        let record = rt.tasks[task as usize];
-        let args = &rt.args[record.args as usize..rt.tasks[task as usize + 1].args as usize];
-        let start = if leader { arch::global_timer_ns() } else { 0 };
+        let (kind, args) = rt.task(task);
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
         let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
-        dispatch.run(&block, record.kind, args, rt.arrays, checked);
+        dispatch.run(&block, kind, args, rt.arrays, checked);
         arch::sync_threads();
         if leader {
-            let end = arch::global_timer_ns();
-            stats.tasks += 1;
-            stats.busy_ns += end - start;
+            me.stats.tasks += 1;
+            me.stats.busy_ticks += arch::clock64().wrapping_sub(start);
+            me.done += 1;
+            // A busy worker still reports progress now and then, for the host's watchdog.
+            if me.done >= FLUSH_EVERY {
+                me.flush(rt.completed);
+            }
             if tracing {
                 let rec = TraceRecord {
-                    start,
-                    end,
+                    start: start_ns,
+                    end: arch::global_timer_ns(),
                     worker,
-                    sm: stats.sm,
+                    sm: me.stats.sm,
                 };
                 // SAFETY: `trace` has `n_tasks` records and each task runs once.
                 unsafe { rt.trace.add(task as usize).write(rec) };
             }
         }
 
-        let first = rt.offsets[task as usize] as usize;
-        let last = rt.offsets[task as usize + 1] as usize;
-        if first < last {
-            // Parallel dependence resolution: one child per thread, coalesced over the CSR row.
-            let mut e = first + tid;
-            while e < last {
-                let child = rt.children[e];
-                if deps::release(rt.pending, child) {
-                    let slot = words[words::FREED].fetch_add(1, Block, Relaxed) as usize;
-                    if slot < words::LIST_CAP {
-                        list[slot].store(child, Block, Relaxed);
+        // C: release the children; place the freed ones.
+        let children = rt.children(task);
+        if children.len() <= LEADER_FANOUT {
+            if leader && !children.is_empty() {
+                let mut freed = [0u32; LEADER_FANOUT];
+                let mut count = 0;
+                for &child in children {
+                    if deps::release(rt.pending, child) {
+                        // SAFETY: `count` <= `children.len()` <= `LEADER_FANOUT`.
+                        unsafe { *freed.get_unchecked_mut(count) = child };
+                        count += 1;
+                    }
+                }
+                let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me.lrr);
+                let mut pushed = 0;
+                for (i, &child) in freed[..count].iter().enumerate() {
+                    if i as u32 == keep {
+                        me.continuation = child;
                     } else {
-                        rt.queues.push(rt.target(worker, slot as u32), child);
+                        rt.queues.push(rt.target(base, pushed), child);
+                        pushed += 1;
                     }
-                }
-                e += threads;
-            }
-            arch::sync_threads();
-            let freed = (words[words::FREED].load(Block, Relaxed) as usize).min(words::LIST_CAP);
-            if freed > 0 {
-                if leader {
-                    let (keep, base) = rt.place(worker, list, freed, &mut lrr);
-                    if keep != command::NONE {
-                        continuation = list[keep as usize].load(Block, Relaxed);
-                    }
-                    words[words::KEEP].store(keep, Block, Relaxed);
-                    words[words::BASE].store(base, Block, Relaxed);
-                }
-                arch::sync_threads();
-                let keep = words[words::KEEP].load(Block, Relaxed) as usize;
-                let base = words[words::BASE].load(Block, Relaxed);
-                let mut i = tid;
-                while i < freed {
-                    if i != keep {
-                        let rank = (i - usize::from(keep < i)) as u32;
-                        rt.queues
-                            .push(rt.target(base, rank), list[i].load(Block, Relaxed));
-                    }
-                    i += threads;
                 }
             }
+            continue;
+        }
+        // A wide fan-out: one child per thread, coalesced over the CSR row.
+        let mut e = tid;
+        while e < children.len() {
+            // SAFETY: `e < children.len()`.
+            let child = unsafe { *at(children, e) };
+            if deps::release(rt.pending, child) {
+                let slot = words[words::FREED].fetch_add(1, Block, Relaxed) as usize;
+                if slot < words::LIST_CAP {
+                    list[slot].store(child, Block, Relaxed);
+                } else {
+                    rt.queues.push(rt.target(worker, slot as u32), child);
+                }
+            }
+            e += threads;
+        }
+        arch::sync_threads();
+        let freed = (words[words::FREED].load(Block, Relaxed) as usize).min(words::LIST_CAP);
+        if freed == 0 {
+            continue;
         }
         if leader {
-            // Relaxed: the count only tells idle workers when to exit.
-            rt.completed.fetch_add(1, Gpu, Relaxed);
+            let (keep, base) =
+                rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me.lrr);
+            if keep != command::NONE {
+                me.continuation = list[keep as usize].load(Block, Relaxed);
+            }
+            words[words::KEEP].store(keep, Block, Relaxed);
+            words[words::BASE].store(base, Block, Relaxed);
+        }
+        // D: every thread pushes its share of the rest.
+        arch::sync_threads();
+        let keep = words[words::KEEP].load(Block, Relaxed) as usize;
+        let base = words[words::BASE].load(Block, Relaxed);
+        let mut i = tid;
+        while i < freed {
+            if i != keep {
+                let rank = (i - usize::from(keep < i)) as u32;
+                rt.queues
+                    .push(rt.target(base, rank), list[i].load(Block, Relaxed));
+            }
+            i += threads;
         }
     }
 
-    if leader && let Some(slot) = rt.current.get(worker as usize) {
-        slot.store(u32::MAX, Gpu, Relaxed);
-    }
-    if leader && !rt.stats.is_null() {
-        // SAFETY: `stats` has one record per worker; only this worker's leader writes this one.
-        unsafe { rt.stats.add(worker as usize).write(stats) };
+    if leader {
+        me.flush(rt.completed);
+        if let Some(slot) = rt.current.get(worker as usize) {
+            slot.store(u32::MAX, Gpu, Relaxed);
+        }
+        if !rt.stats.is_null() {
+            // SAFETY: `stats` has one record per worker; only this worker's leader writes this one.
+            unsafe { rt.stats.add(worker as usize).write(me.stats) };
+        }
     }
 }

@@ -5,6 +5,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
+pub mod dags;
 pub mod lu;
 pub mod selfcheck;
 

@@ -6,7 +6,9 @@
 //!    [`Gpu::reset_error_record`] read and clear the device layer's error record in a module.
 //! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler.
 
+pub mod levels;
 pub mod persistent;
+mod stage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

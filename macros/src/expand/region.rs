@@ -175,6 +175,8 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
     let dispatch = format_ident!("__taskweave_dispatch_{}", name);
     let kernel = format_ident!("taskweave_region_{}", name);
     let kernel_str = kernel.to_string();
+    let listed = format_ident!("taskweave_listed_{}", name);
+    let levels = format_ident!("taskweave_levels_{}", name);
     let kind_names = kinds
         .iter()
         .map(|k| quote!(#k).to_string().replace(' ', ""));
@@ -244,6 +246,35 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
         pub unsafe extern "ptx-kernel" fn #kernel(desc: *const #p::device::abi::RegionDesc) {
             // SAFETY: forwarded from this kernel's contract.
             unsafe { #p::device::sched::gpu_entry(desc, &#dispatch) }
+        }
+
+        /// The region's one-launch-per-level kernel: block `b` runs task `list[b]`.
+        ///
+        /// # Safety
+        /// `desc` must describe this region; `list` holds one task index per block.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn #listed(desc: *const #p::device::abi::RegionDesc, list: *const u32) {
+            // SAFETY: forwarded from this kernel's contract.
+            unsafe { #p::device::sched::gpu_listed(desc, list, &#dispatch) }
+        }
+
+        /// The region's one-launch kernel with a grid barrier between levels.
+        ///
+        /// # Safety
+        /// `desc` must describe this region; `offsets`/`tasks` list its levels; `barrier` is two
+        /// zeroed words; every block must be resident.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn #levels(
+            desc: *const #p::device::abi::RegionDesc,
+            offsets: *const u32,
+            tasks: *const u32,
+            levels: u32,
+            barrier: *mut u32,
+        ) {
+            // SAFETY: forwarded from this kernel's contract.
+            unsafe { #p::device::sched::gpu_levels(desc, offsets, tasks, levels, barrier, &#dispatch) }
         }
 
         #(#attrs)*

@@ -103,14 +103,19 @@ fn generate(task: &Task) -> TokenStream {
         let ty = &param.ty;
         match &param.kind {
             ParamKind::Scalar => unpack.extend(quote_spanned! {ty.span()=>
-                let #ident: #ty = <#ty as #p::device::Scalar>::from_bits(__tw_args[#word]);
+                // SAFETY: the spawn function wrote one word per parameter.
+                let #ident: #ty = <#ty as #p::device::Scalar>::from_bits(unsafe { #p::device::view::word(__tw_args, #word) });
             }),
             ParamKind::Array { .. } => {
                 let slot = format_ident!("__tw_slot_{}", ident);
                 let len = format_ident!("__tw_len_{}", ident);
                 unpack.extend(quote! {
-                    let #slot = __tw_args[#word] as usize;
-                    let #len = __tw_arrays[#slot].len as usize;
+                    // SAFETY: the spawn function wrote one word per parameter, and array words are
+                    // slots of the region's array table.
+                    let (#slot, #len) = unsafe {
+                        let slot = #p::device::view::word(__tw_args, #word) as usize;
+                        (slot, #p::device::view::array(__tw_arrays, slot).len as usize)
+                    };
                 });
             }
             ParamKind::Block => {}
@@ -145,7 +150,7 @@ fn generate(task: &Task) -> TokenStream {
             // every declared range lies within its array.
             let #ident = unsafe {
                 #p::device::#view::<#elem, __TW_CHECKED>::new(
-                    __tw_arrays[#slot].ptr as #ptr,
+                    #p::device::view::array(__tw_arrays, #slot).ptr as #ptr,
                     #len,
                     #p::device::view::Declared {
                         ranges: &__tw_all,

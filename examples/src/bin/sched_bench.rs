@@ -1,0 +1,284 @@
+//! The scheduler benchmark: the same DAGs on every backend, side by side in one run.
+//!
+//! DAGs: 1,000,000 independent empty tasks; a T=1024 wavefront of empty tasks; a chain of 10,000
+//! empty tasks (dependence-hop latency); T×T wavefronts of ~1 µs and ~10 µs spin tasks against their
+//! lower bound max(critical path, work / workers). Backends: the persistent scheduler (several
+//! policies), one launch per level (for a wavefront, per diagonal), and one launch with a grid
+//! barrier per level. Times are kernel times from CUDA events, medians of `--reps` runs after a
+//! warm-up; every run's result is checked.
+
+use std::time::Duration;
+
+use clap::Parser;
+use taskweave::{Backend, Policy, Region, Report, Runtime};
+use taskweave_kernels::dags;
+
+#[derive(Parser, Debug)]
+#[command(about = "Scheduler benchmark: persistent scheduler vs level-by-level execution")]
+struct Cli {
+    /// Timed repetitions per case (after one warm-up).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Threads per task block.
+    #[arg(long, default_value_t = 64)]
+    threads: u32,
+    /// Spin cycles of a "~1 µs" task.
+    #[arg(long, default_value_t = 2000)]
+    short: u64,
+    /// Only the quick cases (small sizes), e.g. on the CPU backend.
+    #[arg(long)]
+    quick: bool,
+    /// Run on the CPU backend instead of the GPU.
+    #[arg(long)]
+    cpu: bool,
+    /// A fixed worker count for the persistent scheduler (default: from occupancy).
+    #[arg(long)]
+    workers: Option<u32>,
+    /// Only the DAGs whose name contains this (e.g. `chain`).
+    #[arg(long)]
+    only: Option<String>,
+}
+
+#[derive(Clone, Copy)]
+enum Dag {
+    Independent(usize),
+    Wavefront(usize),
+    Chain(usize),
+}
+
+impl Dag {
+    fn name(self) -> String {
+        match self {
+            Self::Independent(n) => format!("independent n={n}"),
+            Self::Wavefront(t) => format!("wavefront T={t}"),
+            Self::Chain(n) => format!("chain n={n}"),
+        }
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Self::Independent(n) | Self::Chain(n) => n,
+            Self::Wavefront(t) => t * t,
+        }
+    }
+
+    /// Runs once and checks the result.
+    fn run(
+        self,
+        rt: &Runtime,
+        cycles: u64,
+        set: &Settings,
+    ) -> Result<Report, Box<dyn std::error::Error>> {
+        let mut data = vec![0u32; self.len()];
+        let (report, ok) = match self {
+            Self::Independent(_) => (
+                set.apply(dags::independent(&mut data, cycles)).run(rt)?,
+                dags::check_independent(&data),
+            ),
+            Self::Wavefront(t) => (
+                set.apply(dags::wavefront(&mut data, t, cycles)).run(rt)?,
+                dags::check_wavefront(&data, t),
+            ),
+            Self::Chain(_) => (
+                set.apply(dags::chain(&mut data, cycles)).run(rt)?,
+                dags::check_chain(&data),
+            ),
+        };
+        if !ok {
+            return Err(format!("{} on {}: wrong result", self.name(), report.backend).into());
+        }
+        Ok(report)
+    }
+}
+
+/// Region options of one run.
+struct Settings {
+    threads: u32,
+    workers: Option<u32>,
+    variant: Variant,
+    trace: bool,
+}
+
+impl Settings {
+    fn apply<'a>(&self, region: Region<'a>) -> Region<'a> {
+        let region = match self.workers {
+            Some(w) => region.workers(w),
+            None => region,
+        };
+        region
+            .threads(self.threads)
+            .policy(self.variant.policy)
+            .backend(self.variant.backend)
+            .trace(self.trace)
+            .watchdog(Duration::from_secs(60))
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct Variant {
+    backend: Backend,
+    policy: Policy,
+}
+
+impl Variant {
+    fn label(self) -> String {
+        match self.backend {
+            Backend::Persistent | Backend::Cpu => {
+                format!("{} {}", self.backend.name(), self.policy.name())
+            }
+            other => other.name().to_owned(),
+        }
+    }
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn main() -> std::process::ExitCode {
+    taskweave_examples::run_main(run)
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    let rt = if cli.cpu {
+        Runtime::cpu()
+    } else {
+        Runtime::gpu(0)?
+    };
+    println!("# scheduler benchmark on {}", rt.describe());
+    println!(
+        "# {} threads per task block, {} reps (median), kernel time from CUDA events",
+        cli.threads, cli.reps
+    );
+    let persistent = |policy| Variant {
+        backend: if cli.cpu {
+            Backend::Cpu
+        } else {
+            Backend::Persistent
+        },
+        policy,
+    };
+    let mut variants = vec![
+        persistent(Policy::Grr),
+        persistent(Policy::Local),
+        persistent(Policy::Priority),
+    ];
+    if !cli.cpu {
+        variants.push(Variant {
+            backend: Backend::Barrier,
+            policy: Policy::Grr,
+        });
+        variants.push(Variant {
+            backend: Backend::GridBarrier,
+            policy: Policy::Grr,
+        });
+    }
+    let cases: Vec<(Dag, u64, &str)> = if cli.quick {
+        vec![
+            (Dag::Independent(20_000), 0, "empty"),
+            (Dag::Wavefront(64), 0, "empty"),
+            (Dag::Chain(1000), 0, "empty"),
+            (Dag::Wavefront(32), cli.short, "~1 us"),
+        ]
+    } else {
+        vec![
+            (Dag::Independent(1_000_000), 0, "empty"),
+            (Dag::Wavefront(1024), 0, "empty"),
+            (Dag::Chain(10_000), 0, "empty"),
+            (Dag::Wavefront(128), cli.short, "~1 us"),
+            (Dag::Wavefront(512), cli.short, "~1 us"),
+            (Dag::Wavefront(512), cli.short * 10, "~10 us"),
+        ]
+    };
+
+    println!();
+    println!(
+        "| DAG | tasks | task | variant | workers | time (us) | ns/task | us/hop | vs persistent grr | % of LB |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (dag, cycles, task) in cases {
+        if cli
+            .only
+            .as_ref()
+            .is_some_and(|only| !dag.name().contains(only.as_str()))
+        {
+            continue;
+        }
+        // The task's own duration, from a traced run: the lower bound's unit.
+        let traced = dag.run(
+            &rt,
+            cycles,
+            &Settings {
+                threads: cli.threads,
+                workers: cli.workers,
+                variant: variants[0],
+                trace: true,
+            },
+        )?;
+        let mut spans: Vec<u64> = traced
+            .trace
+            .as_deref()
+            .unwrap_or(&[])
+            .iter()
+            .map(|t| t.end - t.start)
+            .collect();
+        spans.sort_unstable();
+        let task_ns = if cycles == 0 {
+            0.0
+        } else {
+            spans.get(spans.len() / 2).copied().unwrap_or(0) as f64
+        };
+        let mut base = None;
+        for &variant in &variants {
+            if variant.backend == Backend::Barrier
+                && dag.len() > 200_000
+                && matches!(dag, Dag::Chain(_))
+            {
+                continue;
+            }
+            let set = Settings {
+                threads: cli.threads,
+                workers: cli.workers,
+                variant,
+                trace: false,
+            };
+            let warm = dag.run(&rt, cycles, &set)?;
+            let mut times = Vec::new();
+            for _ in 0..cli.reps {
+                times.push(dag.run(&rt, cycles, &set)?.execute_time);
+            }
+            let time = median(times);
+            let us = time.as_secs_f64() * 1e6;
+            let base_us = *base.get_or_insert(us);
+            let lb_ns = (f64::from(warm.critical_path) * task_ns)
+                .max(dag.len() as f64 * task_ns / f64::from(warm.workers));
+            println!(
+                "| {} | {} | {} | {} | {} | {:.1} | {:.2} | {:.3} | {:.2}x | {} |",
+                dag.name(),
+                dag.len(),
+                task,
+                variant.label(),
+                warm.workers,
+                us,
+                us * 1e3 / dag.len() as f64,
+                us / f64::from(warm.critical_path),
+                base_us / us,
+                if lb_ns > 0.0 {
+                    format!("{:.0}%", lb_ns / 1e3 / us * 100.0)
+                } else {
+                    "-".to_owned()
+                },
+            );
+        }
+    }
+    println!();
+    println!(
+        "vs persistent grr: >1 means faster than the persistent scheduler with the grr policy."
+    );
+    println!(
+        "LB = max(critical path x task time, tasks x task time / workers); task time = median traced body time."
+    );
+    Ok(())
+}
