@@ -15,6 +15,7 @@ mkdir -p stage/bin stage/ptx
 for bin in $(cargo metadata --no-deps --format-version 1 \
     | python3 -c 'import json,sys; m=json.load(sys.stdin); print(" ".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))'); do
     cp "target/release/$bin" stage/bin/
+    strip --strip-debug "stage/bin/$bin"
 done
 cp target/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx stage/ptx/
 cat > stage/run.sh <<'RUN'

@@ -170,6 +170,10 @@ pub fn raise(fault: Fault<'_>) {
 }
 
 /// The GPU panic handler: records the panic, raises the abort flag and ends the thread.
+///
+/// Before the thread exits it also tells its own block to stop (the block's current-task word
+/// becomes `ABORT`): if the panicking thread was the block's leader, nobody else would ever hand
+/// the other threads a new task, and they would run the same one again and again.
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
@@ -180,5 +184,15 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
         location: info.location(),
         message: info.message().as_str(),
     });
+    // SAFETY: the runtime words are this block's shared memory; the word is only accessed
+    // atomically.
+    let current = unsafe {
+        AtomicU32::from_ptr(crate::shared::runtime_words().add(crate::sched::words::CURRENT))
+    };
+    current.store(
+        crate::sched::command::ABORT,
+        Scope::Block,
+        Ordering::Relaxed,
+    );
     crate::arch::exit_thread()
 }

@@ -77,3 +77,5 @@ pub fn run_main(
         }
     }
 }
+
+pub mod faults;

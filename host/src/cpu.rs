@@ -56,11 +56,32 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
 }
 
+std::thread_local! {
+    /// Set while this thread runs a task body: its panics are reported as errors, not printed.
+    static IN_TASK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays silent for panics inside task bodies (they become
+/// [`Error::TaskPanicked`]) and defers to the previous hook for every other panic.
+fn silence_task_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_TASK.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
 impl Dispatch for Catching<'_> {
     fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool) {
+        IN_TASK.with(|t| t.set(true));
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.inner.run(block, kind, args, arrays, checked)
         }));
+        IN_TASK.with(|t| t.set(false));
         let Err(payload) = result else { return };
         let mut failure = self
             .failure
@@ -144,7 +165,9 @@ pub(crate) fn execute(
         },
         ..tables.desc()
     };
+    silence_task_panics();
     let failure = Mutex::new(None);
+    let mut running = Vec::new();
     let block_words: Vec<Vec<taskweave_device::atomic::AtomicU32>> = (0..workers)
         .map(|_| {
             (0..shared::RUNTIME_WORDS)
@@ -209,17 +232,20 @@ pub(crate) fn execute(
             }
             stalled = watch(&tables, &abort, &handles, options.watchdog);
             if let Some(waited) = stalled {
-                let running: Vec<String> = current
+                running = current
                     .iter()
                     .map(|c| c.load(Ordering::Relaxed))
                     .filter(|&t| (t as usize) < n)
-                    .map(|t| inspection.task_ref(t).to_string())
+                    .collect();
+                let names: Vec<String> = running
+                    .iter()
+                    .map(|&t| inspection.task_ref(t).to_string())
                     .collect();
                 // A CPU task cannot be interrupted: say what we wait for instead of hanging mutely.
                 eprintln!(
                     "taskweave: region `{}` stalled for {waited:?}; aborted, waiting for running tasks to return: {}",
                     inspection.region,
-                    running.join("; ")
+                    names.join("; ")
                 );
             }
         });
@@ -239,11 +265,6 @@ pub(crate) fn execute(
     }
     if let Some(waited) = stalled {
         restore();
-        let running: Vec<u32> = current
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .filter(|&t| (t as usize) < n)
-            .collect();
         return Err(Error::Stalled {
             region: inspection.region,
             waited,

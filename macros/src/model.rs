@@ -162,14 +162,13 @@ impl Task {
                 }
             }
         }
-        if params
+        for extra in params
             .iter()
             .filter(|p| matches!(p.kind, ParamKind::Block))
-            .count()
-            > 1
+            .skip(1)
         {
             errors.push(
-                item.sig.inputs.span(),
+                extra.ty.span(),
                 "a task takes at most one `&Block` parameter",
             );
         }
@@ -182,6 +181,8 @@ impl Task {
         }
         let mut accesses: Vec<Access> = Vec::new();
         let mut seen: Vec<(Key, String)> = Vec::new();
+        // Parameters named in the spec, even by a rejected access: those already have an error.
+        let mut named = vec![spec.entries.is_empty(); params.len()];
         for entry in spec.entries {
             if entry.accesses.is_empty() {
                 errors.push(
@@ -198,6 +199,7 @@ impl Task {
                     );
                     continue;
                 };
+                named[index] = true;
                 let write = entry.key == Key::Writes;
                 match &params[index].kind {
                     ParamKind::Scalar => {
@@ -215,11 +217,13 @@ impl Task {
                         continue;
                     }
                     ParamKind::Array {
-                        writable: false, ..
+                        elem,
+                        writable: false,
                     } if write => {
+                        let elem = elem.to_token_stream();
                         errors.push(
                             name.span(),
-                            format!("`{name}` is written, but its parameter is `&[T]`: declare it `&mut [T]`"),
+                            format!("`{name}` is under `writes`, but its parameter is `&[{elem}]`: declare it `&mut [{elem}]`, or move it to `reads`"),
                         );
                         continue;
                     }
@@ -252,20 +256,25 @@ impl Task {
         }
 
         for (index, param) in params.iter().enumerate() {
-            let ParamKind::Array { writable, .. } = param.kind else {
+            let ParamKind::Array { elem, writable } = &param.kind else {
                 continue;
             };
             let declared = accesses.iter().filter(|a| a.param == index);
             let name = &param.ident;
             if declared.clone().next().is_none() {
+                // Reported above already: an empty spec, or a rejected access of this array.
+                if named[index] {
+                    continue;
+                }
                 errors.push(
                     name.span(),
                     format!("array `{name}` has no declared access: add it to `reads` or `writes`, or remove it"),
                 );
-            } else if writable && !declared.clone().any(|a| a.write) {
+            } else if *writable && !declared.clone().any(|a| a.write) {
+                let elem = elem.to_token_stream();
                 errors.push(
                     param.ty.span(),
-                    format!("`{name}` is `&mut [T]` but never written: declare it `&[T]`, or add it to `writes`"),
+                    format!("`{name}` is `&mut [{elem}]` but never written: declare it `&[{elem}]`, or add it to `writes`"),
                 );
             }
         }

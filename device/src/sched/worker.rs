@@ -359,6 +359,9 @@ pub unsafe fn run_worker<D: Dispatch>(
         dispatch.run(&block, kind, args, rt.arrays, checked);
         arch::sync_threads();
         if leader {
+            if let Some(slot) = rt.current.get(worker as usize) {
+                slot.store(u32::MAX, Gpu, Relaxed);
+            }
             me.stats.tasks += 1;
             me.stats.busy_ticks += arch::clock64().wrapping_sub(start);
             me.done += 1;

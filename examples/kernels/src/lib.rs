@@ -6,6 +6,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
 pub mod dags;
+pub mod faults;
 pub mod lu;
 pub mod selfcheck;
 

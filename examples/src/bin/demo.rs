@@ -40,12 +40,19 @@ fn row(name: &str, report: &Report, check: &str) {
 }
 
 fn set(region: Region<'_>, backend: Backend, policy: Policy) -> Region<'_> {
-    region.backend(backend).policy(policy).watchdog(Duration::from_secs(30))
+    region
+        .backend(backend)
+        .policy(policy)
+        .watchdog(Duration::from_secs(30))
 }
 
 fn run() -> Result<()> {
     let cli = Cli::parse();
-    let runtime = if cli.cpu { Runtime::cpu() } else { Runtime::new() };
+    let runtime = if cli.cpu {
+        Runtime::cpu()
+    } else {
+        Runtime::new()
+    };
     if let Some(reason) = runtime.fallback_reason() {
         println!("note: no GPU, running on the CPU backend ({reason})");
     }
@@ -55,7 +62,9 @@ fn run() -> Result<()> {
         _ => vec![Backend::Persistent, Backend::Barrier, Backend::GridBarrier],
     };
     println!();
-    println!("| workload | backend | policy | tasks | edges | inspect (ms) | execute (ms) | check |");
+    println!(
+        "| workload | backend | policy | tasks | edges | inspect (ms) | execute (ms) | check |"
+    );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
 
     let (nb, bs) = (15, 32);
@@ -68,7 +77,14 @@ fn run() -> Result<()> {
         let error = lu::reference::relative_error(&a, &reference);
         let ok = error <= 1e-4;
         failures += usize::from(!ok);
-        row("LU-D 15x15 tiles of 32", &report, &format!("{} (rel. error {error:.1e})", if ok { "PASS" } else { "FAIL" }));
+        row(
+            "LU-D 15x15 tiles of 32",
+            &report,
+            &format!(
+                "{} (rel. error {error:.1e})",
+                if ok { "PASS" } else { "FAIL" }
+            ),
+        );
     }
     let t = 64;
     for &backend in &backends {

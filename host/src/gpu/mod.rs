@@ -29,6 +29,9 @@ pub struct Gpu {
     modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
     name: String,
     sms: u32,
+    /// Set when a kernel outlived the watchdog and its grace period: it still runs, so the stream
+    /// is blocked and the memory it uses cannot be freed. Later regions fail fast with this reason.
+    stuck: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -69,6 +72,7 @@ impl Gpu {
             modules: Mutex::new(HashMap::new()),
             name,
             sms,
+            stuck: Mutex::new(None),
         })
     }
 
@@ -90,6 +94,24 @@ impl Gpu {
     /// The stream regions run on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// Records that a kernel of `region` is stuck (see the field's docs).
+    pub(crate) fn mark_stuck(&self, region: &str) {
+        *self.stuck.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
+            "a task of region `{region}` ignored the watchdog's abort and is still running on the GPU; \
+             restart the process to get the GPU back"
+        ));
+    }
+
+    /// Fails when an earlier kernel is stuck on the GPU.
+    pub(crate) fn check_usable(&self) -> Result<(), Error> {
+        match &*self.stuck.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(reason) => Err(Error::NoGpu {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The module of `ptx`, loaded on first use.

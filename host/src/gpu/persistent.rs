@@ -85,8 +85,9 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             let running = if done { staged.running() } else { Vec::new() };
             if !done {
                 // A task body ignores the abort flag and never returns: the kernel still uses the
-                // staged memory, so it must not be freed.
+                // staged memory, so it must not be freed, and the stream stays blocked.
                 staged.abandon();
+                gpu.mark_stuck(meta.name);
             }
             return Err(stall_error(ins, waited, running));
         }

@@ -62,6 +62,7 @@ impl<'g> Staged<'g> {
     ) -> Result<Self, Error> {
         let meta = &region.meta;
         let options = &region.options;
+        gpu.check_usable()?;
         let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
         let module = gpu.module(ptx)?;
         let n = ins.task_count();

@@ -125,10 +125,18 @@ impl Spawns {
                 self.kinds.len() - 1
             }
         } as u32;
+        // The task's arguments keep the parentheses of the user's call, so that rustc's errors
+        // and suggestions about them point into the user's code.
         let args = call.args.iter();
+        let mut args =
+            proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#(#args),*));
+        args.set_span(call.paren_token.span.join());
+        let method = syn::Ident::new("__tw_spawn", call.func.span());
         Some(
-            syn::parse2(quote_spanned!(span=> #path::__tw_spawn(__tw_rec, #kind, #(#args),*)?))
-                .expect("a call expression"),
+            syn::parse2(
+                quote_spanned!(span=> #path::__tw_spawner(__tw_rec, #kind).#method #args ?),
+            )
+            .expect("a call expression"),
         )
     }
 }

@@ -190,7 +190,12 @@ fn generate(task: &Task) -> TokenStream {
             ParamKind::Scalar => {
                 spawn_params.push(quote!(#ident: #ty));
                 words
-                    .push(quote_spanned!(ty.span()=> <#ty as #p::device::Scalar>::to_bits(#ident)));
+                    // Through a function pointer, so that a type that is not a `Scalar` gets the
+                    // same error here as in the unpacking above, which rustc then reports once.
+                    .push(quote_spanned!(ty.span()=> {
+                        let __tw_to_bits: fn(#ty) -> u64 = <#ty as #p::device::Scalar>::to_bits;
+                        __tw_to_bits(#ident)
+                    }));
             }
             ParamKind::Array { elem, writable } => {
                 let mode = if *writable {
@@ -249,15 +254,35 @@ fn generate(task: &Task) -> TokenStream {
                     #call
                 }
 
+                /// `spawn!(task(args…))` calls `task::__tw_spawner(rec, kind).__tw_spawn(args…)`,
+                /// so that the task's own arguments alone make up a call that rustc checks.
                 #[doc(hidden)]
                 #[cfg(not(target_arch = "nvptx64"))]
+                pub fn __tw_spawner(
+                    __tw_rec: &mut #p::host::inspect::Recorder,
+                    __tw_kind: u32,
+                ) -> __TwSpawner<'_> {
+                    __TwSpawner { __tw_rec, __tw_kind }
+                }
+            }
+
+            #[doc(hidden)]
+            #[cfg(not(target_arch = "nvptx64"))]
+            pub struct __TwSpawner<'__tw_r> {
+                __tw_rec: &'__tw_r mut #p::host::inspect::Recorder,
+                __tw_kind: u32,
+            }
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl __TwSpawner<'_> {
+                #[doc(hidden)]
                 #[track_caller]
                 #[allow(clippy::too_many_arguments, unused_variables)]
                 pub fn __tw_spawn<#(#spawn_generics),*>(
-                    __tw_rec: &mut #p::host::inspect::Recorder,
-                    __tw_kind: u32,
+                    self,
                     #(#spawn_params),*
                 ) -> ::core::result::Result<(), #p::host::Error> {
+                    let Self { __tw_rec, __tw_kind } = self;
                     #lens
                     __tw_rec.spawn(
                         __tw_kind,
