@@ -52,6 +52,24 @@ pub fn runtime_words() -> *mut u32 {
     ptr as *mut u32
 }
 
+/// Region arrays whose table a block keeps in shared memory; larger tables stay in global memory.
+pub const SHARED_ARRAYS: usize = 16;
+
+/// The block's copy of the region's array table (`SHARED_ARRAYS` entries).
+#[cfg(target_arch = "nvptx64")]
+#[inline(never)]
+pub fn array_table() -> *mut crate::abi::ArrayDesc {
+    let ptr: u64;
+    // SAFETY: declares one static shared buffer and reads its address; no memory is touched.
+    unsafe {
+        core::arch::asm!(
+            "{{ .shared .align 16 .b8 tw_array_table[{n}]; cvta.shared.u64 {0}, tw_array_table; }}",
+            out(reg64) ptr, n = const SHARED_ARRAYS * 16, options(nomem, nostack)
+        )
+    };
+    ptr as *mut crate::abi::ArrayDesc
+}
+
 /// A fixed-size array in shared memory, visible to every thread of the block.
 ///
 /// Reads and writes take `&self`: threads coordinate with [`Block::sync`](crate::Block::sync) as in

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use taskweave::{Error, Runtime};
+use taskweave::{Error, Report, Runtime, TaskRef};
 use taskweave_kernels::faults::{faulty, mode};
 
 /// One check's outcome: its name, whether it passed, and what it saw.
@@ -19,122 +19,130 @@ pub struct Outcome {
 const N: usize = 257;
 const VICTIM: usize = 100;
 
-fn run(
-    rt: &Runtime,
+/// One fault to provoke and what must come back.
+struct Check {
+    name: &'static str,
     how: u32,
     arg: u64,
     checked: bool,
     watchdog: Duration,
-) -> (Result<taskweave::Report, Error>, Vec<u32>) {
-    let mut x: Vec<u32> = (0..N as u32).map(|i| i * 10).collect();
-    let result = faulty(&mut x, VICTIM, how, arg)
-        .checked(checked)
-        .watchdog(watchdog)
-        .threads(64)
-        .run(rt);
-    (result, x)
+    expect: fn(&Result<Report, Error>, &[u32]) -> bool,
 }
 
 fn untouched(x: &[u32]) -> bool {
     x.iter().enumerate().all(|(i, &v)| v == i as u32 * 10)
 }
 
-/// Runs every fault check on `rt`.
-pub fn check_all(rt: &Runtime) -> Vec<Outcome> {
-    let mut out = Vec::new();
-    let names_victim =
-        |task: &taskweave::TaskRef| task.index == VICTIM as u32 && task.kind == "step";
-
-    let (result, x) = run(rt, mode::PANIC, 0, true, Duration::from_secs(10));
-    let ok = match &result {
-        Err(Error::TaskPanicked { task, message, .. })
-        | Err(Error::TaskFault { task, message, .. }) => {
-            names_victim(task) && message.contains("deliberate failure") && untouched(&x)
-        }
-        _ => false,
-    };
-    out.push(Outcome {
-        name: "a task panics",
-        ok,
-        detail: describe(&result),
-    });
-
-    let (result, x) = run(rt, mode::STRAY_WRITE, 0, true, Duration::from_secs(10));
-    let ok = match &result {
-        Err(Error::TaskPanicked { task, message, .. }) => {
-            names_victim(task) && message.contains(&format!("{}", VICTIM + 1)) && untouched(&x)
-        }
-        Err(Error::TaskFault { task, message, .. }) => {
-            names_victim(task)
-                && message.contains(&format!("index {}", VICTIM + 1))
-                && untouched(&x)
-        }
-        _ => false,
-    };
-    out.push(Outcome {
-        name: "a write outside the declared range (checked)",
-        ok,
-        detail: describe(&result),
-    });
-
-    let (result, x) = run(rt, mode::STRAY_READ, 0, true, Duration::from_secs(10));
-    let ok = matches!(&result, Err(Error::TaskPanicked { task, .. }) | Err(Error::TaskFault { task, .. }) if names_victim(task))
-        && untouched(&x);
-    out.push(Outcome {
-        name: "a read outside the declared range (checked)",
-        ok,
-        detail: describe(&result),
-    });
-
-    let (result, x) = run(rt, mode::STRAY_READ, 0, false, Duration::from_secs(10));
-    let ok = result.is_ok()
-        && x[..N - 1].iter().enumerate().all(|(i, &v)| {
-            v == if i == VICTIM {
-                (i as u32 + 1) * 10 + 1
-            } else {
-                i as u32 * 10 + 1
-            }
-        });
-    out.push(Outcome {
-        name: "the same read unchecked runs",
-        ok,
-        detail: describe(&result),
-    });
-
-    let (result, x) = run(
-        rt,
-        mode::SLOW,
-        1_500_000_000,
-        true,
-        Duration::from_millis(300),
-    );
-    let ok = match &result {
-        Err(Error::Stalled { first, .. }) => first.iter().any(names_victim) && untouched(&x),
-        _ => false,
-    };
-    out.push(Outcome {
-        name: "a task outlives the watchdog",
-        ok,
-        detail: describe(&result),
-    });
-
-    let (result, x) = run(rt, 0, 0, true, Duration::from_secs(10));
-    let ok = result.is_ok()
-        && x[..N - 1]
-            .iter()
-            .enumerate()
-            .all(|(i, &v)| v == i as u32 * 10 + 1);
-    out.push(Outcome {
-        name: "the runtime still works afterwards",
-        ok,
-        detail: describe(&result),
-    });
-    out
+fn names_victim(task: &TaskRef) -> bool {
+    task.index == VICTIM as u32 && task.kind == "step"
 }
 
-fn describe(result: &Result<taskweave::Report, Error>) -> String {
+/// The failed task and its message, from either backend's error.
+fn failure(result: &Result<Report, Error>) -> Option<(&TaskRef, &str)> {
     match result {
-        Ok(report) => format!("ok: {} tasks", report.tasks),
-        Err(e) => format!("error: {e}"),
+        Err(Error::TaskPanicked { task, message, .. })
+        | Err(Error::TaskFault { task, message, .. }) => Some((task, message.as_str())),
+        _ => None,
     }
+}
+
+/// Every element stepped once, the victim's after reading `victim_base`.
+fn stepped(x: &[u32], victim_base: u32) -> bool {
+    x[..N - 1].iter().enumerate().all(|(i, &v)| {
+        v == if i == VICTIM {
+            victim_base
+        } else {
+            i as u32 * 10
+        } + 1
+    })
+}
+
+const CHECKS: &[Check] = &[
+    Check {
+        name: "a task panics",
+        how: mode::PANIC,
+        arg: 0,
+        checked: true,
+        watchdog: Duration::from_secs(10),
+        expect: |r, x| {
+            failure(r).is_some_and(|(t, m)| names_victim(t) && m.contains("deliberate failure"))
+                && untouched(x)
+        },
+    },
+    Check {
+        name: "a write outside the declared range (checked)",
+        how: mode::STRAY_WRITE,
+        arg: 0,
+        checked: true,
+        watchdog: Duration::from_secs(10),
+        expect: |r, x| {
+            failure(r).is_some_and(|(t, m)| names_victim(t) && m.contains(&(N - 1).to_string()))
+                && untouched(x)
+        },
+    },
+    Check {
+        name: "a read outside the declared range (checked)",
+        how: mode::STRAY_READ,
+        arg: 0,
+        checked: true,
+        watchdog: Duration::from_secs(10),
+        expect: |r, x| failure(r).is_some_and(|(t, _)| names_victim(t)) && untouched(x),
+    },
+    Check {
+        name: "the same read unchecked runs",
+        how: mode::STRAY_READ,
+        arg: 0,
+        checked: false,
+        watchdog: Duration::from_secs(10),
+        expect: |r, x| r.is_ok() && stepped(x, (N as u32 - 1) * 10),
+    },
+    Check {
+        name: "a task outlives the watchdog",
+        how: mode::SLOW,
+        arg: 1_500_000_000,
+        checked: true,
+        watchdog: Duration::from_millis(300),
+        expect: |r, x| {
+            matches!(r, Err(Error::Stalled { first, .. }) if first.iter().any(names_victim))
+                && untouched(x)
+        },
+    },
+    Check {
+        name: "the runtime still works afterwards",
+        how: 0,
+        arg: 0,
+        checked: true,
+        watchdog: Duration::from_secs(10),
+        expect: |r, x| r.is_ok() && stepped(x, VICTIM as u32 * 10),
+    },
+];
+
+/// Runs every fault check on `rt`.
+pub fn check_all(rt: &Runtime) -> Vec<Outcome> {
+    check_selected(rt, |_| true)
+}
+
+/// Runs the fault checks whose names `select` accepts on `rt`.
+pub fn check_selected(rt: &Runtime, select: impl Fn(&str) -> bool) -> Vec<Outcome> {
+    CHECKS
+        .iter()
+        .filter(|c| select(c.name))
+        .map(|c| {
+            let mut x: Vec<u32> = (0..N as u32).map(|i| i * 10).collect();
+            let result = faulty(&mut x, VICTIM, c.how, c.arg)
+                .checked(c.checked)
+                .watchdog(c.watchdog)
+                .threads(64)
+                .run(rt);
+            let detail = match &result {
+                Ok(report) => format!("ok: {} tasks", report.tasks),
+                Err(e) => format!("error: {e}"),
+            };
+            Outcome {
+                name: c.name,
+                ok: (c.expect)(&result, &x),
+                detail,
+            }
+        })
+        .collect()
 }

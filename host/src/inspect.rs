@@ -90,6 +90,10 @@ pub struct Access {
     pub param: &'static str,
 }
 
+/// The most tasks a region may spawn: task indices need their top bit free (the device marks
+/// single-parent children with it) and the top values serve as scheduler commands.
+pub const MAX_TASKS: u32 = (1 << 31) - 4;
+
 /// Compile-time check that a region scalar is `Copy`.
 pub const fn assert_copy<T: Copy>() {}
 
@@ -176,11 +180,11 @@ impl Recorder {
                 });
             }
         }
-        if self.tasks.len() >= (u32::MAX - 2) as usize {
+        if self.tasks.len() >= MAX_TASKS as usize {
             return Err(Error::TooLarge {
                 region: self.region,
                 what: "tasks",
-                limit: u64::from(u32::MAX - 2),
+                limit: u64::from(MAX_TASKS),
             });
         }
         if self.args.len() + words.len() > u32::MAX as usize {

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use taskweave_device::abi::{Counters, RegionDesc};
+use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
 use crate::inspect::Inspection;
@@ -26,6 +27,9 @@ pub(crate) struct Tables<'i> {
     pub tail: Vec<u32>,
     pub lock: Vec<u32>,
     pub counters: Box<CounterWords>,
+    /// The CSR children as the device reads them: a child with no other parent carries
+    /// [`SOLE_PARENT`], so releasing it needs no atomic.
+    pub children: Vec<u32>,
 }
 
 impl<'i> Tables<'i> {
@@ -48,14 +52,28 @@ impl<'i> Tables<'i> {
         queue::link_initial(&mut next, &mut head, &mut tail, n as u32, &list_refs);
         let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
         counters.0[32].store((ready.len() % w) as u32, Ordering::Relaxed);
+        let in_degree = &ins.dag.in_degree;
+        let children = ins
+            .dag
+            .children
+            .iter()
+            .map(|&c| {
+                if in_degree[c as usize] == 1 {
+                    c | SOLE_PARENT
+                } else {
+                    c
+                }
+            })
+            .collect();
         Self {
             ins,
-            pending: ins.dag.in_degree.clone(),
+            pending: in_degree.clone(),
             next,
             head,
             tail,
             lock: vec![0; w],
             counters,
+            children,
         }
     }
 
@@ -68,7 +86,7 @@ impl<'i> Tables<'i> {
             tasks: self.ins.tasks.as_ptr() as u64,
             args: self.ins.args.as_ptr() as u64,
             offsets: dag.offsets.as_ptr() as u64,
-            children: dag.children.as_ptr() as u64,
+            children: self.children.as_ptr() as u64,
             pending: self.pending.as_mut_ptr() as u64,
             rank: dag.rank.as_ptr() as u64,
             next: self.next.as_mut_ptr() as u64,

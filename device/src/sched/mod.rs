@@ -93,7 +93,21 @@ pub fn current_task() -> u32 {
 #[cfg(target_arch = "nvptx64")]
 pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispatch: &D) {
     // SAFETY: guaranteed by the caller.
-    let rt = unsafe { Runtime::from_desc(&*desc) };
+    let mut rt = unsafe { Runtime::from_desc(&*desc) };
+    // The array table is read at every task: keep a copy in shared memory when it fits.
+    let arrays = rt.arrays();
+    if arrays.len() <= crate::shared::SHARED_ARRAYS {
+        let copy = crate::shared::array_table();
+        let mut i = crate::arch::thread_idx() as usize;
+        while i < arrays.len() {
+            // SAFETY: `i < arrays.len() <= SHARED_ARRAYS`, the shared table's length.
+            unsafe { copy.add(i).write(arrays[i]) };
+            i += crate::arch::block_dim() as usize;
+        }
+        crate::arch::sync_threads();
+        // SAFETY: the copy holds `arrays.len()` entries, written above and never again.
+        rt.use_arrays(unsafe { core::slice::from_raw_parts(copy, arrays.len()) });
+    }
     let words = crate::shared::runtime_words();
     // SAFETY: the runtime words are this block's shared memory; `RUNTIME_WORDS` long.
     let words = unsafe {

@@ -62,6 +62,22 @@ impl<'a> Queues<'a> {
         self.next[prev as usize].store(node, Gpu, Release);
     }
 
+    /// Appends task `node` to `worker`'s queue after the caller's `fence(Scope::Gpu)`: the cheap
+    /// push of the worker loop, one fence for all of a task's pushes.
+    ///
+    /// `node` must be a task (not a stub) that was never in a queue: its link is still the `NIL` the
+    /// host wrote, so it needs no reset. The caller's fence must follow every write the consumer
+    /// has to see; it turns the relaxed link store below into a release (PTX's fence-release
+    /// pattern).
+    #[inline(always)]
+    pub fn push_fenced(&self, worker: u32, node: u32) {
+        // Acquire: if the tail is a stub the consumer re-pushed, its link reset (before that AcqRel
+        // swap) happens before our link store below.
+        let prev = self.tail[worker as usize].swap(node, Gpu, Acquire);
+        // Relaxed, made a release by the caller's fence: publishes `node` to the consumer's acquire.
+        self.next[prev as usize].store(node, Gpu, Relaxed);
+    }
+
     /// Takes the oldest task of `worker`'s queue, if one is fully linked. Only one thread may consume
     /// a queue at a time: its owner, or a thief holding the queue's lock.
     #[inline(always)]

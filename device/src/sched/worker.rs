@@ -6,7 +6,7 @@ use crate::abi::{
     WorkerStats, policy,
 };
 use crate::arch;
-use crate::atomic::{AtomicU32, Ordering::*, Scope::*};
+use crate::atomic::{AtomicU32, Ordering::*, Scope::*, fence};
 use crate::block::Block;
 
 /// How many tasks a busy worker runs between polls of the abort flag: on the GPU the poll is a
@@ -131,6 +131,11 @@ impl<'a> Runtime<'a> {
     #[inline(always)]
     pub fn arrays(&self) -> &'a [ArrayDesc] {
         self.arrays
+    }
+
+    /// Serves the array table from `arrays` (the block's shared-memory copy) instead.
+    pub fn use_arrays(&mut self, arrays: &'a [ArrayDesc]) {
+        self.arrays = arrays;
     }
 
     /// The region's `FLAG_*` bits.
@@ -354,6 +359,8 @@ pub unsafe fn run_worker<D: Dispatch>(
             }
         }
         let (kind, args) = rt.task(task);
+        // The CSR row, read before the body so that its loads overlap the body's work.
+        let children = rt.children(task);
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
         let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
         dispatch.run(&block, kind, args, rt.arrays, checked);
@@ -382,25 +389,29 @@ pub unsafe fn run_worker<D: Dispatch>(
         }
 
         // C: release the children; place the freed ones.
-        let children = rt.children(task);
         if children.len() <= LEADER_FANOUT {
             if leader && !children.is_empty() {
                 let mut freed = [0u32; LEADER_FANOUT];
                 let mut count = 0;
-                for &child in children {
-                    if deps::release(rt.pending, child) {
-                        // SAFETY: `count` <= `children.len()` <= `LEADER_FANOUT`.
+                for &entry in children {
+                    if let Some(child) = deps::release(rt.pending, entry) {
+                        // SAFETY: `count` < `children.len()` <= `LEADER_FANOUT`.
                         unsafe { *freed.get_unchecked_mut(count) = child };
                         count += 1;
                     }
                 }
                 let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me.lrr);
+                if count > usize::from(keep != command::NONE) {
+                    // One release for all pushes: the body's results, and the other parents'
+                    // results acquired by the decrements above.
+                    fence(Gpu);
+                }
                 let mut pushed = 0;
                 for (i, &child) in freed[..count].iter().enumerate() {
                     if i as u32 == keep {
                         me.continuation = child;
                     } else {
-                        rt.queues.push(rt.target(base, pushed), child);
+                        rt.queues.push_fenced(rt.target(base, pushed), child);
                         pushed += 1;
                     }
                 }
@@ -408,16 +419,19 @@ pub unsafe fn run_worker<D: Dispatch>(
             continue;
         }
         // A wide fan-out: one child per thread, coalesced over the CSR row.
+        let mut fenced = false;
         let mut e = tid;
         while e < children.len() {
             // SAFETY: `e < children.len()`.
-            let child = unsafe { *at(children, e) };
-            if deps::release(rt.pending, child) {
+            if let Some(child) = deps::release(rt.pending, unsafe { *at(children, e) }) {
                 let slot = words[words::FREED].fetch_add(1, Block, Relaxed) as usize;
                 if slot < words::LIST_CAP {
                     list[slot].store(child, Block, Relaxed);
                 } else {
-                    rt.queues.push(rt.target(worker, slot as u32), child);
+                    if !core::mem::replace(&mut fenced, true) {
+                        fence(Gpu);
+                    }
+                    rt.queues.push_fenced(rt.target(worker, slot as u32), child);
                 }
             }
             e += threads;
@@ -436,16 +450,19 @@ pub unsafe fn run_worker<D: Dispatch>(
             words[words::KEEP].store(keep, Block, Relaxed);
             words[words::BASE].store(base, Block, Relaxed);
         }
-        // D: every thread pushes its share of the rest.
+        // D: every thread pushes its share of the rest, after one fence of its own.
         arch::sync_threads();
         let keep = words[words::KEEP].load(Block, Relaxed) as usize;
         let base = words[words::BASE].load(Block, Relaxed);
         let mut i = tid;
         while i < freed {
             if i != keep {
+                if !core::mem::replace(&mut fenced, true) {
+                    fence(Gpu);
+                }
                 let rank = (i - usize::from(keep < i)) as u32;
                 rt.queues
-                    .push(rt.target(base, rank), list[i].load(Block, Relaxed));
+                    .push_fenced(rt.target(base, rank), list[i].load(Block, Relaxed));
             }
             i += threads;
         }

@@ -7,9 +7,9 @@ use taskweave::{Block, task, task_region};
 pub mod mode {
     /// Panics with a plain message.
     pub const PANIC: u32 = 1;
-    /// Writes one element past its declared range.
+    /// Writes the array's last element, which it did not declare.
     pub const STRAY_WRITE: u32 = 2;
-    /// Reads an element it did not declare.
+    /// Reads the array's last element, which it did not declare (and no task writes).
     pub const STRAY_READ: u32 = 3;
     /// Spins for `arg` nanoseconds (`%globaltimer`).
     pub const SLOW: u32 = 4;
@@ -18,11 +18,12 @@ pub mod mode {
 /// Marks `x[i]`; task `victim` misbehaves as `how` says.
 #[task(writes = x[i..i + 1])]
 pub fn step(b: &Block, x: &mut [u32], i: usize, victim: usize, how: u32, arg: u64) {
+    let last = x.len() - 1;
     if i == victim && b.thread() == 0 {
         match how {
             mode::PANIC => panic!("deliberate failure"),
-            mode::STRAY_WRITE => x[i + 1] = 7,
-            mode::STRAY_READ => x[i] = x[i + 1],
+            mode::STRAY_WRITE => x[last] = 7,
+            mode::STRAY_READ => x[i] = x[last],
             mode::SLOW => {
                 let start = taskweave::__private::device::arch::global_timer_ns();
                 while taskweave::__private::device::arch::global_timer_ns() - start < arg {}

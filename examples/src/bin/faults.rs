@@ -6,7 +6,11 @@ fn main() -> std::process::ExitCode {
     taskweave_examples::run_main(|| {
         let runtime = taskweave::Runtime::new();
         println!("fault checks on {}", runtime.describe());
-        let outcomes = taskweave_examples::faults::check_all(&runtime);
+        // `faults [WORD]` runs only the checks whose name contains WORD.
+        let only = std::env::args().nth(1).unwrap_or_default();
+        let outcomes = taskweave_examples::faults::check_selected(&runtime, |name| {
+            name.contains(only.as_str())
+        });
         for o in &outcomes {
             println!(
                 "{} {}: {}",

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result};
+use taskweave_device::abi::RegionDesc;
 
 use super::Gpu;
 use super::stage::Staged;
@@ -74,22 +75,14 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         let events = unsafe { launch.launch(config) }
             .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
         let (start, end) = events.expect("launch events were requested");
-        if let Some(waited) = watch(
-            gpu,
-            &end,
-            staged.desc.counters,
-            staged.desc.abort,
-            options.watchdog,
-        ) {
-            let done = wait_done(&end, Duration::from_secs(5));
-            let running = if done { staged.running() } else { Vec::new() };
-            if !done {
+        if let Some(stall) = watch(gpu, &end, &staged.desc, options.watchdog) {
+            if !wait_done(&end, Duration::from_secs(5)) {
                 // A task body ignores the abort flag and never returns: the kernel still uses the
                 // staged memory, so it must not be freed, and the stream stays blocked.
                 staged.abandon();
                 gpu.mark_stuck(meta.name);
             }
-            return Err(stall_error(ins, waited, running));
+            return Err(stall.into_error(ins));
         }
         gpu.stream.synchronize().map_err(Error::cuda(format!(
             "running region `{}` (a task faulted in a way the device layer cannot catch, e.g. an illegal address or a trap)",
@@ -119,38 +112,73 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     })
 }
 
+/// What the watchdog saw when it gave up.
+pub(crate) struct Stall {
+    waited: Duration,
+    completed: u32,
+    running: Vec<u32>,
+}
+
+impl Stall {
+    /// The error naming the tasks the workers were running.
+    pub(crate) fn into_error(self, ins: &Inspection) -> Error {
+        let n = ins.task_count();
+        Error::Stalled {
+            region: ins.region,
+            waited: self.waited,
+            unfinished: n.saturating_sub(self.completed as usize),
+            tasks: n,
+            first: self
+                .running
+                .into_iter()
+                .filter(|&t| (t as usize) < n)
+                .take(8)
+                .map(|t| ins.task_ref(t))
+                .collect(),
+        }
+    }
+}
+
+/// Copies `words` 32-bit words from device address `src` on the control stream, which does not wait
+/// for the running kernel.
+fn peek(gpu: &Gpu, src: u64, words: usize) -> Option<Vec<u32>> {
+    let mut out = vec![0u32; words];
+    // SAFETY: `src` is a live staged device allocation of at least `words` words.
+    unsafe { result::memcpy_dtoh_async(&mut out, src, gpu.control.cu_stream()) }.ok()?;
+    gpu.control.synchronize().ok()?;
+    Some(out)
+}
+
 /// Polls the completed counter through the control stream until the kernel ends; raises the abort
-/// flag when it stops moving for `timeout`. Returns how long it waited if it aborted.
+/// flag when it stops moving for `timeout`, and then reads which tasks the workers are running.
 pub(crate) fn watch(
     gpu: &Gpu,
     end: &CudaEvent,
-    counters: u64,
-    abort: u64,
+    desc: &RegionDesc,
     timeout: Duration,
-) -> Option<Duration> {
+) -> Option<Stall> {
     let mut last = u32::MAX;
     let mut since = Instant::now();
     let mut tick = Duration::from_micros(20);
     while !end.is_complete() {
         std::thread::sleep(tick);
         tick = (tick * 2).min(Duration::from_millis(10));
-        let mut completed = [0u32];
-        // SAFETY: `counters` is a live device allocation of at least 4 bytes; the copy runs on the
-        // control stream, which does not wait for the kernel.
-        let copied =
-            unsafe { result::memcpy_dtoh_async(&mut completed, counters, gpu.control.cu_stream()) };
-        if copied.is_err() || gpu.control.synchronize().is_err() {
-            return None;
-        }
-        if completed[0] != last {
-            last = completed[0];
+        let completed = peek(gpu, desc.counters, 1)?[0];
+        if completed != last {
+            last = completed;
             since = Instant::now();
         } else if since.elapsed() > timeout {
+            let running = peek(gpu, desc.current, desc.n_workers as usize).unwrap_or_default();
             // SAFETY: `abort` is a live 8-byte device allocation the workers poll.
-            let _ =
-                unsafe { result::memcpy_htod_async(abort, &[1u32][..], gpu.control.cu_stream()) };
+            let _ = unsafe {
+                result::memcpy_htod_async(desc.abort, &[1u32][..], gpu.control.cu_stream())
+            };
             let _ = gpu.control.synchronize();
-            return Some(since.elapsed());
+            return Some(Stall {
+                waited: since.elapsed(),
+                completed,
+                running,
+            });
         }
     }
     None
@@ -165,21 +193,4 @@ fn wait_done(end: &CudaEvent, grace: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(1));
     }
     true
-}
-
-/// The watchdog's error, naming the tasks the workers were running.
-fn stall_error(ins: &Inspection, waited: Duration, running: Vec<u32>) -> Error {
-    let n = ins.task_count();
-    let running: Vec<u32> = running.into_iter().filter(|&t| (t as usize) < n).collect();
-    Error::Stalled {
-        region: ins.region,
-        waited,
-        unfinished: running.len(),
-        tasks: n,
-        first: running
-            .into_iter()
-            .take(8)
-            .map(|t| ins.task_ref(t))
-            .collect(),
-    }
 }

@@ -42,7 +42,6 @@ pub(crate) struct Staged<'g> {
     buffers: Vec<CudaSlice<u8>>,
     arrays: Vec<Buf>,
     stats: Buf,
-    current: Buf,
     trace: Option<Buf>,
     /// The descriptor, as uploaded.
     pub desc: RegionDesc,
@@ -89,7 +88,6 @@ impl<'g> Staged<'g> {
             buffers: Vec::new(),
             arrays: Vec::new(),
             stats: Buf(0),
-            current: Buf(0),
             trace: None,
             desc: RegionDesc::default(),
             desc_ptr: 0,
@@ -117,10 +115,9 @@ impl<'g> Staged<'g> {
             &vec![0u8; workers as usize * size_of::<WorkerStats>()],
             "statistics",
         )?;
-        let (current, current_buf) =
+        let (current, _) =
             staged.put(bytes_of(&vec![u32::MAX; workers as usize]), "current tasks")?;
         staged.stats = stats_buf;
-        staged.current = current_buf;
         let trace = if options.trace {
             let (ptr, buf) = staged.put(&vec![0u8; n * size_of::<TraceRecord>()], "the trace")?;
             staged.trace = Some(buf);
@@ -139,7 +136,9 @@ impl<'g> Staged<'g> {
             args: staged.put(bytes_of(&ins.args), "the argument table")?.0,
             arrays: staged.put(bytes_of(&arrays), "the array table")?.0,
             offsets: staged.put(bytes_of(&dag.offsets), "the CSR offsets")?.0,
-            children: staged.put(bytes_of(&dag.children), "the CSR children")?.0,
+            children: staged
+                .put(bytes_of(&tables.children), "the CSR children")?
+                .0,
             pending: staged
                 .put(bytes_of(&tables.pending), "the dependence counters")?
                 .0,
@@ -189,13 +188,6 @@ impl<'g> Staged<'g> {
             .stream
             .clone_dtoh(&self.buffers[buf.0])
             .map_err(Error::cuda(format!("reading {what}")))
-    }
-
-    /// The task each worker was running (for the watchdog).
-    pub fn running(&self) -> Vec<u32> {
-        self.read(self.current, "current tasks")
-            .map(|b| records::<u32>(&b))
-            .unwrap_or_default()
     }
 
     /// Leaves the device memory allocated for good: for a kernel that may still be using it.
