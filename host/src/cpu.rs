@@ -15,9 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use taskweave_device::abi::{
-    ArrayDesc, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TraceRecord, WorkerStats,
-};
+use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::arch::host::{Lane, LaneGroup, enter_lane};
 use taskweave_device::sched::{Dispatch, Runtime as SchedRuntime, command, run_worker, words};
 use taskweave_device::{Block, shared};
@@ -147,13 +145,6 @@ pub(crate) fn execute(
     let abort = AtomicU32::new(0);
     let current: Vec<AtomicU32> = (0..workers).map(|_| AtomicU32::new(u32::MAX)).collect();
     let desc = RegionDesc {
-        n_tasks: n as u32,
-        n_workers: workers,
-        policy: options.policy.abi(),
-        flags: if options.checked { FLAG_CHECKED } else { 0 }
-            | if options.trace { FLAG_TRACE } else { 0 },
-        scratch_bytes: options.shared_bytes,
-        n_arrays: arrays.len() as u32,
         arrays: arrays.as_ptr() as u64,
         abort: abort.as_ptr() as u64,
         stats: stats.as_mut_ptr() as u64,
@@ -163,7 +154,7 @@ pub(crate) fn execute(
         } else {
             0
         },
-        ..tables.desc()
+        ..tables.desc(options.desc(workers, arrays.len()))
     };
     silence_task_panics();
     let failure = Mutex::new(None);
@@ -277,21 +268,17 @@ pub(crate) fn execute(
                 .collect(),
         });
     }
-    Ok(Report {
-        region: inspection.region,
-        backend: "cpu",
-        policy: options.policy,
-        tasks: n,
-        edges: inspection.dag.edge_count(),
-        critical_path: inspection.dag.critical_path(),
+    Ok(Report::new(
+        region,
+        inspection,
+        "cpu",
         workers,
-        threads: lanes,
-        inspect_time: inspection.time,
-        transfer_time: Duration::ZERO,
+        lanes,
+        Duration::ZERO,
         execute_time,
-        worker_stats: stats,
-        trace: options.trace.then_some(trace),
-    })
+        stats,
+        options.trace.then_some(trace),
+    ))
 }
 
 /// Waits for the workers, raising the abort flag when no task completes for `timeout`. Returns how

@@ -142,6 +142,22 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The descriptor fields these options set, for `workers` workers and `arrays` arrays.
+    pub(crate) fn desc(&self, workers: u32, arrays: usize) -> taskweave_device::abi::RegionDesc {
+        use taskweave_device::abi::{FLAG_CHECKED, FLAG_TRACE, RegionDesc};
+        RegionDesc {
+            n_workers: workers,
+            policy: self.policy.abi(),
+            flags: if self.checked { FLAG_CHECKED } else { 0 }
+                | if self.trace { FLAG_TRACE } else { 0 },
+            scratch_bytes: self.shared_bytes,
+            n_arrays: arrays as u32,
+            ..RegionDesc::default()
+        }
+    }
+}
+
 /// A region array bound for the run: its memory and how to move it.
 pub(crate) struct Binding<'a> {
     pub info: ArrayInfo,

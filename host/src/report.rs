@@ -39,6 +39,36 @@ pub struct Report {
 }
 
 impl Report {
+    /// The report of a finished run of `region` whose DAG `ins` describes.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        region: &crate::Region<'_>,
+        ins: &crate::inspect::Inspection,
+        backend: &'static str,
+        workers: u32,
+        threads: u32,
+        transfer_time: Duration,
+        execute_time: Duration,
+        worker_stats: Vec<WorkerStats>,
+        trace: Option<Vec<TraceRecord>>,
+    ) -> Self {
+        Self {
+            region: region.meta.name,
+            backend,
+            policy: region.options.policy,
+            tasks: ins.task_count(),
+            edges: ins.dag.edge_count(),
+            critical_path: ins.dag.critical_path(),
+            workers,
+            threads,
+            inspect_time: ins.time,
+            transfer_time,
+            execute_time,
+            worker_stats,
+            trace,
+        }
+    }
+
     /// The difference between the most and the fewest tasks any worker ran (Juggler's figure 5).
     pub fn load_spread(&self) -> u32 {
         let tasks = self.worker_stats.iter().map(|s| s.tasks);

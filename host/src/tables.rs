@@ -77,9 +77,9 @@ impl<'i> Tables<'i> {
         }
     }
 
-    /// A descriptor pointing at these tables in host memory. The caller fills in the per-run fields
-    /// (workers, policy, flags, arrays, abort, stats, current, trace).
-    pub fn desc(&mut self) -> RegionDesc {
+    /// `base` (the run's options, see `Options::desc`) with these tables in host memory filled in.
+    /// The caller fills in the per-run buffers (arrays, abort, stats, current, trace).
+    pub fn desc(&mut self, base: RegionDesc) -> RegionDesc {
         let dag = &self.ins.dag;
         RegionDesc {
             n_tasks: self.ins.task_count() as u32,
@@ -94,7 +94,7 @@ impl<'i> Tables<'i> {
             tail: self.tail.as_mut_ptr() as u64,
             lock: self.lock.as_mut_ptr() as u64,
             counters: self.counters.0.as_ptr() as u64,
-            ..RegionDesc::default()
+            ..base
         }
     }
 

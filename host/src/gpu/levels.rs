@@ -147,22 +147,19 @@ pub(crate) fn execute(
     }
     let upload_time = staged.upload_time;
     let finished = staged.finish(region, ins)?;
-    Ok(Report {
-        region: meta.name,
-        backend: match strategy {
-            Strategy::Launches => "barrier",
-            Strategy::GridBarrier => "grid-barrier",
-        },
-        policy: options.policy,
-        tasks: ins.task_count(),
-        edges: ins.dag.edge_count(),
-        critical_path: ins.dag.critical_path(),
+    let backend = match strategy {
+        Strategy::Launches => "barrier",
+        Strategy::GridBarrier => "grid-barrier",
+    };
+    Ok(Report::new(
+        region,
+        ins,
+        backend,
         workers,
-        threads: options.threads,
-        inspect_time: ins.time,
-        transfer_time: upload_time + finished.download_time,
-        execute_time: kernel_time,
-        worker_stats: finished.stats,
-        trace: finished.trace,
-    })
+        options.threads,
+        upload_time + finished.download_time,
+        kernel_time,
+        finished.stats,
+        finished.trace,
+    ))
 }

@@ -95,21 +95,17 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     }
     let upload_time = staged.upload_time;
     let finished = staged.finish(region, ins)?;
-    Ok(Report {
-        region: meta.name,
-        backend: "persistent",
-        policy: options.policy,
-        tasks: n,
-        edges: ins.dag.edge_count(),
-        critical_path: ins.dag.critical_path(),
+    Ok(Report::new(
+        region,
+        ins,
+        "persistent",
         workers,
-        threads: options.threads,
-        inspect_time: ins.time,
-        transfer_time: upload_time + finished.download_time,
-        execute_time: kernel_time,
-        worker_stats: finished.stats,
-        trace: finished.trace,
-    })
+        options.threads,
+        upload_time + finished.download_time,
+        kernel_time,
+        finished.stats,
+        finished.trace,
+    ))
 }
 
 /// What the watchdog saw when it gave up.

@@ -5,9 +5,7 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
-use taskweave_device::abi::{
-    ArrayDesc, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TraceRecord, WorkerStats,
-};
+use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::error::{CODE_ABORTED, CODE_NONE};
 
 use super::{Gpu, describe};
@@ -103,7 +101,7 @@ impl<'g> Staged<'g> {
             });
         }
         let mut tables = Tables::new(ins, workers, options.policy);
-        let host = tables.desc();
+        let host = tables.desc(options.desc(workers, arrays.len()));
         let dag = &ins.dag;
         let counters: Vec<u32> = tables
             .counters
@@ -126,12 +124,6 @@ impl<'g> Staged<'g> {
             0
         };
         let desc = RegionDesc {
-            n_workers: workers,
-            policy: options.policy.abi(),
-            flags: if options.checked { FLAG_CHECKED } else { 0 }
-                | if options.trace { FLAG_TRACE } else { 0 },
-            scratch_bytes: options.shared_bytes,
-            n_arrays: arrays.len() as u32,
             tasks: staged.put(bytes_of(&ins.tasks), "the task table")?.0,
             args: staged.put(bytes_of(&ins.args), "the argument table")?.0,
             arrays: staged.put(bytes_of(&arrays), "the array table")?.0,
