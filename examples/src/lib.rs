@@ -10,6 +10,10 @@ pub enum BackendArg {
     Auto,
     /// The persistent in-GPU scheduler; fails without a GPU.
     Persistent,
+    /// One kernel launch per topological level; fails without a GPU.
+    Barrier,
+    /// One launch with a grid barrier per level; fails without a GPU.
+    GridBarrier,
     /// The CPU backend.
     Cpu,
 }
@@ -42,7 +46,9 @@ impl RunArgs {
     pub fn runtime(&self) -> Result<Runtime, taskweave::Error> {
         let runtime = match self.backend {
             BackendArg::Auto => Runtime::new(),
-            BackendArg::Persistent => Runtime::gpu(0)?,
+            BackendArg::Persistent | BackendArg::Barrier | BackendArg::GridBarrier => {
+                Runtime::gpu(0)?
+            }
             BackendArg::Cpu => Runtime::cpu(),
         };
         if let Some(reason) = runtime.fallback_reason() {
@@ -58,6 +64,11 @@ impl RunArgs {
             .threads(self.threads)
             .cpu_lanes(self.cpu_lanes)
             .checked(!self.unchecked);
+        let region = match self.backend {
+            BackendArg::Barrier => region.backend(taskweave::Backend::Barrier),
+            BackendArg::GridBarrier => region.backend(taskweave::Backend::GridBarrier),
+            BackendArg::Auto | BackendArg::Persistent | BackendArg::Cpu => region,
+        };
         match self.workers {
             Some(w) => region.workers(w),
             None => region,
