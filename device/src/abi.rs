@@ -56,7 +56,7 @@ pub mod policy {
     /// steal from others.
     pub const STEAL: u32 = 4;
     /// Critical-path priority: the freed child with the highest rank runs next on this worker; the
-    /// rest go out by global round robin, highest rank first.
+    /// rest go out by global round robin.
     pub const PRIORITY: u32 = 5;
     /// Number of policies.
     pub const COUNT: u32 = 6;

@@ -419,7 +419,6 @@ pub unsafe fn run_worker<D: Dispatch>(
             continue;
         }
         // A wide fan-out: one child per thread, coalesced over the CSR row.
-        let mut fenced = false;
         let mut e = tid;
         while e < children.len() {
             // SAFETY: `e < children.len()`.
@@ -428,9 +427,9 @@ pub unsafe fn run_worker<D: Dispatch>(
                 if slot < words::LIST_CAP {
                     list[slot].store(child, Block, Relaxed);
                 } else {
-                    if !core::mem::replace(&mut fenced, true) {
-                        fence(Gpu);
-                    }
+                    // A child freed after an earlier fence carries other parents' results that
+                    // fence did not cover: fence before each overflow push (rare: > LIST_CAP).
+                    fence(Gpu);
                     rt.queues.push_fenced(rt.target(worker, slot as u32), child);
                 }
             }
@@ -450,8 +449,10 @@ pub unsafe fn run_worker<D: Dispatch>(
             words[words::KEEP].store(keep, Block, Relaxed);
             words[words::BASE].store(base, Block, Relaxed);
         }
-        // D: every thread pushes its share of the rest, after one fence of its own.
+        // D: every thread pushes its share of the rest, after one fence of its own, taken after the
+        // barrier: the children were freed (their other parents acquired) by other threads.
         arch::sync_threads();
+        let mut fenced = false;
         let keep = words[words::KEEP].load(Block, Relaxed) as usize;
         let base = words[words::BASE].load(Block, Relaxed);
         let mut i = tid;

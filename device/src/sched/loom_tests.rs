@@ -1,0 +1,697 @@
+//! `loom` models of the scheduler's queue and dependence protocol (`scripts/loom.sh` runs them).
+//!
+//! Each model builds a tiny region's tables as loom atomics, runs the very `queue` and `deps` code
+//! the workers run, and checks it under every interleaving (up to `LOOM_MAX_PREEMPTIONS`, default
+//! 3) and every value the C++ memory model lets a load return. Task payloads live in
+//! `loom::cell::UnsafeCell`s: a consumer reading one that its producer's write does not
+//! happen-before is reported as a data race, so a broken release/acquire chain fails the model.
+//! Consumers read a task's payload as soon as `pop` returns it, as a worker runs the body: a later
+//! pop could acquire the producer's history through the tail and hide a missing acquire on a link.
+//!
+//! The queue models run twice, once per way of pushing ([`Push`]): the plain `push` (which the
+//! consumer also uses to re-insert its stub) and the worker loop's `fence` + `push_fenced`.
+//!
+//! loom has no scopes: it checks the orderings as if every operation were system-wide. What it
+//! cannot check (PTX fence cumulativity across `bar.sync`) is written down in `README.md`.
+
+use super::deps::{self, SOLE_PARENT};
+use super::queue::{self, NIL, Queues};
+use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu, fence};
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use std::vec;
+use std::vec::Vec;
+
+/// Runs `f` under loom with the preemption bound from `LOOM_MAX_PREEMPTIONS`, 3 by default.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    // Counts explored executions, for judging how much a model covers (`--nocapture` shows it).
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    builder.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    std::eprintln!(
+        "{}: {} executions",
+        std::thread::current().name().unwrap_or("model"),
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+/// How a producer pushes a task.
+#[derive(Clone, Copy, Debug)]
+enum Push {
+    /// [`Queues::push`]: resets the link, `AcqRel` tail swap, `Release` link store.
+    Plain,
+    /// What the worker loop does: `fence(Gpu)` after everything the consumer must see, then
+    /// [`Queues::push_fenced`] (`Acquire` tail swap, `Relaxed` link store).
+    Fenced,
+}
+
+impl Push {
+    /// Pushes `task` into `worker`'s queue. For [`Push::Fenced`] the fence comes first, as in the
+    /// worker loop: after the body's writes and the counter's acquire, before the pushes.
+    fn push(self, q: &Queues<'_>, worker: u32, task: u32) {
+        match self {
+            Push::Plain => q.push(worker, task),
+            Push::Fenced => {
+                fence(Gpu);
+                q.push_fenced(worker, task);
+            }
+        }
+    }
+}
+
+/// A task's payload: what its producer (or its parents) wrote before making it ready.
+struct Payload(UnsafeCell<u32>);
+
+// SAFETY: every access goes through loom's checked `with` / `with_mut`, which report any pair of
+// accesses not ordered by happens-before; that is what the models test.
+unsafe impl Sync for Payload {}
+
+/// One region's scheduler tables, as the workers see them.
+struct Tables {
+    n_tasks: u32,
+    next: Vec<AtomicU32>,
+    head: Vec<AtomicU32>,
+    tail: Vec<AtomicU32>,
+    lock: Vec<AtomicU32>,
+    pending: Vec<AtomicU32>,
+    payload: Vec<Payload>,
+}
+
+impl Tables {
+    /// Tables for `n_tasks` tasks and `lists.len()` workers, worker `w`'s queue holding `lists[w]`
+    /// (linked by the host's [`queue::link_initial`]), task `t` waiting for `pending[t]` parents
+    /// (0 where `pending` is short). Every payload starts at `0xFF00 + t`, written before any
+    /// thread starts.
+    fn new(n_tasks: u32, lists: &[&[u32]], pending: &[u32]) -> Arc<Self> {
+        let workers = lists.len();
+        let mut next = vec![0; n_tasks as usize + workers];
+        let mut head = vec![0; workers];
+        let mut tail = vec![0; workers];
+        queue::link_initial(&mut next, &mut head, &mut tail, n_tasks, lists);
+        let atomics = |v: &[u32]| v.iter().map(|&x| AtomicU32::new(x)).collect::<Vec<_>>();
+        Arc::new(Self {
+            n_tasks,
+            next: atomics(&next),
+            head: atomics(&head),
+            tail: atomics(&tail),
+            lock: atomics(&vec![0; workers]),
+            pending: (0..n_tasks)
+                .map(|t| AtomicU32::new(pending.get(t as usize).copied().unwrap_or(0)))
+                .collect(),
+            payload: (0..n_tasks)
+                .map(|t| Payload(UnsafeCell::new(0xFF00 + t)))
+                .collect(),
+        })
+    }
+
+    fn queues(&self) -> Queues<'_> {
+        Queues::new(&self.next, &self.head, &self.tail, &self.lock, self.n_tasks)
+    }
+
+    /// Writes task `task`'s payload (a plain, non-atomic write).
+    fn write(&self, task: u32, value: u32) {
+        // SAFETY: loom checks that no other access to the cell races with this one.
+        self.payload[task as usize]
+            .0
+            .with_mut(|p| unsafe { *p = value });
+    }
+
+    /// Reads task `task`'s payload (a plain, non-atomic read).
+    fn read(&self, task: u32) -> u32 {
+        // SAFETY: loom checks that no write to the cell races with this read.
+        self.payload[task as usize].0.with(|p| unsafe { *p })
+    }
+
+    /// Asserts that `worker`'s queue is empty and back in its initial shape: the consumer cursor
+    /// and the tail on the stub, the stub unlinked, and `pop` finding nothing.
+    fn assert_empty(&self, worker: u32, cursor: u32) {
+        let stub = self.n_tasks + worker;
+        assert_eq!(cursor, stub, "consumer cursor not back on the stub");
+        assert_eq!(self.tail[worker as usize].load(Gpu, Relaxed), stub);
+        assert_eq!(self.next[stub as usize].load(Gpu, Relaxed), NIL);
+        let mut cursor = cursor;
+        assert_eq!(self.queues().pop_from(worker, &mut cursor), None);
+    }
+}
+
+/// The consumer's loop: pops `worker`'s queue (cursor in the table) until it has `want` tasks,
+/// yielding while it finds none, and reads each task's payload as soon as it has it.
+fn pop_until(t: &Tables, worker: u32, want: usize) -> Vec<(u32, u32)> {
+    let q = t.queues();
+    let mut got = Vec::new();
+    while got.len() < want {
+        match q.pop(worker) {
+            Some(task) => got.push((task, t.read(task))),
+            None => thread::yield_now(),
+        }
+    }
+    got
+}
+
+fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    v.sort_unstable();
+    v
+}
+
+/// a. Two producers push into one empty queue while its consumer pops: each task comes out exactly
+/// once, with the payload its producer wrote before pushing, and the queue ends empty, its stub
+/// re-inserted. When the consumer takes the first task with the second already linked behind it,
+/// the first task's payload reaches it only through the link.
+fn mpsc_two_producers(how: Push) {
+    model(move || {
+        let t = Tables::new(2, &[&[]], &[]);
+        let producers: Vec<_> = (0..2u32)
+            .map(|task| {
+                let t = t.clone();
+                thread::spawn(move || {
+                    t.write(task, 40 + task);
+                    how.push(&t.queues(), 0, task);
+                })
+            })
+            .collect();
+        let got = pop_until(&t, 0, 2);
+        assert_eq!(sorted(got), [(0, 40), (1, 41)]);
+        for p in producers {
+            p.join().unwrap();
+        }
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_mpsc_two_producers() {
+    mpsc_two_producers(Push::Plain);
+}
+
+#[test]
+fn loom_mpsc_two_producers_fenced() {
+    mpsc_two_producers(Push::Fenced);
+}
+
+/// a'. Two producers push behind a host-linked task while the consumer drains: three tasks, each
+/// out exactly once with its payload, the host-linked one first.
+fn mpsc_two_producers_nonempty(how: Push) {
+    model(move || {
+        let t = Tables::new(3, &[&[0]], &[]);
+        let producers: Vec<_> = (1..3u32)
+            .map(|task| {
+                let t = t.clone();
+                thread::spawn(move || {
+                    t.write(task, 40 + task);
+                    how.push(&t.queues(), 0, task);
+                })
+            })
+            .collect();
+        let got = pop_until(&t, 0, 3);
+        assert_eq!(got[0], (0, 0xFF00));
+        assert_eq!(sorted(got), [(0, 0xFF00), (1, 41), (2, 42)]);
+        for p in producers {
+            p.join().unwrap();
+        }
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_mpsc_two_producers_nonempty() {
+    mpsc_two_producers_nonempty(Push::Plain);
+}
+
+#[test]
+fn loom_mpsc_two_producers_nonempty_fenced() {
+    mpsc_two_producers_nonempty(Push::Fenced);
+}
+
+/// b. Publication through an empty queue: the payload the producer wrote before pushing is visible
+/// to the consumer once `pop` returns the task.
+fn publish_into_empty_queue(how: Push) {
+    model(move || {
+        let t = Tables::new(1, &[&[]], &[]);
+        let producer = {
+            let t = t.clone();
+            thread::spawn(move || {
+                t.write(0, 42);
+                how.push(&t.queues(), 0, 0);
+            })
+        };
+        assert_eq!(pop_until(&t, 0, 1), [(0, 42)]);
+        producer.join().unwrap();
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_publish_into_empty_queue() {
+    publish_into_empty_queue(Push::Plain);
+}
+
+#[test]
+fn loom_publish_into_empty_queue_fenced() {
+    publish_into_empty_queue(Push::Fenced);
+}
+
+/// b. Publication through a non-empty queue: a producer pushes tasks 1 and 2 behind the host-linked
+/// task 0 while the consumer drains. Each payload is visible when its task comes out, whether the
+/// consumer reaches the task as the last linked node (through the stub re-insertion, which also
+/// touches the tail) or with its successor already linked (through the links alone).
+fn publish_into_nonempty_queue(how: Push) {
+    model(move || {
+        let t = Tables::new(3, &[&[0]], &[]);
+        let producer = {
+            let t = t.clone();
+            thread::spawn(move || {
+                let q = t.queues();
+                t.write(1, 41);
+                how.push(&q, 0, 1);
+                t.write(2, 42);
+                how.push(&q, 0, 2);
+            })
+        };
+        assert_eq!(pop_until(&t, 0, 3), [(0, 0xFF00), (1, 41), (2, 42)]);
+        producer.join().unwrap();
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_publish_into_nonempty_queue() {
+    publish_into_nonempty_queue(Push::Plain);
+}
+
+#[test]
+fn loom_publish_into_nonempty_queue_fenced() {
+    publish_into_nonempty_queue(Push::Fenced);
+}
+
+/// c1. Dependences: child 0 waits for two parents. Each parent thread writes its own result, then
+/// releases the child; the one whose decrement is the last pushes it. The consumer that pops the
+/// child sees both results: one through the queue link, the other through the counter's RMW chain.
+fn dependence_release(how: Push) {
+    model(move || {
+        // Task 0 is the child; tasks 1 and 2 stand for the parents (their payload cells hold their
+        // results; they are never queued).
+        let t = Tables::new(3, &[&[]], &[2]);
+        let parents: Vec<_> = [1u32, 2]
+            .into_iter()
+            .map(|parent| {
+                let t = t.clone();
+                thread::spawn(move || {
+                    t.write(parent, 100 + parent);
+                    if let Some(child) = deps::release(&t.pending, 0) {
+                        how.push(&t.queues(), 0, child);
+                    }
+                })
+            })
+            .collect();
+        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!((t.read(1), t.read(2)), (101, 102));
+        for p in parents {
+            p.join().unwrap();
+        }
+        assert_eq!(t.pending[0].load(Gpu, Relaxed), 0);
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_dependence_release() {
+    dependence_release(Push::Plain);
+}
+
+#[test]
+fn loom_dependence_release_fenced() {
+    dependence_release(Push::Fenced);
+}
+
+/// c2. As `dependence_release`, but as in a wide fan-out: parent 1's result is written by one
+/// thread of its block, and the child is released and pushed by another after the block barrier.
+/// The barrier is modelled by a join (a happens-before edge from every write before it to every
+/// access after it, which is what `bar.sync` gives the block's threads). The chain must stay
+/// transitive through it: the releasing thread passes on a write it did not make itself.
+fn dependence_release_after_barrier(how: Push) {
+    model(move || {
+        let t = Tables::new(3, &[&[]], &[2]);
+        let block = {
+            let t = t.clone();
+            thread::spawn(move || {
+                // Lane 1 runs (its part of) the body; lane 0, this thread, releases the child.
+                let lane = {
+                    let t = t.clone();
+                    thread::spawn(move || t.write(1, 101))
+                };
+                lane.join().unwrap();
+                if let Some(child) = deps::release(&t.pending, 0) {
+                    how.push(&t.queues(), 0, child);
+                }
+            })
+        };
+        // The main thread is parent 2, and then the consumer.
+        t.write(2, 102);
+        if let Some(child) = deps::release(&t.pending, 0) {
+            how.push(&t.queues(), 0, child);
+        }
+        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!((t.read(1), t.read(2)), (101, 102));
+        block.join().unwrap();
+        assert_eq!(t.pending[0].load(Gpu, Relaxed), 0);
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_dependence_release_after_barrier() {
+    dependence_release_after_barrier(Push::Plain);
+}
+
+#[test]
+fn loom_dependence_release_after_barrier_fenced() {
+    dependence_release_after_barrier(Push::Fenced);
+}
+
+/// c3. The wide fan-out's split between releasing and pushing threads, as the worker loop does
+/// it: in parent 1's block, thread k releases child 0 and lists it; after the block barrier (a
+/// join) thread j fences and pushes it. The other parent (task 2, on another worker) writes its
+/// result and releases concurrently. When it releases first, its result reaches the consumer only
+/// through k's acquire, the barrier, and j's fence: the fence must come after the barrier (a fence
+/// j made before it, for an earlier push of its own, does not cover what k acquired).
+#[test]
+fn loom_dependence_release_split_push_fenced() {
+    model(|| {
+        let t = Tables::new(3, &[&[]], &[2]);
+        let other = {
+            let t = t.clone();
+            thread::spawn(move || {
+                t.write(2, 102);
+                if let Some(child) = deps::release(&t.pending, 0) {
+                    Push::Fenced.push(&t.queues(), 0, child);
+                }
+            })
+        };
+        let block = {
+            let t = t.clone();
+            thread::spawn(move || {
+                // Thread j's part of parent 1's body.
+                t.write(1, 101);
+                let lane_k = {
+                    let t = t.clone();
+                    thread::spawn(move || deps::release(&t.pending, 0))
+                };
+                if let Some(child) = lane_k.join().unwrap() {
+                    fence(Gpu);
+                    t.queues().push_fenced(0, child);
+                }
+            })
+        };
+        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!((t.read(1), t.read(2)), (101, 102));
+        other.join().unwrap();
+        block.join().unwrap();
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+/// c4. One fence for all of a task's pushes, as the leader does for a narrow fan-out: parent 2
+/// (one thread) has children 0 and 1; child 0's other parent is task 3, child 1's is task 4 (one
+/// thread each). Every parent writes its result and releases its children; the one that frees a
+/// child pushes it, parent 2 with one fence after both releases. A fourth thread consumes, and
+/// must see both parents' results of each child. The fence must come after the last release: a
+/// child freed after it would reach its consumer without its other parent's result.
+#[test]
+fn loom_release_two_children_one_fence() {
+    model(|| {
+        let t = Tables::new(5, &[&[]], &[2, 2]);
+        let parent = |parent: u32, children: &'static [u32]| {
+            let t = t.clone();
+            move || {
+                t.write(parent, 100 + parent);
+                let freed: Vec<u32> = children
+                    .iter()
+                    .filter_map(|&c| deps::release(&t.pending, c))
+                    .collect();
+                if !freed.is_empty() {
+                    fence(Gpu);
+                }
+                for child in freed {
+                    t.queues().push_fenced(0, child);
+                }
+            }
+        };
+        let parents = [
+            thread::spawn(parent(2, &[0, 1])),
+            thread::spawn(parent(3, &[0])),
+            thread::spawn(parent(4, &[1])),
+        ];
+        let q = t.queues();
+        let mut got = 0;
+        while got < 2 {
+            match q.pop(0) {
+                Some(child) => {
+                    got += 1;
+                    assert_eq!((t.read(2), t.read(3 + child)), (102, 103 + child));
+                }
+                None => thread::yield_now(),
+            }
+        }
+        for p in parents {
+            p.join().unwrap();
+        }
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+/// c5. A child whose only parent is the finished task (`SOLE_PARENT` in its CSR entry) is freed
+/// without touching its counter; the parent block's result (written by another of its threads,
+/// before the barrier) reaches the consumer through the fence and the push alone.
+#[test]
+fn loom_sole_parent_push_fenced() {
+    model(|| {
+        // Task 0 is the child, task 1 the parent; `pending[0]` is never read.
+        let t = Tables::new(2, &[&[]], &[u32::MAX]);
+        let block = {
+            let t = t.clone();
+            thread::spawn(move || {
+                let lane = {
+                    let t = t.clone();
+                    thread::spawn(move || t.write(1, 101))
+                };
+                lane.join().unwrap();
+                let child = deps::release(&t.pending, SOLE_PARENT).expect("a sole parent frees");
+                Push::Fenced.push(&t.queues(), 0, child);
+            })
+        };
+        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!(t.read(1), 101);
+        block.join().unwrap();
+        assert_eq!(t.pending[0].load(Gpu, Relaxed), u32::MAX);
+    });
+}
+
+/// d. Stealing: the owner and a thief both `pop_locked` one queue holding two host-linked tasks.
+/// Each task is taken exactly once; none is lost. The consumer cursor (`head`) passes between them
+/// through the lock's release/acquire, so a stale cursor would show as a task taken twice.
+#[test]
+fn loom_steal_two_consumers() {
+    model(|| {
+        let t = Tables::new(2, &[&[0, 1]], &[]);
+        // `taken[i]`: how often task i was taken; `taken[2]`: tasks taken in all.
+        let taken = Arc::new([AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)]);
+        let consumer = |t: Arc<Tables>, taken: Arc<[AtomicU32; 3]>| {
+            move || {
+                let q = t.queues();
+                while taken[2].load(Gpu, Relaxed) < 2 {
+                    match q.pop_locked(0) {
+                        Some(task) => {
+                            assert_eq!(t.read(task), 0xFF00 + task);
+                            taken[task as usize].fetch_add(1, Gpu, Relaxed);
+                            taken[2].fetch_add(1, Gpu, Relaxed);
+                        }
+                        None => thread::yield_now(),
+                    }
+                }
+            }
+        };
+        let thief = thread::spawn(consumer(t.clone(), taken.clone()));
+        consumer(t.clone(), taken.clone())();
+        thief.join().unwrap();
+        assert_eq!(taken[0].load(Gpu, Relaxed), 1);
+        assert_eq!(taken[1].load(Gpu, Relaxed), 1);
+        assert_eq!(t.lock[0].load(Gpu, Relaxed), 0);
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+/// d'. Stealing while the owner pushes, as under the `STEAL` policy: the owner pushes a freed child
+/// into its own queue (which holds one host-linked task) and then pops under the lock, while a
+/// thief pops the same queue under the lock. Each task is taken exactly once; whoever takes the
+/// pushed one sees its payload (through the link, not the lock).
+fn steal_while_owner_pushes(how: Push) {
+    model(move || {
+        let t = Tables::new(2, &[&[0]], &[]);
+        // `taken[i]`: how often task i was taken; `taken[2]`: tasks taken in all.
+        let taken = Arc::new([AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)]);
+        let consumer = move |t: Arc<Tables>, taken: Arc<[AtomicU32; 3]>, push: bool| {
+            move || {
+                let q = t.queues();
+                if push {
+                    t.write(1, 41);
+                    how.push(&q, 0, 1);
+                }
+                while taken[2].load(Gpu, Relaxed) < 2 {
+                    match q.pop_locked(0) {
+                        Some(task) => {
+                            assert_eq!(t.read(task), [0xFF00, 41][task as usize]);
+                            taken[task as usize].fetch_add(1, Gpu, Relaxed);
+                            taken[2].fetch_add(1, Gpu, Relaxed);
+                        }
+                        None => thread::yield_now(),
+                    }
+                }
+            }
+        };
+        let thief = thread::spawn(consumer(t.clone(), taken.clone(), false));
+        consumer(t.clone(), taken.clone(), true)();
+        thief.join().unwrap();
+        assert_eq!(taken[0].load(Gpu, Relaxed), 1);
+        assert_eq!(taken[1].load(Gpu, Relaxed), 1);
+        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
+    });
+}
+
+#[test]
+fn loom_steal_while_owner_pushes() {
+    steal_while_owner_pushes(Push::Plain);
+}
+
+#[test]
+fn loom_steal_while_owner_pushes_fenced() {
+    steal_while_owner_pushes(Push::Fenced);
+}
+
+/// e. A push concurrent with the consumer draining to the last element: the queue holds task 0;
+/// the consumer pops (its cursor in a register, as an owner whose queue is not stolen from) while
+/// a producer pushes task 1. `pop_from` may reach task 0 as the last linked node and re-insert the
+/// stub while the producer is between its tail swap and its link store, so that the stub lands
+/// behind task 1 (or before it). Both tasks come out exactly once, in order, task 1 with its
+/// payload, and the queue ends empty.
+fn push_while_draining_last(how: Push) {
+    model(move || {
+        let t = Tables::new(2, &[&[0]], &[]);
+        let producer = {
+            let t = t.clone();
+            thread::spawn(move || {
+                t.write(1, 41);
+                how.push(&t.queues(), 0, 1);
+            })
+        };
+        let q = t.queues();
+        let mut cursor = q.head(0);
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            match q.pop_from(0, &mut cursor) {
+                Some(task) => got.push((task, t.read(task))),
+                None => thread::yield_now(),
+            }
+        }
+        // One producer: FIFO order holds.
+        assert_eq!(got, [(0, 0xFF00), (1, 41)]);
+        producer.join().unwrap();
+        t.assert_empty(0, cursor);
+    });
+}
+
+#[test]
+fn loom_push_while_draining_last() {
+    push_while_draining_last(Push::Plain);
+}
+
+#[test]
+fn loom_push_while_draining_last_fenced() {
+    push_while_draining_last(Push::Fenced);
+}
+
+/// The diamond `0 -> {1, 2} -> 3` on two workers, end to end, as the worker loop runs it: pop (the
+/// own queue, and under `steal` the other worker's), run the body, count it in `completed`
+/// (relaxed, and before the children are released, as a worker's periodic flush may), release the
+/// children, then one fence and the pushes (by global round robin through `grr`, or under `steal`
+/// into the own queue); an idle worker exits once `completed` reaches the task count. Each body
+/// reads its parents' results and writes its own, so every dependence hop, across workers or not,
+/// must publish; every task runs once; both workers terminate.
+fn diamond(steal: bool) {
+    const CHILDREN: [&[u32]; 4] = [&[1, 2], &[3], &[3], &[]];
+    const PARENTS: [&[u32]; 4] = [&[], &[0], &[0], &[1, 2]];
+    const N: u32 = 4;
+    fn worker(t: &Tables, completed: &AtomicU32, grr: &AtomicU32, w: u32, steal: bool) {
+        let q = t.queues();
+        // Without stealing the owner keeps its cursor in a register, as the worker loop does.
+        let mut cursor = q.head(w);
+        loop {
+            let task = if steal {
+                q.pop_locked(w).or_else(|| q.pop_locked(1 - w))
+            } else {
+                q.pop_from(w, &mut cursor)
+            };
+            let Some(task) = task else {
+                if completed.load(Gpu, Relaxed) >= N {
+                    return;
+                }
+                thread::yield_now();
+                continue;
+            };
+            // The body: 1 + the sum of the parents' results.
+            let inputs: u32 = PARENTS[task as usize].iter().map(|&p| t.read(p)).sum();
+            assert_eq!(t.read(task), 0xFF00 + task, "task {task} ran twice");
+            t.write(task, 1 + inputs);
+            completed.fetch_add(1, Gpu, Relaxed);
+            // Task 0 is the sole parent of 1 and 2, as the host marks such CSR entries.
+            let entry = |c: u32| if task == 0 { c | SOLE_PARENT } else { c };
+            let freed: Vec<u32> = CHILDREN[task as usize]
+                .iter()
+                .filter_map(|&c| deps::release(&t.pending, entry(c)))
+                .collect();
+            if !freed.is_empty() {
+                fence(Gpu);
+            }
+            for child in freed {
+                let target = if steal {
+                    w
+                } else {
+                    grr.fetch_add(1, Gpu, Relaxed) % 2
+                };
+                q.push_fenced(target, child);
+            }
+        }
+    }
+    model(move || {
+        let t = Tables::new(N, &[&[0], &[]], &[0, 1, 1, 2]);
+        let counters = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+        let other = {
+            let (t, c) = (t.clone(), counters.clone());
+            thread::spawn(move || worker(&t, &c[0], &c[1], 1, steal))
+        };
+        worker(&t, &counters[0], &counters[1], 0, steal);
+        other.join().unwrap();
+        // 0 -> 1; 1, 2 -> 2; 3 -> 1 + 2 + 2.
+        assert_eq!([t.read(0), t.read(1), t.read(2), t.read(3)], [1, 2, 2, 5]);
+        assert_eq!(counters[0].load(Gpu, Relaxed), N);
+    });
+}
+
+/// f. The diamond under a pushing policy (global round robin).
+#[test]
+fn loom_two_workers_diamond() {
+    diamond(false);
+}
+
+/// f'. The diamond under work stealing.
+#[test]
+fn loom_two_workers_diamond_steal() {
+    diamond(true);
+}
