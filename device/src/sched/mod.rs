@@ -30,6 +30,7 @@ pub use worker::{Dispatch, Runtime, run_worker};
 ///
 /// # Safety
 /// `i < table.len()`. Debug builds (every host test) still check it.
+#[cfg(not(loom))]
 #[inline(always)]
 pub(crate) unsafe fn at<T>(table: &[T], i: usize) -> &T {
     debug_assert!(
