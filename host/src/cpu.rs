@@ -114,6 +114,13 @@ pub(crate) fn execute(
     workers: u32,
 ) -> Result<Report, Error> {
     let options = &region.options;
+    if let Some(b) = region.arrays.iter().find(|b| b.device.is_some()) {
+        return Err(Error::ArrayElsewhere {
+            region: region.meta.name,
+            array: b.info.name,
+            detail: "is resident on a GPU, which the CPU backend cannot reach: upload it with the CPU runtime",
+        });
+    }
     let workers = options.workers.unwrap_or(workers).max(1);
     let lanes = options.cpu_lanes.max(1);
     let n = inspection.task_count();

@@ -113,6 +113,16 @@ pub enum Error {
         /// The first few unfinished tasks.
         first: Vec<TaskRef>,
     },
+    /// A `DeviceArray` bound to a region lives where the region's backend cannot reach it.
+    #[error("array `{array}` of region `{region}` {detail}")]
+    ArrayElsewhere {
+        /// The region.
+        region: &'static str,
+        /// The array.
+        array: &'static str,
+        /// Where it is and where it would have to be.
+        detail: &'static str,
+    },
     /// There is no usable GPU or driver.
     #[error("no GPU: {reason}")]
     NoGpu {

@@ -13,10 +13,12 @@ pub mod graph;
 pub mod inspect;
 mod region;
 mod report;
+mod resident;
 mod runtime;
 mod tables;
 
 pub use error::{Error, TaskRef};
 pub use region::{Options, Policy, Region, RegionMeta};
 pub use report::Report;
+pub use resident::DeviceArray;
 pub use runtime::{Backend, Runtime};

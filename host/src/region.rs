@@ -16,6 +16,7 @@ use taskweave_device::sched::Dispatch;
 use crate::error::Error;
 use crate::inspect::{ArrayArg, ArrayInfo, Inspection, ReadOnly, ReadWrite, Recorder};
 use crate::report::Report;
+use crate::resident::{DeviceArray, Place};
 use crate::runtime::{Backend, Runtime};
 
 /// What the macro knows about a region at compile time.
@@ -161,14 +162,21 @@ impl Options {
 /// A region array bound for the run: its memory and how to move it.
 pub(crate) struct Binding<'a> {
     pub info: ArrayInfo,
+    /// Host memory of the array; null for an array resident on the GPU.
     pub ptr: *mut u8,
     pub bytes: usize,
+    /// The device address of an array resident on the GPU.
+    pub device: Option<u64>,
     _marker: PhantomData<&'a mut [u8]>,
 }
 
 impl Binding<'_> {
     /// The array's bytes as the caller left them.
     pub fn bytes(&self) -> &[u8] {
+        if self.ptr.is_null() {
+            // An array resident on the GPU has no host bytes.
+            return &[];
+        }
         // SAFETY: the binding points at `bytes` bytes of the caller's array, which the region
         // borrows for its lifetime.
         unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
@@ -223,9 +231,44 @@ impl<'a> Region<'a> {
             },
             ptr: ptr.cast(),
             bytes: len * size_of::<T>(),
+            device: None,
             _marker: PhantomData,
         });
         slot
+    }
+
+    fn push_resident<T: Copy>(
+        &mut self,
+        array: &DeviceArray<T>,
+        name: &'static str,
+        writable: bool,
+    ) -> u32 {
+        match array.location() {
+            Place::Host(ptr) => self.push(ptr.cast::<T>(), array.len(), name, writable),
+            Place::Device(address) => {
+                let slot = self.push(std::ptr::null_mut::<T>(), array.len(), name, writable);
+                self.arrays[slot as usize].device = Some(address);
+                slot
+            }
+        }
+    }
+
+    /// Binds a read-only array resident on the device (nothing is copied).
+    pub fn bind_resident<T: Copy>(
+        &mut self,
+        array: &'a DeviceArray<T>,
+        name: &'static str,
+    ) -> ArrayArg<T, ReadOnly> {
+        ArrayArg::new(self.push_resident(array, name, false), array.len())
+    }
+
+    /// Binds a read-write array resident on the device (nothing is copied).
+    pub fn bind_resident_mut<T: Copy>(
+        &mut self,
+        array: &'a mut DeviceArray<T>,
+        name: &'static str,
+    ) -> ArrayArg<T, ReadWrite> {
+        ArrayArg::new(self.push_resident(array, name, true), array.len())
     }
 
     /// Binds a read-only array (copied to the device).

@@ -12,6 +12,7 @@ use crate::gpu::{Gpu, persistent};
 use crate::inspect::Inspection;
 use crate::region::Region;
 use crate::report::Report;
+use crate::resident::DeviceArray;
 
 /// How a region's DAG is executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -144,6 +145,15 @@ impl Runtime {
         match &self.engine {
             Engine::Gpu(gpu) => Some(gpu),
             Engine::Cpu { .. } => None,
+        }
+    }
+
+    /// Copies `data` to where this runtime runs regions (GPU memory, or host memory on the CPU
+    /// backend), for regions that take it as a `DeviceArray` and keep it there between runs.
+    pub fn upload<T: Copy>(&self, data: &[T]) -> Result<DeviceArray<T>, Error> {
+        match &self.engine {
+            Engine::Gpu(gpu) => DeviceArray::gpu(data, gpu.stream()),
+            Engine::Cpu { .. } => Ok(DeviceArray::host(data)),
         }
     }
 

@@ -106,3 +106,20 @@ pub fn check_wavefront(g: &[u32], t: usize) -> bool {
 pub fn check_chain(c: &[u32]) -> bool {
     c.iter().enumerate().all(|(k, &v)| v as usize == k + 1)
 }
+
+/// Adds one to `x[i]`.
+#[task(reads = x[i..i + 1], writes = x[i..i + 1])]
+pub fn bump(b: &Block, x: &mut [u32], i: usize) {
+    if b.thread() == 0 {
+        x[i] += 1;
+    }
+}
+
+task_region! {
+    /// One `bump` per element of an array resident on the device: nothing is copied around a run.
+    pub fn bump_resident(x: &mut DeviceArray<u32>) {
+        for i in 0..x.len() {
+            spawn!(bump(x, i));
+        }
+    }
+}

@@ -101,6 +101,28 @@ fn run() -> Result<()> {
         failures += usize::from(!ok);
         row("chain of 1000", &report, if ok { "PASS" } else { "FAIL" });
     }
+    // A resident array: three regions in a row on data that never leaves the device.
+    let mut resident = runtime.upload(&vec![0u32; 4096])?;
+    let mut last = None;
+    for _ in 0..3 {
+        last = Some(
+            set(
+                dags::bump_resident(&mut resident),
+                runtime.backend(),
+                cli.policy,
+            )
+            .run(&runtime)?,
+        );
+    }
+    let ok = resident.download()?.iter().all(|&v| v == 3);
+    failures += usize::from(!ok);
+    if let Some(report) = &last {
+        row(
+            "3 regions on a resident array",
+            report,
+            if ok { "PASS" } else { "FAIL" },
+        );
+    }
     if let Some(path) = &cli.dot {
         let mut a = input.clone();
         std::fs::write(path, lu::lu(&mut a, 4, 2).inspect()?.to_dot())?;

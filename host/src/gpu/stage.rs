@@ -38,7 +38,8 @@ pub(crate) struct Staged<'g> {
     pub gpu: &'g Gpu,
     pub module: std::sync::Arc<CudaModule>,
     buffers: Vec<CudaSlice<u8>>,
-    arrays: Vec<Buf>,
+    /// The staged copy of each array; `None` for arrays resident on the device.
+    arrays: Vec<Option<Buf>>,
     stats: Buf,
     trace: Option<Buf>,
     /// The descriptor, as uploaded.
@@ -63,7 +64,13 @@ impl<'g> Staged<'g> {
         let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
         let module = gpu.module(ptx)?;
         let n = ins.task_count();
-        let needed: u64 = region.arrays.iter().map(|b| b.bytes as u64).sum::<u64>()
+        // Arrays resident on the device need no new memory.
+        let needed: u64 = region
+            .arrays
+            .iter()
+            .filter(|b| b.device.is_none())
+            .map(|b| b.bytes as u64)
+            .sum::<u64>()
             + (ins.args.len() * 8 + ins.tasks.len() * 8 + ins.dag.children.len() * 4 + n * 24)
                 as u64
             + u64::from(workers) * 64;
@@ -93,8 +100,17 @@ impl<'g> Staged<'g> {
         };
         let mut arrays = Vec::with_capacity(region.arrays.len());
         for binding in &region.arrays {
-            let (ptr, buf) = staged.put(binding.bytes(), binding.info.name)?;
-            staged.arrays.push(buf);
+            let ptr = match binding.device {
+                Some(address) => {
+                    staged.arrays.push(None);
+                    address
+                }
+                None => {
+                    let (ptr, buf) = staged.put(binding.bytes(), binding.info.name)?;
+                    staged.arrays.push(Some(buf));
+                    ptr
+                }
+            };
             arrays.push(ArrayDesc {
                 ptr,
                 len: binding.info.len as u64,
@@ -212,7 +228,8 @@ impl<'g> Staged<'g> {
         }
         let start = Instant::now();
         for (binding, &buf) in region.arrays.iter().zip(&self.arrays) {
-            if binding.info.writable {
+            // Resident arrays (no staged buffer) were written in place.
+            if let (true, Some(buf)) = (binding.info.writable, buf) {
                 let data = self.read(buf, binding.info.name)?;
                 // SAFETY: the array is writable and the kernel has finished.
                 unsafe { binding.write(&data[..binding.bytes]) };

@@ -28,11 +28,32 @@ enum RegionParam {
         ident: syn::Ident,
         elem: Type,
         writable: bool,
+        /// A `DeviceArray<T>` that lives on the device across regions, rather than a host slice.
+        resident: bool,
     },
     Scalar {
         ident: syn::Ident,
         ty: Type,
     },
+}
+
+/// `&DeviceArray<T>` or `&mut DeviceArray<T>` (by the last path segment) → `(T, writable)`.
+fn device_array_elem(ty: &Type) -> Option<(Type, bool)> {
+    let Type::Reference(r) = ty else { return None };
+    let Type::Path(p) = &*r.elem else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "DeviceArray" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        syn::GenericArgument::Type(elem) if args.args.len() == 1 => {
+            Some((elem.clone(), r.mutability.is_some()))
+        }
+        _ => None,
+    }
 }
 
 fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
@@ -66,13 +87,23 @@ fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
                 ident,
                 elem,
                 writable,
+                resident: false,
+            });
+            continue;
+        }
+        if let Some((elem, writable)) = device_array_elem(ty) {
+            out.push(RegionParam::Array {
+                ident,
+                elem,
+                writable,
+                resident: true,
             });
             continue;
         }
         match ty {
             Type::Reference(r) => errors.push(
                 r.span(),
-                "unsupported region parameter: regions take arrays as `&[T]` (copied to the device) or `&mut [T]` (copied there and back), and scalars by value",
+                "unsupported region parameter: regions take arrays as `&[T]` (copied to the device), `&mut [T]` (copied there and back) or `&DeviceArray<T>` / `&mut DeviceArray<T>` (resident on the device), and scalars by value",
             ),
             Type::Ptr(_) => errors.push(ty.span(), "raw pointers cannot be region parameters; pass arrays as `&[T]` or `&mut [T]`"),
             Type::ImplTrait(_) => errors.push(ty.span(), "`impl Trait` cannot be a region parameter type"),
@@ -206,6 +237,26 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
                 ident,
                 elem,
                 writable,
+                resident: true,
+            } => {
+                let ident_str = ident.to_string();
+                if *writable {
+                    fn_params.push(quote!(#ident: &'__tw mut #p::host::DeviceArray<#elem>));
+                    binds.extend(
+                        quote!(let #ident = __tw_region.bind_resident_mut(#ident, #ident_str);),
+                    );
+                } else {
+                    fn_params.push(quote!(#ident: &'__tw #p::host::DeviceArray<#elem>));
+                    binds.extend(
+                        quote!(let #ident = __tw_region.bind_resident(#ident, #ident_str);),
+                    );
+                }
+            }
+            RegionParam::Array {
+                ident,
+                elem,
+                writable,
+                resident: false,
             } => {
                 let ident_str = ident.to_string();
                 if *writable {
