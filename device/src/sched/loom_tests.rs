@@ -8,8 +8,8 @@
 //! Consumers read a task's payload as soon as `pop` returns it, as a worker runs the body: a later
 //! pop could acquire the producer's history through the tail and hide a missing acquire on a link.
 //!
-//! The queue models run twice, once per way of pushing ([`Push`]): the plain `push` (which the
-//! consumer also uses to re-insert its stub) and the worker loop's `fence` + `push_fenced`.
+//! The queue models run twice, once per way of pushing ([`Push`]): the plain `push` and the worker
+//! loop's `fence` + `push_fenced`.
 //!
 //! loom has no scopes: it checks the orderings as if every operation were system-wide. What it
 //! cannot check (PTX fence cumulativity across `bar.sync`) is written down in `README.md`.
@@ -130,15 +130,17 @@ impl Tables {
         self.payload[task as usize].0.with(|p| unsafe { *p })
     }
 
-    /// Asserts that `worker`'s queue is empty and back in its initial shape: the consumer cursor
-    /// and the tail on the stub, the stub unlinked, and `pop` finding nothing.
+    /// Asserts that `worker`'s queue is empty: the consumer cursor (the dummy) is the tail, its
+    /// link is still NIL, and `pop` finds nothing.
     fn assert_empty(&self, worker: u32, cursor: u32) {
-        let stub = self.n_tasks + worker;
-        assert_eq!(cursor, stub, "consumer cursor not back on the stub");
-        assert_eq!(self.tail[worker as usize].load(Gpu, Relaxed), stub);
-        assert_eq!(self.next[stub as usize].load(Gpu, Relaxed), NIL);
+        assert_eq!(
+            self.tail[worker as usize].load(Gpu, Relaxed),
+            cursor,
+            "the dummy is not the tail"
+        );
+        assert_eq!(self.next[cursor as usize].load(Gpu, Relaxed), NIL);
         let mut cursor = cursor;
-        assert_eq!(self.queues().pop_from(worker, &mut cursor), None);
+        assert_eq!(self.queues().pop_from(&mut cursor), None);
     }
 }
 
@@ -162,8 +164,8 @@ fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
 }
 
 /// a. Two producers push into one empty queue while its consumer pops: each task comes out exactly
-/// once, with the payload its producer wrote before pushing, and the queue ends empty, its stub
-/// re-inserted. When the consumer takes the first task with the second already linked behind it,
+/// once, with the payload its producer wrote before pushing, and the queue ends empty (its dummy is
+/// the tail). When the consumer takes the first task with the second already linked behind it,
 /// the first task's payload reaches it only through the link.
 fn mpsc_two_producers(how: Push) {
     model(move || {
@@ -260,8 +262,7 @@ fn loom_publish_into_empty_queue_fenced() {
 
 /// b. Publication through a non-empty queue: a producer pushes tasks 1 and 2 behind the host-linked
 /// task 0 while the consumer drains. Each payload is visible when its task comes out, whether the
-/// consumer reaches the task as the last linked node (through the stub re-insertion, which also
-/// touches the tail) or with its successor already linked (through the links alone).
+/// consumer reaches the task as the last linked node or with its successor already linked.
 fn publish_into_nonempty_queue(how: Push) {
     model(move || {
         let t = Tables::new(3, &[&[0]], &[]);
@@ -577,10 +578,9 @@ fn loom_steal_while_owner_pushes_fenced() {
 
 /// e. A push concurrent with the consumer draining to the last element: the queue holds task 0;
 /// the consumer pops (its cursor in a register, as an owner whose queue is not stolen from) while
-/// a producer pushes task 1. `pop_from` may reach task 0 as the last linked node and re-insert the
-/// stub while the producer is between its tail swap and its link store, so that the stub lands
-/// behind task 1 (or before it). Both tasks come out exactly once, in order, task 1 with its
-/// payload, and the queue ends empty.
+/// a producer pushes task 1. `pop_from` may take task 0 (which becomes the dummy) while the
+/// producer is between its tail swap and its link store into task 0. Both tasks come out exactly
+/// once, in order, task 1 with its payload, and the queue ends empty.
 fn push_while_draining_last(how: Push) {
     model(move || {
         let t = Tables::new(2, &[&[0]], &[]);
@@ -595,7 +595,7 @@ fn push_while_draining_last(how: Push) {
         let mut cursor = q.head(0);
         let mut got = Vec::new();
         while got.len() < 2 {
-            match q.pop_from(0, &mut cursor) {
+            match q.pop_from(&mut cursor) {
                 Some(task) => got.push((task, t.read(task))),
                 None => thread::yield_now(),
             }
@@ -636,7 +636,7 @@ fn diamond(steal: bool) {
             let task = if steal {
                 q.pop_locked(w).or_else(|| q.pop_locked(1 - w))
             } else {
-                q.pop_from(w, &mut cursor)
+                q.pop_from(&mut cursor)
             };
             let Some(task) = task else {
                 if completed.load(Gpu, Relaxed) >= N {

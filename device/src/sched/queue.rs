@@ -3,8 +3,10 @@
 //! Each task is ready exactly once, so at any moment it sits in at most one queue. The queues
 //! therefore share one link array `next` of `n_tasks + n_workers` words (one per task, plus one
 //! *stub* node per worker): memory is O(tasks + workers) and no queue can overflow, where Juggler
-//! sized every queue for all tasks. The algorithm is Vyukov's intrusive MPSC queue; see the
-//! protocol in `README.md` beside this file.
+//! sized every queue for all tasks. The algorithm is a Michael–Scott style list whose consumed node
+//! becomes the next dummy (as in Vyukov's intrusive MPSC queue, minus its stub re-insertion, which
+//! tasks that are never freed or pushed twice do not need); see the protocol in `README.md`
+//! beside this file.
 
 use crate::atomic::{AtomicU32, Ordering::*, Scope::Gpu};
 
@@ -17,7 +19,6 @@ pub struct Queues<'a> {
     head: &'a [AtomicU32],
     tail: &'a [AtomicU32],
     lock: &'a [AtomicU32],
-    n_tasks: u32,
 }
 
 impl<'a> Queues<'a> {
@@ -35,7 +36,6 @@ impl<'a> Queues<'a> {
             head,
             tail,
             lock,
-            n_tasks,
         }
     }
 
@@ -44,47 +44,37 @@ impl<'a> Queues<'a> {
         self.head.len() as u32
     }
 
-    #[inline(always)]
-    fn stub(&self, worker: u32) -> u32 {
-        self.n_tasks + worker
-    }
-
-    /// Appends `node` to `worker`'s queue. Any thread may push. `node` must not be in any queue.
+    /// Appends `node` to `worker`'s queue, publishing everything this thread has seen (a release).
+    /// Any thread may push; `node` must be a task that was never in a queue.
     #[inline(always)]
     pub fn push(&self, worker: u32, node: u32) {
-        // Clears the node's link; ordered before the tail swap that publishes the node to producers.
-        self.next[node as usize].store(NIL, Gpu, Relaxed);
-        // Acquire: the previous tail's own link reset happens before our link store below.
-        // Release: our link reset happens before a later producer's link store into `node`.
-        let prev = self.tail[worker as usize].swap(node, Gpu, AcqRel);
-        // Publishes `node` to the consumer: everything this thread saw (the task's parents' results)
-        // happens before the consumer's acquire load of this link.
+        // Relaxed: the swap only picks the predecessor. `node`'s own link is the NIL the host wrote
+        // before the run (a task is pushed once), and only the producer that swaps a node out of
+        // the tail ever writes that node's link.
+        let prev = self.tail[worker as usize].swap(node, Gpu, Relaxed);
+        // Publishes `node` and everything this thread saw (the task's parents' results) to the
+        // consumer's acquire load of this link.
         self.next[prev as usize].store(node, Gpu, Release);
     }
 
-    /// Appends task `node` to `worker`'s queue after the caller's `fence(Scope::Gpu)`: the cheap
-    /// push of the worker loop, one fence for all of a task's pushes.
-    ///
-    /// `node` must be a task (not a stub) that was never in a queue: its link is still the `NIL` the
-    /// host wrote, so it needs no reset. The caller's fence must follow every write the consumer
-    /// has to see; it turns the relaxed link store below into a release (PTX's fence-release
-    /// pattern).
+    /// [`Queues::push`] after the caller's `fence(Scope::Gpu)`: the worker loop's push, one fence
+    /// for all of a task's pushes. The caller's fence must follow every write the consumer has to
+    /// see; it makes the relaxed link store below a release (PTX's fence-release pattern).
     #[inline(always)]
     pub fn push_fenced(&self, worker: u32, node: u32) {
-        // Acquire: if the tail is a stub the consumer re-pushed, its link reset (before that AcqRel
-        // swap) happens before our link store below.
-        let prev = self.tail[worker as usize].swap(node, Gpu, Acquire);
-        // Relaxed, made a release by the caller's fence: publishes `node` to the consumer's acquire.
+        // Relaxed, as in `push`.
+        let prev = self.tail[worker as usize].swap(node, Gpu, Relaxed);
+        // Relaxed, made a release by the caller's fence.
         self.next[prev as usize].store(node, Gpu, Relaxed);
     }
 
-    /// Takes the oldest task of `worker`'s queue, if one is fully linked. Only one thread may consume
-    /// a queue at a time: its owner, or a thief holding the queue's lock.
+    /// Takes the oldest task of `worker`'s queue, if one is linked. Only one thread may consume a
+    /// queue at a time: its owner, or a thief holding the queue's lock.
     #[inline(always)]
     pub fn pop(&self, worker: u32) -> Option<u32> {
         // The consumer's own cursor: relaxed, ordered by consumer exclusivity (owner or lock).
         let mut head = self.head[worker as usize].load(Gpu, Relaxed);
-        let task = self.pop_from(worker, &mut head);
+        let task = self.pop_from(&mut head);
         self.head[worker as usize].store(head, Gpu, Relaxed);
         task
     }
@@ -97,38 +87,21 @@ impl<'a> Queues<'a> {
 
     /// [`Queues::pop`] with the consumer cursor kept by the caller (in a register) rather than in the
     /// table: for owners whose queue nobody steals from.
+    ///
+    /// The cursor is the queue's *dummy*: the node before the oldest task (the stub at first, then
+    /// the task taken last). Taking a task makes it the new dummy, so the queue never has to put
+    /// its stub back, as Vyukov's queue does: nodes are never freed or pushed twice, so a consumed
+    /// task can keep serving as the list's head.
     #[inline(always)]
-    pub fn pop_from(&self, worker: u32, cursor: &mut u32) -> Option<u32> {
-        let w = worker as usize;
-        let stub = self.stub(worker);
-        let mut head = *cursor;
-        // Acquires the producer's link store, and with it the task's inputs.
-        let mut next = self.next[head as usize].load(Gpu, Acquire);
-        if head == stub {
-            if next == NIL {
-                return None;
-            }
-            *cursor = next;
-            head = next;
-            next = self.next[head as usize].load(Gpu, Acquire);
-        }
-        if next != NIL {
-            *cursor = next;
-            return Some(head);
-        }
-        // `head` is the last linked node. If the tail moved past it, a producer has swapped but not
-        // linked yet: come back later rather than wait here.
-        if self.tail[w].load(Gpu, Acquire) != head {
+    pub fn pop_from(&self, cursor: &mut u32) -> Option<u32> {
+        // Acquires the producer's link store, and with it the task's inputs. NIL: empty, or a
+        // producer is between its tail swap and its link store; either way, come back later.
+        let next = self.next[*cursor as usize].load(Gpu, Acquire);
+        if next == NIL {
             return None;
         }
-        // Put the stub behind `head`, so that `head` has a successor and can be taken.
-        self.push(worker, stub);
-        next = self.next[head as usize].load(Gpu, Acquire);
-        if next != NIL {
-            *cursor = next;
-            return Some(head);
-        }
-        None
+        *cursor = next;
+        Some(next)
     }
 
     /// Takes the consumer lock of `worker`'s queue; `false` if another consumer holds it.

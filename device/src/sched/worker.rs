@@ -162,7 +162,7 @@ impl<'a> Runtime<'a> {
             let own = if self.policy == policy::STEAL {
                 self.queues.pop_locked(worker)
             } else {
-                self.queues.pop_from(worker, &mut me.head)
+                self.queues.pop_from(&mut me.head)
             };
             if let Some(task) = own {
                 return task;
