@@ -14,6 +14,10 @@ pub enum BackendArg {
     Barrier,
     /// One launch with a grid barrier per level; fails without a GPU.
     GridBarrier,
+    /// A CUDA graph of the DAG; fails without a GPU.
+    Graph,
+    /// Host-scheduled streams and events; fails without a GPU.
+    Streams,
     /// The CPU backend.
     Cpu,
 }
@@ -46,9 +50,11 @@ impl RunArgs {
     pub fn runtime(&self) -> Result<Runtime, taskweave::Error> {
         let runtime = match self.backend {
             BackendArg::Auto => Runtime::new(),
-            BackendArg::Persistent | BackendArg::Barrier | BackendArg::GridBarrier => {
-                Runtime::gpu(0)?
-            }
+            BackendArg::Persistent
+            | BackendArg::Barrier
+            | BackendArg::GridBarrier
+            | BackendArg::Graph
+            | BackendArg::Streams => Runtime::gpu(0)?,
             BackendArg::Cpu => Runtime::cpu(),
         };
         if let Some(reason) = runtime.fallback_reason() {
@@ -67,6 +73,8 @@ impl RunArgs {
         let region = match self.backend {
             BackendArg::Barrier => region.backend(taskweave::Backend::Barrier),
             BackendArg::GridBarrier => region.backend(taskweave::Backend::GridBarrier),
+            BackendArg::Graph => region.backend(taskweave::Backend::Graph),
+            BackendArg::Streams => region.backend(taskweave::Backend::Streams),
             BackendArg::Auto | BackendArg::Persistent | BackendArg::Cpu => region,
         };
         match self.workers {

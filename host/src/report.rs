@@ -30,6 +30,9 @@ pub struct Report {
     pub inspect_time: Duration,
     /// Copies between host and device (zero on the CPU).
     pub transfer_time: Duration,
+    /// Backend set-up before the run: building and instantiating the CUDA graph (graph backend,
+    /// zero when the graph was cached); zero for the other backends.
+    pub setup_time: Duration,
     /// Running the DAG: the kernel, or the worker pool.
     pub execute_time: Duration,
     /// One record per worker.
@@ -63,6 +66,7 @@ impl Report {
             threads,
             inspect_time: ins.time,
             transfer_time,
+            setup_time: Duration::ZERO,
             execute_time,
             worker_stats,
             trace,

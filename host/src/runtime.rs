@@ -8,7 +8,7 @@
 use crate::cpu;
 use crate::error::Error;
 use crate::gpu::levels::{self, Strategy};
-use crate::gpu::{Gpu, persistent};
+use crate::gpu::{Gpu, graph, persistent, streams};
 use crate::inspect::Inspection;
 use crate::region::Region;
 use crate::report::Report;
@@ -23,6 +23,10 @@ pub enum Backend {
     Barrier,
     /// Level by level in one launch, a software grid barrier between levels.
     GridBarrier,
+    /// A CUDA graph: one kernel node per task, one edge per dependence, cached and replayed.
+    Graph,
+    /// Scheduled from the host onto a pool of streams, with one event per awaited task.
+    Streams,
     /// The scheduler core on CPU threads.
     Cpu,
 }
@@ -42,6 +46,8 @@ impl Backend {
             Self::Persistent => "persistent",
             Self::Barrier => "barrier",
             Self::GridBarrier => "grid-barrier",
+            Self::Graph => "graph",
+            Self::Streams => "streams",
             Self::Cpu => "cpu",
         }
     }
@@ -60,7 +66,7 @@ impl std::str::FromStr for Backend {
             .find(|b| b.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown backend `{s}`: expected one of persistent, barrier, grid-barrier, cpu"
+                    "unknown backend `{s}`: expected one of persistent, barrier, grid-barrier, graph, streams, cpu"
                 )
             })
     }
@@ -183,6 +189,8 @@ impl Runtime {
             (Engine::Gpu(gpu), Backend::GridBarrier) => {
                 levels::execute(gpu, region, inspection, Strategy::GridBarrier)
             }
+            (Engine::Gpu(gpu), Backend::Graph) => graph::execute(gpu, region, inspection),
+            (Engine::Gpu(gpu), Backend::Streams) => streams::execute(gpu, region, inspection),
             (Engine::Gpu(_), Backend::Cpu) => {
                 cpu::execute(region, inspection, cpu::default_workers())
             }

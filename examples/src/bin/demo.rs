@@ -59,7 +59,13 @@ fn run() -> Result<()> {
     println!("taskweave demo on {}", runtime.describe());
     let backends: Vec<Backend> = match runtime.backend() {
         Backend::Cpu => vec![Backend::Cpu],
-        _ => vec![Backend::Persistent, Backend::Barrier, Backend::GridBarrier],
+        _ => vec![
+            Backend::Persistent,
+            Backend::Barrier,
+            Backend::GridBarrier,
+            Backend::Graph,
+            Backend::Streams,
+        ],
     };
     println!();
     println!(

@@ -6,9 +6,11 @@
 //!    [`Gpu::reset_error_record`] read and clear the device layer's error record in a module.
 //! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler.
 
+pub mod graph;
 pub mod levels;
 pub mod persistent;
 mod stage;
+pub mod streams;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,6 +34,8 @@ pub struct Gpu {
     /// Set when a kernel outlived the watchdog and its grace period: it still runs, so the stream
     /// is blocked and the memory it uses cannot be freed. Later regions fail fast with this reason.
     stuck: Mutex<Option<String>>,
+    /// Instantiated CUDA graphs, for regions run again with the same DAG.
+    pub(crate) graphs: graph::GraphCache,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -73,6 +77,7 @@ impl Gpu {
             name,
             sms,
             stuck: Mutex::new(None),
+            graphs: graph::GraphCache::default(),
         })
     }
 
