@@ -234,8 +234,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         };
         let mut base = None;
         for &variant in &variants {
-            // The host-built backends pay per task on the host (graph instantiation ~4.4 us a node,
-            // a stream launch and event per task): keep them to DAGs of at most 300,000 tasks.
+            // The host-built backends pay per task on the host: a stream launch and event per task,
+            // and for the graph a node per task. On the H100 a 1,000,000-node graph did not finish
+            // building and instantiating in four minutes (bench/results/graph-1m-h100.md), so
+            // they run on DAGs of at most 300,000 tasks.
             if matches!(variant.backend, Backend::Graph | Backend::Streams) && dag.len() > 300_000 {
                 continue;
             }
