@@ -14,7 +14,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::Gpu;
@@ -151,12 +151,7 @@ fn build(
 pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
     let meta = &region.meta;
     let options = &region.options;
-    let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
-    let function = gpu.function(ptx, &format!("taskweave_listed_{}", meta.name))?;
-    // The driver calls below act on the current context.
-    gpu.ctx
-        .bind_to_thread()
-        .map_err(Error::cuda("binding the CUDA context"))?;
+    let function = gpu.listed_kernel(meta)?;
     let staged = Staged::new(gpu, region, ins, 1)?;
     let n = ins.task_count();
     let mut setup_time = Duration::ZERO;
@@ -185,31 +180,13 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             graphs.insert(key, cached);
         }
         let cached = &graphs[&key];
-        let start = gpu
-            .ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(Error::cuda("creating an event"))?;
-        let end = gpu
-            .ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(Error::cuda("creating an event"))?;
-        start
-            .record(&gpu.stream)
-            .map_err(Error::cuda("recording an event"))?;
-        // SAFETY: `exec` is an instantiated graph of this context; its nodes read the descriptor
-        // just written and the staged tables, which live until `staged` is finished.
-        let launched = unsafe { sys::cuGraphLaunch(cached.exec, gpu.stream.cu_stream()) };
-        check(launched, "launching the CUDA graph")?;
-        end.record(&gpu.stream)
-            .map_err(Error::cuda("recording an event"))?;
-        gpu.stream.synchronize().map_err(Error::cuda(format!(
-            "running region `{}` as a CUDA graph",
-            meta.name
-        )))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(Error::cuda("timing the graph"))?;
-        kernel_time = Duration::from_secs_f64(f64::from(ms) / 1e3);
+        let what = format!("region `{}` as a CUDA graph", meta.name);
+        kernel_time = gpu.timed(&what, || {
+            // SAFETY: `exec` is an instantiated graph of this context; its nodes read the
+            // descriptor just written and the staged tables, which live until `staged` is finished.
+            let launched = unsafe { sys::cuGraphLaunch(cached.exec, gpu.stream.cu_stream()) };
+            check(launched, "launching the CUDA graph")
+        })?;
     }
     let upload_time = staged.upload_time;
     let finished = staged.finish(region, ins)?;

@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::Gpu;
@@ -85,65 +84,48 @@ pub(crate) fn execute(
     if !tasks.is_empty() {
         let block = (options.threads, 1, 1);
         let shared = options.shared_bytes;
-        let start = gpu
-            .ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(Error::cuda("creating an event"))?;
-        let end = gpu
-            .ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(Error::cuda("creating an event"))?;
-        start
-            .record(&gpu.stream)
-            .map_err(Error::cuda("recording an event"))?;
-        match strategy {
-            Strategy::Launches => {
-                for level in 0..levels {
-                    let size = offsets[level + 1] - offsets[level];
-                    let list = tasks_ptr + u64::from(offsets[level]) * 4;
+        let what = format!("region `{}` level by level", meta.name);
+        kernel_time = gpu.timed(&what, || {
+            match strategy {
+                Strategy::Launches => {
+                    for level in 0..levels {
+                        let size = offsets[level + 1] - offsets[level];
+                        let list = tasks_ptr + u64::from(offsets[level]) * 4;
+                        let mut launch = gpu.stream.launch_builder(&function);
+                        launch.arg(&staged.desc_ptr).arg(&list);
+                        let config = LaunchConfig {
+                            grid_dim: (size, 1, 1),
+                            block_dim: block,
+                            shared_mem_bytes: shared,
+                        };
+                        // SAFETY: the kernel takes `(*const RegionDesc, *const u32)`; `list` points at
+                        // `size` staged task indices.
+                        unsafe { launch.launch(config) }
+                            .map_err(Error::cuda(format!("launching level {level}")))?;
+                    }
+                }
+                Strategy::GridBarrier => {
+                    let count = levels as u32;
                     let mut launch = gpu.stream.launch_builder(&function);
-                    launch.arg(&staged.desc_ptr).arg(&list);
+                    launch
+                        .arg(&staged.desc_ptr)
+                        .arg(&offsets_ptr)
+                        .arg(&tasks_ptr)
+                        .arg(&count)
+                        .arg(&barrier_ptr);
                     let config = LaunchConfig {
-                        grid_dim: (size, 1, 1),
+                        grid_dim: (workers, 1, 1),
                         block_dim: block,
                         shared_mem_bytes: shared,
                     };
-                    // SAFETY: the kernel takes `(*const RegionDesc, *const u32)`; `list` points at
-                    // `size` staged task indices.
+                    // SAFETY: the kernel takes `(desc, offsets, tasks, levels, barrier)`, all staged; the
+                    // grid is no larger than what is resident at once.
                     unsafe { launch.launch(config) }
-                        .map_err(Error::cuda(format!("launching level {level}")))?;
+                        .map_err(Error::cuda("launching the level kernel"))?;
                 }
             }
-            Strategy::GridBarrier => {
-                let count = levels as u32;
-                let mut launch = gpu.stream.launch_builder(&function);
-                launch
-                    .arg(&staged.desc_ptr)
-                    .arg(&offsets_ptr)
-                    .arg(&tasks_ptr)
-                    .arg(&count)
-                    .arg(&barrier_ptr);
-                let config = LaunchConfig {
-                    grid_dim: (workers, 1, 1),
-                    block_dim: block,
-                    shared_mem_bytes: shared,
-                };
-                // SAFETY: the kernel takes `(desc, offsets, tasks, levels, barrier)`, all staged; the
-                // grid is no larger than what is resident at once.
-                unsafe { launch.launch(config) }
-                    .map_err(Error::cuda("launching the level kernel"))?;
-            }
-        }
-        end.record(&gpu.stream)
-            .map_err(Error::cuda("recording an event"))?;
-        gpu.stream.synchronize().map_err(Error::cuda(format!(
-            "running region `{}` level by level",
-            meta.name
-        )))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(Error::cuda("timing the levels"))?;
-        kernel_time = Duration::from_secs_f64(f64::from(ms) / 1e3);
+            Ok(())
+        })?;
     }
     let upload_time = staged.upload_time;
     let finished = staged.finish(region, ins)?;

@@ -139,6 +139,51 @@ impl Gpu {
             .map_err(Error::cuda(format!("finding kernel `{name}` in the PTX")))
     }
 
+    /// Runs `enqueue` (which queues work on the region stream) between two events, waits for the
+    /// stream, and returns the time between the events. `what` names the work in errors.
+    pub(crate) fn timed(
+        &self,
+        what: &str,
+        enqueue: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<std::time::Duration, Error> {
+        use cudarc::driver::sys::CUevent_flags;
+        let event = || {
+            self.ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(Error::cuda("creating an event"))
+        };
+        let (start, end) = (event()?, event()?);
+        start
+            .record(&self.stream)
+            .map_err(Error::cuda("recording an event"))?;
+        enqueue()?;
+        end.record(&self.stream)
+            .map_err(Error::cuda("recording an event"))?;
+        self.stream
+            .synchronize()
+            .map_err(Error::cuda(format!("running {what}")))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(Error::cuda(format!("timing {what}")))?;
+        Ok(std::time::Duration::from_secs_f64(f64::from(ms) / 1e3))
+    }
+
+    /// The one-task kernel of `region` (block `b` runs task `list[b]`), with the context bound to
+    /// the calling thread for the driver calls that follow.
+    pub(crate) fn listed_kernel(
+        &self,
+        region: &crate::region::RegionMeta,
+    ) -> Result<CudaFunction, Error> {
+        let ptx = region.ptx.ok_or(Error::NoPtx {
+            region: region.name,
+        })?;
+        let function = self.function(ptx, &format!("taskweave_listed_{}", region.name))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::cuda("binding the CUDA context"))?;
+        Ok(function)
+    }
+
     /// Clears the module's error record and abort flag before a launch.
     pub fn reset_error_record(&self, module: &Arc<CudaModule>) -> Result<(), Error> {
         let mut record = module

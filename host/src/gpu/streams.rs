@@ -79,12 +79,7 @@ pub fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
 pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
     let meta = &region.meta;
     let options = &region.options;
-    let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
-    let function = gpu.function(ptx, &format!("taskweave_listed_{}", meta.name))?;
-    // The driver calls below act on the current context.
-    gpu.ctx
-        .bind_to_thread()
-        .map_err(Error::cuda("binding the CUDA context"))?;
+    let function = gpu.listed_kernel(meta)?;
     let mut staged = Staged::new(gpu, region, ins, 1)?;
     let n = ins.task_count();
     let identity: Vec<u32> = (0..n as u32).collect();
