@@ -98,3 +98,4 @@ pub fn run_main(
 }
 
 pub mod faults;
+pub mod workloads;
