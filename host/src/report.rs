@@ -39,6 +39,10 @@ pub struct Report {
     pub worker_stats: Vec<WorkerStats>,
     /// One record per task, when tracing was on.
     pub trace: Option<Vec<TraceRecord>>,
+    /// The region's task kinds (task functions), by kind index.
+    pub kinds: &'static [&'static str],
+    /// Each task's kind index, when tracing was on (to colour traces and timelines by kind).
+    pub task_kinds: Option<Vec<u32>>,
 }
 
 impl Report {
@@ -68,8 +72,15 @@ impl Report {
             transfer_time,
             setup_time: Duration::ZERO,
             execute_time,
+            task_kinds: trace.is_some().then(|| {
+                ins.tasks[..ins.task_count()]
+                    .iter()
+                    .map(|t| t.kind)
+                    .collect()
+            }),
             worker_stats,
             trace,
+            kinds: ins.kinds,
         }
     }
 
@@ -77,6 +88,48 @@ impl Report {
     pub fn load_spread(&self) -> u32 {
         let tasks = self.worker_stats.iter().map(|s| s.tasks);
         tasks.clone().max().unwrap_or(0) - tasks.min().unwrap_or(0)
+    }
+
+    /// The trace as Chrome trace-event JSON (`chrome://tracing`, Perfetto): one complete event per
+    /// task, on a track per worker, named by task kind; `None` when tracing was off.
+    ///
+    /// Times are microseconds from the first task's start. Each event's arguments give the task
+    /// index and, on the GPU, the SM it ran on.
+    pub fn chrome_trace(&self) -> Option<serde_json::Value> {
+        let trace = self.trace.as_ref()?;
+        let origin = trace.iter().map(|r| r.start).min().unwrap_or(0);
+        let mut events: Vec<serde_json::Value> = trace
+            .iter()
+            .enumerate()
+            .map(|(task, r)| {
+                let kind = self.kind_of(task);
+                serde_json::json!({
+                    "name": kind,
+                    "cat": kind,
+                    "ph": "X",
+                    "pid": 0,
+                    "tid": r.worker,
+                    "ts": (r.start - origin) as f64 / 1e3,
+                    "dur": r.end.saturating_sub(r.start) as f64 / 1e3,
+                    "args": { "task": task, "sm": r.sm },
+                })
+            })
+            .collect();
+        events.push(serde_json::json!({
+            "name": "process_name", "ph": "M", "pid": 0,
+            "args": { "name": format!("region `{}` on {}", self.region, self.backend) },
+        }));
+        Some(serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ns" }))
+    }
+
+    /// The kind name of task `task`, when tracing recorded kinds.
+    pub fn kind_of(&self, task: usize) -> &'static str {
+        self.task_kinds
+            .as_ref()
+            .and_then(|k| k.get(task))
+            .and_then(|&k| self.kinds.get(k as usize))
+            .copied()
+            .unwrap_or("task")
     }
 
     /// Nanoseconds of execution per task.
