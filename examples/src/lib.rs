@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// Skip the index checks against declared ranges.
     #[arg(long)]
     pub unchecked: bool,
+    /// Record a per-task trace and write it to this file as Chrome trace-event JSON (open it in
+    /// Perfetto or `chrome://tracing`). Persistent and CPU backends only.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl RunArgs {
@@ -69,7 +73,8 @@ impl RunArgs {
             .policy(self.policy)
             .threads(self.threads)
             .cpu_lanes(self.cpu_lanes)
-            .checked(!self.unchecked);
+            .checked(!self.unchecked)
+            .trace(self.trace.is_some());
         let region = match self.backend {
             BackendArg::Barrier => region.backend(taskweave::Backend::Barrier),
             BackendArg::GridBarrier => region.backend(taskweave::Backend::GridBarrier),
@@ -81,6 +86,28 @@ impl RunArgs {
             Some(w) => region.workers(w),
             None => region,
         }
+    }
+
+    /// Writes `report`'s trace to the `--trace` file, if one was asked for, and says where.
+    pub fn write_trace(&self, report: &taskweave::Report) -> std::io::Result<()> {
+        let Some(path) = &self.trace else {
+            return Ok(());
+        };
+        let Some(json) = report.chrome_trace() else {
+            eprintln!(
+                "note: the {} backend records no per-task trace; {} not written",
+                report.backend,
+                path.display()
+            );
+            return Ok(());
+        };
+        std::fs::write(path, json.to_string())?;
+        eprintln!(
+            "trace: {} tasks written to {}",
+            report.tasks,
+            path.display()
+        );
+        Ok(())
     }
 }
 

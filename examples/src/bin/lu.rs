@@ -42,6 +42,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .apply(lu::lu(&mut a, cli.nb, cli.bs))
             .run(&runtime)?;
         println!("{report}");
+        cli.run.write_trace(&report)?;
     }
     let reference = lu::reference::lu(&input, cli.nb, cli.bs);
     let error = lu::reference::relative_error(&a, &reference);
