@@ -124,5 +124,7 @@ pub fn run_main(
     }
 }
 
+pub mod bench;
 pub mod faults;
+pub mod plots;
 pub mod workloads;

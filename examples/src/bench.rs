@@ -1,0 +1,343 @@
+//! The benchmark harness: every workload on every backend (and the persistent scheduler under
+//! every policy asked for), `reps` timed repetitions each after one warm-up, verified against the
+//! sequential reference after the last one.
+//!
+//! The figures are the reports' `execute_time`: the kernel(s) for the GPU backends, timed with
+//! events on the stream (the graph's replay without its set-up; the streams backend's host wall
+//! time from first launch to end, since host scheduling is that backend's cost). Inspection and
+//! transfers are the same for every backend and reported apart.
+
+use std::fmt::Write as _;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use taskweave::{Report, Runtime};
+
+use crate::RunArgs;
+use crate::workloads::{Verdict, Workload};
+
+/// One workload run under one set of options, repeated.
+#[derive(Debug)]
+pub struct Measurement {
+    /// The workload's name.
+    pub workload: &'static str,
+    /// Its size, as the workload describes it.
+    pub size: String,
+    /// Tasks per run.
+    pub tasks: usize,
+    /// What ran it: the backend, with the policy for the schedulers that have one
+    /// (`persistent/grr`, `barrier`).
+    pub label: String,
+    /// Execution time of each timed repetition, in milliseconds.
+    pub times_ms: Vec<f64>,
+    /// The verdict on the last repetition's output, or why the case failed to run.
+    pub outcome: Result<Verdict, String>,
+    /// The last repetition's report.
+    pub last: Option<Report>,
+}
+
+impl Measurement {
+    /// `true` when every repetition ran and the output matched the reference.
+    pub fn passed(&self) -> bool {
+        matches!(&self.outcome, Ok(v) if v.passed())
+    }
+
+    /// The median time in milliseconds (`NaN` when nothing ran).
+    pub fn median(&self) -> f64 {
+        median(&self.times_ms)
+    }
+
+    /// The fastest and slowest repetitions, in milliseconds.
+    pub fn spread(&self) -> (f64, f64) {
+        let min = self.times_ms.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = self
+            .times_ms
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        (min, max)
+    }
+}
+
+/// The median of `values` (`NaN` for none).
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// The geometric mean of `values` (`NaN` for none).
+pub fn geomean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
+}
+
+/// The label of a case: the backend that ran, with the policy where the backend has one.
+pub fn label(backend: &str, args: &RunArgs) -> String {
+    match backend {
+        "persistent" | "cpu" => format!("{backend}/{}", args.policy.name()),
+        _ => backend.to_owned(),
+    }
+}
+
+/// Runs every workload under every case, `reps` times after a warm-up, and verifies the last
+/// run. A case that fails to run is recorded with its error and the matrix goes on.
+pub fn run_matrix(
+    workloads: &mut [Box<dyn Workload>],
+    cases: &[RunArgs],
+    reps: usize,
+    runtime: &Runtime,
+    progress: &ProgressBar,
+) -> Vec<Measurement> {
+    progress.set_length((workloads.len() * cases.len() * (reps + 1)) as u64);
+    let mut out = Vec::new();
+    for workload in workloads.iter_mut() {
+        for args in cases {
+            progress.set_message(format!(
+                "{} {:?}/{}",
+                workload.name(),
+                args.backend,
+                args.policy.name()
+            ));
+            out.push(measure(workload.as_mut(), args, reps, runtime, progress));
+        }
+    }
+    progress.finish_and_clear();
+    out
+}
+
+fn measure(
+    workload: &mut dyn Workload,
+    args: &RunArgs,
+    reps: usize,
+    runtime: &Runtime,
+    progress: &ProgressBar,
+) -> Measurement {
+    let mut m = Measurement {
+        workload: workload.name(),
+        size: workload.size(),
+        tasks: workload.tasks(),
+        label: format!("{:?}", args.backend).to_lowercase(),
+        times_ms: Vec::with_capacity(reps),
+        outcome: Err("not run".into()),
+        last: None,
+    };
+    for rep in 0..=reps {
+        match workload.run(runtime, args) {
+            Ok(report) => {
+                m.label = label(report.backend, args);
+                if rep > 0 {
+                    m.times_ms.push(report.execute_time.as_secs_f64() * 1e3);
+                }
+                m.last = Some(report);
+            }
+            Err(e) => {
+                progress.inc((reps + 1 - rep) as u64);
+                m.outcome = Err(e.to_string());
+                return m;
+            }
+        }
+        progress.inc(1);
+    }
+    m.outcome = Ok(workload.verify());
+    m
+}
+
+/// The speedup of `m` over the `baseline`-labelled measurement of the same workload (its median
+/// time over `m`'s; above 1 means `m` is faster).
+pub fn speedup(all: &[Measurement], m: &Measurement, baseline: &str) -> Option<f64> {
+    let base = all
+        .iter()
+        .find(|b| b.workload == m.workload && b.label == baseline && b.passed())?;
+    m.passed().then(|| base.median() / m.median())
+}
+
+/// The labels in first-seen order.
+pub fn labels(all: &[Measurement]) -> Vec<String> {
+    let mut labels: Vec<String> = Vec::new();
+    for m in all {
+        if !labels.contains(&m.label) {
+            labels.push(m.label.clone());
+        }
+    }
+    labels
+}
+
+/// The workloads in first-seen order.
+pub fn workloads(all: &[Measurement]) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for m in all {
+        if !names.contains(&m.workload) {
+            names.push(m.workload);
+        }
+    }
+    names
+}
+
+/// Each label's geometric-mean speedup over `baseline`, across the workloads where both passed.
+pub fn geomean_speedups(all: &[Measurement], baseline: &str) -> Vec<(String, f64, usize)> {
+    labels(all)
+        .into_iter()
+        .map(|label| {
+            let speedups: Vec<f64> = all
+                .iter()
+                .filter(|m| m.label == label)
+                .filter_map(|m| speedup(all, m, baseline))
+                .collect();
+            (label, geomean(&speedups), speedups.len())
+        })
+        .collect()
+}
+
+/// The per-worker task-load deviation of a run: the standard deviation of tasks per worker, in
+/// percent of the mean (Juggler's figure 5). `None` without per-worker statistics.
+pub fn load_deviation(report: &Report) -> Option<f64> {
+    let tasks: Vec<f64> = report
+        .worker_stats
+        .iter()
+        .map(|s| f64::from(s.tasks))
+        .collect();
+    if tasks.is_empty() {
+        return None;
+    }
+    let mean = tasks.iter().sum::<f64>() / tasks.len() as f64;
+    if mean == 0.0 {
+        return None;
+    }
+    let var = tasks.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / tasks.len() as f64;
+    Some(100.0 * var.sqrt() / mean)
+}
+
+/// The results as a markdown table, with speedups over `baseline`, then the geometric means.
+pub fn markdown(all: &[Measurement], baseline: &str) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "| workload | size | tasks | backend | median (ms) | min-max (ms) | vs {baseline} | load dev. | check |\n"
+    ));
+    s.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for m in all {
+        let (lo, hi) = m.spread();
+        let ratio = speedup(all, m, baseline).map_or("-".into(), |r| format!("{r:.2}x"));
+        let dev = m
+            .last
+            .as_ref()
+            .and_then(load_deviation)
+            .map_or("-".into(), |d| format!("{d:.0}%"));
+        let check = match &m.outcome {
+            Ok(v) => v.to_string(),
+            Err(e) => format!("ERROR: {}", e.replace('|', "/").replace('\n', " ")),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.3} | {:.3}-{:.3} | {ratio} | {dev} | {check} |",
+            m.workload,
+            m.size,
+            m.tasks,
+            m.label,
+            m.median(),
+            lo,
+            hi
+        );
+    }
+    s.push_str(&format!(
+        "\n| backend | geometric-mean speedup over {baseline} | workloads |\n| --- | --- | --- |\n"
+    ));
+    for (label, g, n) in geomean_speedups(all, baseline) {
+        let _ = writeln!(s, "| {label} | {g:.2}x | {n} |");
+    }
+    s
+}
+
+/// The results as CSV: one row per timed repetition.
+pub fn csv(all: &[Measurement]) -> String {
+    let mut s = String::from("workload,size,tasks,backend,rep,time_ms,check\n");
+    for m in all {
+        let check = match &m.outcome {
+            Ok(v) if v.passed() => "pass",
+            Ok(_) => "mismatch",
+            Err(_) => "error",
+        };
+        for (rep, t) in m.times_ms.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "{},\"{}\",{},{},{rep},{t:.6},{check}",
+                m.workload, m.size, m.tasks, m.label
+            );
+        }
+    }
+    s
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} runs  {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(workload: &'static str, label: &str, times: &[f64], ok: bool) -> Measurement {
+        Measurement {
+            workload,
+            size: "s".into(),
+            tasks: 10,
+            label: label.into(),
+            times_ms: times.to_vec(),
+            outcome: if ok {
+                Ok(Verdict::Exact)
+            } else {
+                Ok(Verdict::Mismatch("x".into()))
+            },
+            last: None,
+        }
+    }
+
+    #[test]
+    fn medians_and_geomeans() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert!((geomean(&[1.0, 4.0]) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn speedups_compare_medians_of_the_same_workload_and_skip_failures() {
+        let all = vec![
+            m("A", "barrier", &[4.0, 4.0, 9.0], true),
+            m("A", "persistent/grr", &[2.0, 1.0, 2.0], true),
+            m("B", "barrier", &[1.0], true),
+            m("B", "persistent/grr", &[2.0], true),
+            m("C", "barrier", &[1.0], true),
+            m("C", "persistent/grr", &[0.5], false),
+        ];
+        assert_eq!(speedup(&all, &all[1], "barrier"), Some(2.0));
+        assert_eq!(speedup(&all, &all[3], "barrier"), Some(0.5));
+        assert_eq!(speedup(&all, &all[5], "barrier"), None);
+        let g = geomean_speedups(&all, "barrier");
+        assert_eq!(g[0], ("barrier".into(), 1.0, 3));
+        assert_eq!(g[1].0, "persistent/grr");
+        assert!((g[1].1 - 1.0).abs() < 1e-12 && g[1].2 == 2);
+        let table = markdown(&all, "barrier");
+        assert!(table.contains("| A | s | 10 | persistent/grr | 2.000 | 1.000-2.000 | 2.00x |"));
+        assert!(table.contains("FAIL: x"));
+        let csv = csv(&all);
+        assert_eq!(csv.lines().count(), 1 + 3 + 3 + 1 + 1 + 1 + 1);
+        assert!(csv.contains("C,\"s\",10,persistent/grr,0,0.500000,mismatch"));
+    }
+}
