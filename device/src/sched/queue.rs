@@ -104,6 +104,14 @@ impl<'a> Queues<'a> {
         Some(next)
     }
 
+    /// `true` when nothing is linked after `cursor` (a consumer's [`pop_from`](Queues::pop_from)
+    /// cursor) right now: a hint for placement, which a concurrent push may falsify at once.
+    #[inline(always)]
+    pub fn looks_empty(&self, cursor: u32) -> bool {
+        // Relaxed: nothing is read through the answer.
+        self.next[cursor as usize].load(Gpu, Relaxed) == NIL
+    }
+
     /// Takes the consumer lock of `worker`'s queue; `false` if another consumer holds it.
     #[inline(always)]
     pub fn try_lock(&self, worker: u32) -> bool {

@@ -178,12 +178,18 @@ impl<'a> Runtime<'a> {
                 }
             }
             me.flush(self.completed);
-            if self.aborted() {
-                return command::ABORT;
-            }
-            // Relaxed: `completed == n_tasks` means no task remains anywhere; nothing is read after.
-            if self.completed.load(Gpu, Relaxed) >= self.n_tasks {
-                return command::DONE;
+            // The flags and the count are lines every idle worker reads: polled on every
+            // `IDLE_CHECK`-th round only, so that hundreds of idle workers do not queue at one L2
+            // slice ahead of the atomics of the busy ones.
+            if me.stats.idle_polls.is_multiple_of(IDLE_CHECK) {
+                if self.aborted() {
+                    return command::ABORT;
+                }
+                // Relaxed: `completed == n_tasks` means no task remains anywhere; nothing is read
+                // after.
+                if self.completed.load(Gpu, Relaxed) >= self.n_tasks {
+                    return command::DONE;
+                }
             }
             me.stats.idle_polls += 1;
             if backoff > 0 {
@@ -200,12 +206,16 @@ impl<'a> Runtime<'a> {
         worker: u32,
         freed: usize,
         child: impl Fn(usize) -> u32,
-        lrr: &mut u32,
+        me: &mut Leader,
     ) -> (u32, u32) {
         let workers = self.queues.workers();
         let keep = match self.policy {
             _ if freed == 0 => command::NONE,
-            policy::LOCAL | policy::STEAL => 0,
+            policy::STEAL => 0,
+            // Tasks pushed to this worker wait behind its continuations, however long their chain:
+            // with work queued, the worker takes that first and pushes all it freed.
+            policy::LOCAL | policy::PRIORITY if !self.queues.looks_empty(me.head) => command::NONE,
+            policy::LOCAL => 0,
             policy::PRIORITY => {
                 let mut best = 0;
                 let mut best_rank = 0;
@@ -225,8 +235,8 @@ impl<'a> Runtime<'a> {
         let base = match self.policy {
             _ if pushes == 0 => 0,
             policy::LRR => {
-                let base = *lrr;
-                *lrr = lrr.wrapping_add(pushes);
+                let base = me.lrr;
+                me.lrr = me.lrr.wrapping_add(pushes);
                 base
             }
             policy::LF | policy::STEAL => worker,
@@ -253,6 +263,9 @@ const LEADER_FANOUT: usize = 8;
 const FLUSH_EVERY: u32 = 64;
 /// Victims an idle worker tries per round under work stealing.
 const STEAL_TRIES: u32 = 2;
+/// An idle worker checks the abort flag and the completed count every this many empty polls of its
+/// queue (on the GPU; every poll on the host, where the loads are cheap and threads few).
+const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
 /// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
 const MAX_BACKOFF_NS: u32 = 256;
 
@@ -400,7 +413,7 @@ pub unsafe fn run_worker<D: Dispatch>(
                         count += 1;
                     }
                 }
-                let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me.lrr);
+                let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me);
                 if count > usize::from(keep != command::NONE) {
                     // One release for all pushes: the body's results, and the other parents'
                     // results acquired by the decrements above.
@@ -442,7 +455,7 @@ pub unsafe fn run_worker<D: Dispatch>(
         }
         if leader {
             let (keep, base) =
-                rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me.lrr);
+                rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me);
             if keep != command::NONE {
                 me.continuation = list[keep as usize].load(Block, Relaxed);
             }

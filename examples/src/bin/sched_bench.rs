@@ -37,6 +37,9 @@ struct Cli {
     /// Only the DAGs whose name contains this (e.g. `chain`).
     #[arg(long)]
     only: Option<String>,
+    /// Only these backends (comma-separated names, e.g. `persistent,barrier`); default all.
+    #[arg(long, value_delimiter = ',')]
+    backends: Vec<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -176,6 +179,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 policy: Policy::Grr,
             });
         }
+    }
+    if !cli.backends.is_empty() {
+        variants.retain(|v| cli.backends.iter().any(|b| b == v.backend.name()));
+    }
+    if variants.is_empty() {
+        return Err(format!("no variant left after --backends {:?}", cli.backends).into());
     }
     let cases: Vec<(Dag, u64, &str)> = if cli.quick {
         vec![
