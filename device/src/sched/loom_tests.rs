@@ -419,67 +419,12 @@ fn loom_dependence_release_split_push_fenced() {
     });
 }
 
-/// What the leader does for a narrow fan-out: [`deps::release_row`] (a fence, relaxed decrements,
-/// a fence when a freed child has other parents), one more fence only if none came yet, and the
-/// pushes.
-fn release_and_push(t: &Tables, row: &[u32]) {
-    let mut freed = [0u32; 4];
-    let (released, ()) = deps::release_row(&t.pending, row, &mut freed, || ());
-    if released.count > 0 && !released.fenced {
-        fence(Gpu);
-    }
-    for &child in &freed[..released.count] {
-        t.queues().push_fenced(0, child);
-    }
-}
-
-/// c4b. A row mixing a shared child and a sole child: parent 2 frees child 1 (`SOLE_PARENT`)
-/// outright and shares child 0 with parent 3. Whoever frees child 0 must pass on both parents'
-/// results; child 1 must carry parent 2's, through the fence before the decrements alone.
-#[test]
-fn loom_release_row_mixed_sole_and_shared() {
-    model(|| {
-        let t = Tables::new(4, &[&[]], &[2, u32::MAX]);
-        let parent = |parent: u32, row: &'static [u32]| {
-            let t = t.clone();
-            move || {
-                t.write(parent, 100 + parent);
-                release_and_push(&t, row);
-            }
-        };
-        let parents = [
-            thread::spawn(parent(2, &[0, 1 | SOLE_PARENT])),
-            thread::spawn(parent(3, &[0])),
-        ];
-        let q = t.queues();
-        let mut got = 0;
-        while got < 2 {
-            match q.pop(0) {
-                Some(0) => {
-                    got += 1;
-                    assert_eq!((t.read(2), t.read(3)), (102, 103));
-                }
-                Some(child) => {
-                    got += 1;
-                    assert_eq!((child, t.read(2)), (1, 102));
-                }
-                None => thread::yield_now(),
-            }
-        }
-        for p in parents {
-            p.join().unwrap();
-        }
-        t.assert_empty(0, t.head[0].load(Gpu, Relaxed));
-    });
-}
-
-/// c4. A narrow fan-out as the leader releases it: parent 2 (one thread) has children 0 and 1;
-/// child 0's other parent is task 3, child 1's is task 4 (one thread each). Every parent writes its
-/// result and releases its row with [`deps::release_row`]: a fence, relaxed decrements, and a fence
-/// after them when it freed a child, then the pushes. A fourth thread consumes, and must see both
-/// parents' results of each child. Without the fence before the decrements the other parent's
-/// fence would not cover this parent's result; without the one after, the pushes would not carry
-/// the other parent's.
+/// c4. One fence for all of a task's pushes, as the leader does for a narrow fan-out: parent 2
+/// (one thread) has children 0 and 1; child 0's other parent is task 3, child 1's is task 4 (one
+/// thread each). Every parent writes its result and releases its children; the one that frees a
+/// child pushes it, parent 2 with one fence after both releases. A fourth thread consumes, and
+/// must see both parents' results of each child. The fence must come after the last release: a
+/// child freed after it would reach its consumer without its other parent's result.
 #[test]
 fn loom_release_two_children_one_fence() {
     model(|| {
@@ -488,7 +433,16 @@ fn loom_release_two_children_one_fence() {
             let t = t.clone();
             move || {
                 t.write(parent, 100 + parent);
-                release_and_push(&t, children);
+                let freed: Vec<u32> = children
+                    .iter()
+                    .filter_map(|&c| deps::release(&t.pending, c))
+                    .collect();
+                if !freed.is_empty() {
+                    fence(Gpu);
+                }
+                for child in freed {
+                    t.queues().push_fenced(0, child);
+                }
             }
         };
         let parents = [

@@ -207,7 +207,6 @@ impl<'a> Runtime<'a> {
         freed: usize,
         child: impl Fn(usize) -> u32,
         me: &mut Leader,
-        claimed: Option<u32>,
     ) -> (u32, u32) {
         let workers = self.queues.workers();
         let keep = match self.policy {
@@ -241,10 +240,7 @@ impl<'a> Runtime<'a> {
                 base
             }
             policy::LF | policy::STEAL => worker,
-            _ => match claimed {
-                Some(base) => base,
-                None => self.grr.fetch_add(pushes, Gpu, Relaxed),
-            },
+            _ => self.grr.fetch_add(pushes, Gpu, Relaxed),
         };
         (keep, base % workers)
     }
@@ -409,18 +405,18 @@ pub unsafe fn run_worker<D: Dispatch>(
         if children.len() <= LEADER_FANOUT {
             if leader && !children.is_empty() {
                 let mut freed = [0u32; LEADER_FANOUT];
-                // Under global round robin the cursor is claimed for every child before the
-                // decrements, so that its atomic overlaps theirs (slots of children not freed are
-                // skipped, which only shifts the round robin).
-                let (released, claimed) =
-                    deps::release_row(rt.pending, children, &mut freed, || {
-                        (rt.policy == policy::GRR)
-                            .then(|| rt.grr.fetch_add(children.len() as u32, Gpu, Relaxed))
-                    });
-                let count = released.count;
-                let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me, claimed);
-                if count > usize::from(keep != command::NONE) && !released.fenced {
-                    // One release for all pushes: the body's results.
+                let mut count = 0;
+                for &entry in children {
+                    if let Some(child) = deps::release(rt.pending, entry) {
+                        // SAFETY: `count` < `children.len()` <= `LEADER_FANOUT`.
+                        unsafe { *freed.get_unchecked_mut(count) = child };
+                        count += 1;
+                    }
+                }
+                let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me);
+                if count > usize::from(keep != command::NONE) {
+                    // One release for all pushes: the body's results, and the other parents'
+                    // results acquired by the decrements above.
                     fence(Gpu);
                 }
                 let mut pushed = 0;
@@ -458,13 +454,8 @@ pub unsafe fn run_worker<D: Dispatch>(
             continue;
         }
         if leader {
-            let (keep, base) = rt.place(
-                worker,
-                freed,
-                |i| list[i].load(Block, Relaxed),
-                &mut me,
-                None,
-            );
+            let (keep, base) =
+                rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me);
             if keep != command::NONE {
                 me.continuation = list[keep as usize].load(Block, Relaxed);
             }
