@@ -454,8 +454,7 @@ pub unsafe fn run_worker<D: Dispatch>(
             continue;
         }
         if leader {
-            let (keep, base) =
-                rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me);
+            let (keep, base) = rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me);
             if keep != command::NONE {
                 me.continuation = list[keep as usize].load(Block, Relaxed);
             }

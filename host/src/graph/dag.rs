@@ -169,6 +169,21 @@ impl Dag {
         level
     }
 
+    /// The most tasks any one top level holds: the DAG's parallelism under level-by-level
+    /// execution, and a bound on how many workers the persistent scheduler can keep busy at once
+    /// in a DAG whose levels run in step (0 for an empty DAG).
+    pub fn max_level_width(&self) -> usize {
+        let mut width = Vec::new();
+        for level in self.levels() {
+            let level = level as usize;
+            if width.len() <= level {
+                width.resize(level + 1, 0usize);
+            }
+            width[level] += 1;
+        }
+        width.into_iter().max().unwrap_or(0)
+    }
+
     /// Bottom level of every task (what [`Dag::rank`] holds).
     fn bottom_levels(&self) -> Vec<u32> {
         let n = self.task_count();
@@ -217,6 +232,8 @@ mod tests {
         assert_eq!(dag.rank, vec![3, 2, 2, 1, 1]);
         assert_eq!(dag.levels(), vec![0, 1, 1, 2, 1]);
         assert_eq!(dag.critical_path(), 3);
+        assert_eq!(dag.max_level_width(), 3);
+        assert_eq!(Dag::from_parent_lists(&[0], &[], &[]).max_level_width(), 0);
     }
 
     #[test]
