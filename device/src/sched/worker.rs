@@ -214,7 +214,7 @@ impl<'a> Runtime<'a> {
             policy::STEAL => 0,
             // Tasks pushed to this worker wait behind its continuations, however long their chain:
             // with work queued, the worker takes that first and pushes all it freed.
-            policy::LOCAL | policy::PRIORITY if !me.queue_was_empty => command::NONE,
+            policy::LOCAL | policy::PRIORITY if !self.queues.looks_empty(me.head) => command::NONE,
             policy::LOCAL => 0,
             policy::PRIORITY => {
                 let mut best = 0;
@@ -271,10 +271,6 @@ const MAX_BACKOFF_NS: u32 = 256;
 
 /// What the leader thread keeps in registers.
 struct Leader {
-    /// Whether the worker's own queue looked empty when its current task started: read then, so
-    /// that the load is off the critical path of the release (a task pushed during the body waits
-    /// for at most one more continuation).
-    queue_was_empty: bool,
     continuation: u32,
     lrr: u32,
     head: u32,
@@ -322,7 +318,6 @@ pub unsafe fn run_worker<D: Dispatch>(
     let checked = rt.flags & FLAG_CHECKED != 0;
     let tracing = rt.flags & FLAG_TRACE != 0 && !rt.trace.is_null();
     let mut me = Leader {
-        queue_was_empty: true,
         continuation: command::NONE,
         lrr: worker,
         head: rt.queues.head(worker),
@@ -370,9 +365,6 @@ pub unsafe fn run_worker<D: Dispatch>(
             // For the watchdog only: a plain relaxed store, off the critical path.
             if let Some(slot) = rt.current.get(worker as usize) {
                 slot.store(task, Gpu, Relaxed);
-            }
-            if matches!(rt.policy, policy::LOCAL | policy::PRIORITY) {
-                me.queue_was_empty = rt.queues.looks_empty(me.head);
             }
             start = arch::clock64();
             if tracing {
