@@ -48,14 +48,15 @@ pub(crate) fn resident_blocks(
     Ok(per_sm * gpu.sms)
 }
 
-/// The worker count when the region sets none: enough whole SMs' worth of workers for the DAG's
-/// widest level, at most `resident`. Workers beyond what the DAG can feed only share SMs with the
-/// busy ones: on the H100, LU at 15×15 tiles (widest level 196) ran in 1.16 ms with 132 workers
-/// and 1.52 ms with 528 (`bench/results/workers-h100.md`).
+/// The worker count when the region sets none: the DAG's widest level in whole SMs' worth of
+/// workers (rounded to the nearest, at least one per SM), at most `resident`. Workers beyond what
+/// the DAG can feed only share SMs with the busy ones: on the H100, LU at 15×15 tiles (widest
+/// level 196) ran in 1.16 ms with 132 workers, 1.51 ms with 264 and 1.52 ms with 528, while a
+/// 512-wide wavefront wants 4 per SM (`bench/results/scheduler-tuning-h100.md`).
 pub(crate) fn default_workers(resident: u32, sms: u32, widest_level: usize) -> u32 {
-    let sms = sms.max(1);
-    let per_sm = (widest_level as u64).div_ceil(u64::from(sms)).max(1);
-    u32::try_from(per_sm * u64::from(sms)).map_or(resident, |w| w.min(resident))
+    let sms = u64::from(sms.max(1));
+    let per_sm = ((widest_level as u64 + sms / 2) / sms).max(1);
+    u32::try_from(per_sm * sms).map_or(resident, |w| w.min(resident))
 }
 
 /// Runs `inspection`'s DAG on `gpu` with the persistent scheduler.
@@ -212,7 +213,8 @@ mod tests {
     fn default_workers_cover_the_widest_level_in_whole_sms() {
         assert_eq!(default_workers(528, 132, 1), 132);
         assert_eq!(default_workers(528, 132, 132), 132);
-        assert_eq!(default_workers(528, 132, 196), 264);
+        assert_eq!(default_workers(528, 132, 196), 132);
+        assert_eq!(default_workers(528, 132, 199), 264);
         assert_eq!(default_workers(528, 132, 512), 528);
         assert_eq!(default_workers(528, 132, 1_000_000), 528);
         assert_eq!(default_workers(100, 132, 0), 100);
