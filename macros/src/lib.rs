@@ -13,6 +13,7 @@ use proc_macro::TokenStream;
 ///
 /// # Grammar
 /// ```text
+/// #[task]                     no ranges: every access is inferred from the parameter types
 /// #[task( entry, … )]
 /// entry  := ("reads" | "writes") "=" access
 ///         | ("reads" | "writes") "=" "[" access, … "]"
@@ -24,8 +25,25 @@ use proc_macro::TokenStream;
 /// - Other parameters are scalars: integers, floats, `bool` or `char`, captured by value at spawn
 ///   time. One optional `&Block` parameter gives the body the [block API](../taskweave/struct.Block.html).
 ///
+/// # Inferred accesses
+/// A task that declares no ranges (`#[task]` or `#[task()]`) gets its accesses from its signature,
+/// over whole arrays, as GrCUDA infers a kernel's dependences from its arguments: a `&[T]` parameter
+/// reads all of its array and a `&mut [T]` parameter reads and writes all of it. Tasks that only
+/// read an array run concurrently; a task that may write it waits for the last writer and for every
+/// reader since. Once a task declares any range it declares them all: an array missing from a
+/// partial spec is an error, not an inferred access, so that adding one range to a task never
+/// silently widens what it touches.
+///
+/// ```ignore
+/// /// `y[i] += x[i]` over the whole arrays: reads `x`, reads and writes `y`.
+/// #[task]
+/// fn axpy(b: &Block, x: &[f32], y: &mut [f32]) {
+///     b.par_for(0..y.len(), |i| y[i] += x[i]);
+/// }
+/// ```
+///
 /// # What it checks
-/// Every array parameter has a declared access; a `&[T]` parameter is never written (its view has no
+/// Every array parameter of a task with a spec has a declared access; a `&[T]` parameter is never written (its view has no
 /// write method); scalars are [`Scalar`](../taskweave/trait.Scalar.html)s; the function is not
 /// generic, `async`, `const`, and returns nothing. In checked mode (the default) each index is tested
 /// against the declared ranges at run time.

@@ -101,6 +101,35 @@ fn classify(ty: &Type, errors: &mut Errors) -> ParamKind {
     ParamKind::Scalar
 }
 
+/// The accesses of a task that declares no ranges, inferred from its parameter types over whole
+/// arrays, as GrCUDA infers a kernel's dependences from its arguments: a `&[T]` parameter reads all
+/// of its array, and a `&mut [T]` parameter reads and writes all of it (it may do either, and the
+/// signature does not say which). Scalars and `&Block` have no access.
+///
+/// The accesses are the ones `a[..]` would declare, so inspection, the views and checked mode treat
+/// them exactly as written ranges: two tasks that only read an array run concurrently, and any
+/// task that may write it is ordered after every earlier task that touches it.
+fn inferred(params: &[Param]) -> Vec<Access> {
+    let whole = |param, write| Access {
+        param,
+        range: None,
+        lo: None,
+        hi: None,
+        inclusive: false,
+        write,
+    };
+    let mut accesses = Vec::new();
+    for (index, param) in params.iter().enumerate() {
+        if let ParamKind::Array { writable, .. } = param.kind {
+            accesses.push(whole(index, false));
+            if writable {
+                accesses.push(whole(index, true));
+            }
+        }
+    }
+    accesses
+}
+
 fn check_shape(item: &ItemFn, errors: &mut Errors) {
     let sig = &item.sig;
     if let Some(token) = &sig.asyncness {
@@ -137,7 +166,10 @@ fn check_shape(item: &ItemFn, errors: &mut Errors) {
 
 impl Task {
     /// Checks `spec` against `item` and builds the model. All errors are reported together.
-    pub fn new(spec: Spec, item: ItemFn, attr_span: Span) -> Result<Self, syn::Error> {
+    ///
+    /// An empty `spec` declares no ranges: every array's access is then inferred from its type
+    /// (see [`inferred`]).
+    pub fn new(spec: Spec, item: ItemFn) -> Result<Self, syn::Error> {
         let mut errors = Errors::default();
         check_shape(&item, &mut errors);
 
@@ -174,15 +206,18 @@ impl Task {
         }
 
         if spec.entries.is_empty() {
-            errors.push(
-                attr_span,
-                "a task needs at least one access, as in `#[task(reads = a[lo..hi], writes = b[lo..hi])]`",
-            );
+            errors.finish()?;
+            let accesses = inferred(&params);
+            return Ok(Self {
+                item,
+                params,
+                accesses,
+            });
         }
         let mut accesses: Vec<Access> = Vec::new();
         let mut seen: Vec<(Key, String)> = Vec::new();
         // Parameters named in the spec, even by a rejected access: those already have an error.
-        let mut named = vec![spec.entries.is_empty(); params.len()];
+        let mut named = vec![false; params.len()];
         for entry in spec.entries {
             if entry.accesses.is_empty() {
                 errors.push(
@@ -262,13 +297,13 @@ impl Task {
             let declared = accesses.iter().filter(|a| a.param == index);
             let name = &param.ident;
             if declared.clone().next().is_none() {
-                // Reported above already: an empty spec, or a rejected access of this array.
+                // Reported above already: a rejected access of this array.
                 if named[index] {
                     continue;
                 }
                 errors.push(
                     name.span(),
-                    format!("array `{name}` has no declared access: add it to `reads` or `writes`, or remove it"),
+                    format!("array `{name}` has no declared access: add it to `reads` or `writes`, or remove it; only a task that declares no ranges at all has them inferred from its parameter types"),
                 );
             } else if *writable && !declared.clone().any(|a| a.write) {
                 let elem = elem.to_token_stream();

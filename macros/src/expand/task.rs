@@ -18,12 +18,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#item #error);
         }
     };
-    let attr_span = if attr.is_empty() {
-        Span::call_site()
-    } else {
-        attr.span()
-    };
-    let task = syn::parse2::<Spec>(attr).and_then(|spec| Task::new(spec, item.clone(), attr_span));
+    let task = syn::parse2::<Spec>(attr).and_then(|spec| Task::new(spec, item.clone()));
     match task {
         Ok(task) => generate(&task),
         Err(e) => {
