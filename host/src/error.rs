@@ -145,8 +145,10 @@ pub enum Error {
         /// The driver's error.
         source: cudarc::driver::DriverError,
     },
-    /// The region's data does not fit in device memory.
-    #[error("region `{region}` needs {needed} bytes of device memory; {free} are free")]
+    /// The region's data does not fit in device memory: found before anything was copied.
+    #[error(
+        "region `{region}` needs {needed} bytes of device memory; {free} are free: nothing was copied or run"
+    )]
     DeviceOutOfMemory {
         /// The region.
         region: &'static str,
@@ -154,6 +156,40 @@ pub enum Error {
         needed: u64,
         /// Bytes free.
         free: u64,
+    },
+    /// The driver refused a device allocation. Whatever was allocated before is freed again; no
+    /// host array was written.
+    #[error("device out of memory while {what}: {bytes} bytes asked for, {free} free")]
+    OutOfMemory {
+        /// What the runtime was allocating for.
+        what: String,
+        /// The size of the allocation that failed.
+        bytes: u64,
+        /// Free device memory just after the failure.
+        free: u64,
+    },
+    /// The PTX targets a newer architecture than the GPU has, or the driver rejected it.
+    #[error(
+        "the PTX is built for {ptx_arch} and the GPU ({gpu}) is {gpu_arch}: {detail}; rebuild with `TASKWEAVE_TARGET_CPU={gpu_arch}` (then `cargo build` again), or run on the CPU backend"
+    )]
+    PtxArch {
+        /// The `.target` the PTX names, such as `sm_100`.
+        ptx_arch: String,
+        /// The GPU's name.
+        gpu: String,
+        /// The GPU's architecture, such as `sm_90`.
+        gpu_arch: String,
+        /// What went wrong: the check before loading, or the driver's error.
+        detail: String,
+    },
+    /// The CUDA context is lost: a task trapped or used an illegal address, which poisons the
+    /// context for the rest of the process.
+    #[error(
+        "the CUDA context is lost ({reason}); every later region on this GPU fails: restart the process"
+    )]
+    ContextLost {
+        /// What lost it.
+        reason: String,
     },
 }
 

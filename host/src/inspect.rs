@@ -94,6 +94,14 @@ pub struct Access {
 /// single-parent children with it) and the top values serve as scheduler commands.
 pub const MAX_TASKS: u32 = (1 << 31) - 4;
 
+// A task index never has the sole-parent bit, and the largest one with that bit set stays below
+// the scheduler's commands.
+const _: () = assert!((MAX_TASKS - 1) & taskweave_device::sched::deps::SOLE_PARENT == 0);
+const _: () = assert!(
+    (MAX_TASKS - 1) | taskweave_device::sched::deps::SOLE_PARENT
+        < taskweave_device::sched::command::NONE
+);
+
 /// Compile-time check that a region scalar is `Copy`.
 pub const fn assert_copy<T: Copy>() {}
 
@@ -118,6 +126,10 @@ pub struct Recorder {
     args: Vec<u64>,
     locations: Vec<&'static Location<'static>>,
     scratch: Vec<(u32, Range<usize>, graph::Access)>,
+    /// [`MAX_TASKS`]; lower in tests, which cannot spawn two billion tasks.
+    max_tasks: u32,
+    /// The most argument words: `u32::MAX`, as the task table's offsets are `u32`.
+    max_args: u64,
 }
 
 impl Recorder {
@@ -136,6 +148,8 @@ impl Recorder {
             args: Vec::new(),
             locations: Vec::new(),
             scratch: Vec::new(),
+            max_tasks: MAX_TASKS,
+            max_args: u64::from(u32::MAX),
         }
     }
 
@@ -180,18 +194,18 @@ impl Recorder {
                 });
             }
         }
-        if self.tasks.len() >= MAX_TASKS as usize {
+        if self.tasks.len() >= self.max_tasks as usize {
             return Err(Error::TooLarge {
                 region: self.region,
                 what: "tasks",
-                limit: u64::from(MAX_TASKS),
+                limit: u64::from(self.max_tasks),
             });
         }
-        if self.args.len() + words.len() > u32::MAX as usize {
+        if (self.args.len() + words.len()) as u64 > self.max_args {
             return Err(Error::TooLarge {
                 region: self.region,
                 what: "argument words",
-                limit: u64::from(u32::MAX),
+                limit: self.max_args,
             });
         }
         self.scratch.clear();
@@ -297,5 +311,82 @@ impl Inspection {
                 "location": r.location.to_string(),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorder() -> Recorder {
+        let arrays = vec![ArrayInfo {
+            name: "x",
+            len: 4,
+            writable: true,
+        }];
+        Recorder::new("limits", &["t"], arrays)
+    }
+
+    fn write(lo: usize, hi: usize) -> [Access; 1] {
+        [Access {
+            slot: 0,
+            range: lo..hi,
+            write: true,
+            param: "x",
+        }]
+    }
+
+    #[test]
+    fn the_task_past_the_limit_is_an_error_and_is_not_recorded() {
+        let mut rec = recorder();
+        assert_eq!(rec.max_tasks, MAX_TASKS);
+        rec.max_tasks = 2;
+        let here = Location::caller();
+        for t in 0..2 {
+            rec.spawn(0, here, &[t], &write(0, 4))
+                .expect("within the limit");
+        }
+        let error = rec.spawn(0, here, &[2], &write(0, 4)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    region: "limits",
+                    what: "tasks",
+                    limit: 2
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "region `limits` is too large: more than 2 tasks"
+        );
+        let ins = rec.finish(Duration::ZERO);
+        assert_eq!(ins.task_count(), 2);
+        assert_eq!(ins.dag.edge_count(), 1);
+        assert_eq!(ins.args, [0, 1]);
+    }
+
+    #[test]
+    fn argument_words_past_the_limit_are_an_error() {
+        let mut rec = recorder();
+        rec.max_args = 5;
+        let here = Location::caller();
+        rec.spawn(0, here, &[1, 2, 3], &write(0, 1))
+            .expect("3 words fit");
+        let error = rec.spawn(0, here, &[4, 5, 6], &write(1, 2)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    what: "argument words",
+                    limit: 5,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(rec.finish(Duration::ZERO).args, [1, 2, 3]);
     }
 }

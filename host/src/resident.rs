@@ -63,9 +63,11 @@ impl<T: Copy> DeviceArray<T> {
             unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) };
         let padded = [0u8; 8];
         let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
-        let bytes = stream
-            .clone_htod(bytes)
-            .map_err(Error::cuda("uploading a device array"))?;
+        let bytes = stream.clone_htod(bytes).map_err(crate::gpu::alloc_error(
+            stream.context(),
+            "uploading a device array",
+            bytes.len(),
+        ))?;
         Ok(Self {
             store: Store::Gpu {
                 bytes,

@@ -73,8 +73,11 @@ impl std::str::FromStr for Backend {
 }
 
 enum Engine {
-    Gpu(Gpu),
-    Cpu { workers: u32 },
+    /// Boxed: a `Gpu` is large, and a runtime is often moved.
+    Gpu(Box<Gpu>),
+    Cpu {
+        workers: u32,
+    },
 }
 
 /// Runs regions on one backend.
@@ -100,7 +103,7 @@ impl Runtime {
     pub fn new() -> Self {
         match Gpu::new(0) {
             Ok(gpu) => Self {
-                engine: Engine::Gpu(gpu),
+                engine: Engine::Gpu(Box::new(gpu)),
                 fallback: None,
             },
             Err(e) => Self {
@@ -113,7 +116,7 @@ impl Runtime {
     /// The persistent GPU backend on GPU `ordinal`, or why not.
     pub fn gpu(ordinal: usize) -> Result<Self, Error> {
         Ok(Self {
-            engine: Engine::Gpu(Gpu::new(ordinal)?),
+            engine: Engine::Gpu(Box::new(Gpu::new(ordinal)?)),
             fallback: None,
         })
     }
@@ -149,7 +152,7 @@ impl Runtime {
     /// The GPU, when the runtime has one.
     pub fn gpu_device(&self) -> Option<&Gpu> {
         match &self.engine {
-            Engine::Gpu(gpu) => Some(gpu),
+            Engine::Gpu(gpu) => Some(gpu.as_ref()),
             Engine::Cpu { .. } => None,
         }
     }
@@ -181,6 +184,16 @@ impl Runtime {
         inspection: &Inspection,
     ) -> Result<Report, Error> {
         let backend = region.options.backend.unwrap_or(self.backend());
+        // Regions on one GPU take turns (see `Gpu::exclusive`); the CPU backend gives each region
+        // its own tables and threads, so CPU regions run side by side.
+        let _turn = match &self.engine {
+            Engine::Gpu(gpu) if backend.needs_gpu() => {
+                let turn = gpu.exclusive();
+                gpu.check_usable()?;
+                Some(turn)
+            }
+            _ => None,
+        };
         match (&self.engine, backend) {
             (Engine::Gpu(gpu), Backend::Persistent) => persistent::execute(gpu, region, inspection),
             (Engine::Gpu(gpu), Backend::Barrier) => {

@@ -2,9 +2,15 @@
 //!
 //! 1. [`Gpu::new`] opens a device: it loads `libcuda` at run time, so a machine without a driver or
 //!    GPU gets [`Error::NoGpu`](crate::Error::NoGpu), never a panic or a link error.
-//! 2. [`Gpu::module`] loads a PTX module once and caches it; [`Gpu::error_record`] and
-//!    [`Gpu::reset_error_record`] read and clear the device layer's error record in a module.
-//! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler.
+//! 2. [`Gpu::module`] loads a PTX module once and caches it, after checking that the PTX's
+//!    `.target` runs on this GPU; [`Gpu::error_record`] and [`Gpu::reset_error_record`] read and
+//!    clear the device layer's error record in a module.
+//! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler. Regions
+//!    on one `Gpu` run one at a time ([`Gpu::exclusive`]): they share the stream, and a module's
+//!    error record and abort flag.
+//! 4. A fault the device layer cannot catch (a trap, an illegal address) poisons the CUDA context:
+//!    the `Gpu` remembers it ([`Gpu::after_kernel`]) and every later region fails fast with
+//!    [`Error::ContextLost`](crate::Error::ContextLost).
 
 pub mod graph;
 pub mod levels;
@@ -13,11 +19,11 @@ mod stage;
 pub mod streams;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use cudarc;
-use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::sys::{CUdevice_attribute, CUresult};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
 use cudarc::nvrtc::Ptx;
 use taskweave_device::error::ErrorRecord;
 
@@ -31,6 +37,12 @@ pub struct Gpu {
     modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
     name: String,
     sms: u32,
+    /// Compute capability as `10 * major + minor` (90 for an H100).
+    arch: u32,
+    /// Held by the region that runs: see [`Gpu::exclusive`].
+    running: Mutex<()>,
+    /// Set when a kernel poisoned the context (see [`Gpu::after_kernel`]).
+    lost: Mutex<Option<String>>,
     /// Set when a kernel outlived the watchdog and its grace period: it still runs, so the stream
     /// is blocked and the memory it uses cannot be freed. Later regions fail fast with this reason.
     stuck: Mutex<Option<String>>,
@@ -69,6 +81,14 @@ impl Gpu {
         let sms = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(Error::cuda("reading the SM count"))? as u32;
+        let capability = |attribute| {
+            ctx.attribute(attribute)
+                .map_err(Error::cuda("reading the compute capability"))
+        };
+        let arch = capability(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?
+            as u32
+            * 10
+            + capability(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
         Ok(Self {
             ctx,
             stream,
@@ -76,6 +96,9 @@ impl Gpu {
             modules: Mutex::new(HashMap::new()),
             name,
             sms,
+            arch,
+            running: Mutex::new(()),
+            lost: Mutex::new(None),
             stuck: Mutex::new(None),
             graphs: graph::GraphCache::default(),
         })
@@ -89,6 +112,57 @@ impl Gpu {
     /// The number of SMs.
     pub fn sm_count(&self) -> u32 {
         self.sms
+    }
+
+    /// The architecture, as PTX names it: `sm_90` for an H100.
+    pub fn arch(&self) -> String {
+        format!("sm_{}", self.arch)
+    }
+
+    /// Bytes of device memory free now.
+    pub fn free_memory(&self) -> Result<u64, Error> {
+        let (free, _) = self
+            .ctx
+            .mem_get_info()
+            .map_err(Error::cuda("querying free device memory"))?;
+        Ok(free as u64)
+    }
+
+    /// The right to run a region on this GPU, until the guard drops. Regions from several host
+    /// threads take turns: they would otherwise share the stream (so one kernel waits behind
+    /// another, and its watchdog fires on a region that has not started) and a module's error
+    /// record and abort flag (which one region's set-up would clear under another).
+    pub(crate) fn exclusive(&self) -> MutexGuard<'_, ()> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Turns the error of a call that waited for a kernel into an [`Error`]. The errors a fault in
+    /// a kernel leaves behind (an illegal address, a trap, a misaligned access…) are sticky: the
+    /// context is unusable from then on, so the `Gpu` records it and later regions fail fast.
+    pub(crate) fn after_kernel(&self, what: String) -> impl FnOnce(DriverError) -> Error + '_ {
+        move |source| {
+            if !is_sticky(source.0) {
+                return Error::Cuda {
+                    context: what,
+                    source,
+                };
+            }
+            let reason = format!(
+                "{what}: {source}; a task trapped or used an illegal address, which the device layer cannot catch"
+            );
+            *self.lost.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+            Error::ContextLost { reason }
+        }
+    }
+
+    /// Turns the error of an allocation of `bytes` for `what` into an [`Error`]:
+    /// [`Error::OutOfMemory`] when the device is full.
+    pub(crate) fn alloc_error(
+        &self,
+        what: impl Into<String>,
+        bytes: usize,
+    ) -> impl FnOnce(DriverError) -> Error + '_ {
+        alloc_error(&self.ctx, what, bytes)
     }
 
     /// The CUDA context.
@@ -109,8 +183,13 @@ impl Gpu {
         ));
     }
 
-    /// Fails when an earlier kernel is stuck on the GPU.
+    /// Fails when an earlier kernel is stuck on the GPU or poisoned its context.
     pub(crate) fn check_usable(&self) -> Result<(), Error> {
+        if let Some(reason) = &*self.lost.lock().unwrap_or_else(PoisonError::into_inner) {
+            return Err(Error::ContextLost {
+                reason: reason.clone(),
+            });
+        }
         match &*self.stuck.lock().unwrap_or_else(PoisonError::into_inner) {
             Some(reason) => Err(Error::NoGpu {
                 reason: reason.clone(),
@@ -119,15 +198,45 @@ impl Gpu {
         }
     }
 
-    /// The module of `ptx`, loaded on first use.
+    /// The module of `ptx`, loaded on first use. PTX whose `.target` this GPU cannot run, or that
+    /// the driver rejects, gives [`Error::PtxArch`], which names both architectures and the fix.
     pub fn module(&self, ptx: &'static str) -> Result<Arc<CudaModule>, Error> {
         let mut modules = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(module) = modules.get(&(ptx.as_ptr() as usize)) {
             return Ok(module.clone());
         }
-        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(Error::cuda(
-            "loading the PTX module (was it built for a newer architecture than this GPU's? see TASKWEAVE_TARGET_CPU)",
-        ))?;
+        let target = PtxTarget::of(ptx);
+        let arch_error = |detail: String| Error::PtxArch {
+            ptx_arch: target.map_or_else(|| "an unknown target".to_owned(), |t| t.to_string()),
+            gpu: self.name.clone(),
+            gpu_arch: self.arch(),
+            detail,
+        };
+        match target {
+            Some(target) if !target.runs_on(self.arch) => {
+                return Err(arch_error(format!(
+                    "{target} code does not run on {}",
+                    self.arch()
+                )));
+            }
+            None => return Err(arch_error("the PTX has no `.target sm_NN` line".to_owned())),
+            Some(_) => {}
+        }
+        let module = self
+            .ctx
+            .load_module(Ptx::from_src(ptx))
+            .map_err(|source| match source.0 {
+                CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+                | CUresult::CUDA_ERROR_INVALID_PTX
+                | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                | CUresult::CUDA_ERROR_INVALID_IMAGE => {
+                    arch_error(format!("the driver could not load it ({source})"))
+                }
+                _ => Error::Cuda {
+                    context: "loading the PTX module".to_owned(),
+                    source,
+                },
+            })?;
         modules.insert(ptx.as_ptr() as usize, module.clone());
         Ok(module)
     }
@@ -161,7 +270,7 @@ impl Gpu {
             .map_err(Error::cuda("recording an event"))?;
         self.stream
             .synchronize()
-            .map_err(Error::cuda(format!("running {what}")))?;
+            .map_err(self.after_kernel(format!("running {what}")))?;
         let ms = start
             .elapsed_ms(&end)
             .map_err(Error::cuda(format!("timing {what}")))?;
@@ -221,6 +330,94 @@ impl Gpu {
     }
 }
 
+/// [`Gpu::alloc_error`] for a context without its `Gpu`.
+pub(crate) fn alloc_error(
+    ctx: &CudaContext,
+    what: impl Into<String>,
+    bytes: usize,
+) -> impl FnOnce(DriverError) -> Error + '_ {
+    let what = what.into();
+    move |source| {
+        if source.0 != CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            return Error::Cuda {
+                context: what,
+                source,
+            };
+        }
+        Error::OutOfMemory {
+            what,
+            bytes: bytes as u64,
+            free: ctx.mem_get_info().map_or(0, |(free, _)| free as u64),
+        }
+    }
+}
+
+/// Whether a driver error means the context is lost for good: the errors a faulting kernel leaves.
+fn is_sticky(code: CUresult) -> bool {
+    matches!(
+        code,
+        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUresult::CUDA_ERROR_ASSERT
+            | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUresult::CUDA_ERROR_INVALID_PC
+            | CUresult::CUDA_ERROR_LAUNCH_FAILED
+    )
+}
+
+/// The architecture a PTX module targets: its `.target sm_NN[a|f]` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PtxTarget {
+    /// `10 * major + minor` of the compute capability: 90 for `sm_90`, 100 for `sm_100`.
+    pub sm: u32,
+    /// The suffix: `a` (this exact architecture only), `f` (this family), or none.
+    pub suffix: Option<char>,
+}
+
+impl PtxTarget {
+    /// The target of `ptx`, from the first `.target` directive.
+    pub fn of(ptx: &str) -> Option<Self> {
+        let line = ptx
+            .lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(".target"))?;
+        let arch = line[".target".len()..]
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .find(|w| !w.is_empty())?;
+        let rest = arch.strip_prefix("sm_")?;
+        let digits = rest.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let suffix = rest[digits.len()..].chars().next();
+        Some(Self {
+            sm: digits.parse().ok()?,
+            suffix,
+        })
+    }
+
+    /// Whether code for this target runs on a GPU of compute capability `gpu` (`10 * major + minor`):
+    /// plain targets run on the same or a newer GPU, `a` targets only on that architecture, `f`
+    /// targets on the same family (major version) from that minor version on.
+    pub fn runs_on(self, gpu: u32) -> bool {
+        match self.suffix {
+            Some('a') => gpu == self.sm,
+            Some('f') => gpu / 10 == self.sm / 10 && gpu >= self.sm,
+            _ => gpu >= self.sm,
+        }
+    }
+}
+
+impl std::fmt::Display for PtxTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sm_{}", self.sm)?;
+        match self.suffix {
+            Some(c) => write!(f, "{c}"),
+            None => Ok(()),
+        }
+    }
+}
+
 fn record_bytes(record: &ErrorRecord) -> Vec<u8> {
     // SAFETY: `ErrorRecord` is `repr(C)` plain data with no padding-sensitive invariants.
     unsafe {
@@ -249,5 +446,48 @@ pub fn describe(record: &ErrorRecord) -> String {
         ),
         CODE_ABORTED => "aborted".to_owned(),
         code => format!("device error code {code}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PtxTarget;
+
+    #[test]
+    fn ptx_targets_are_read_from_the_target_line() {
+        let ptx = "//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_90\n.address_size 64\n";
+        assert_eq!(
+            PtxTarget::of(ptx),
+            Some(PtxTarget {
+                sm: 90,
+                suffix: None
+            })
+        );
+        let t = PtxTarget::of(".version 8.7\n  .target sm_100a, debug\n").unwrap();
+        assert_eq!(
+            (t.sm, t.suffix, t.to_string()),
+            (100, Some('a'), "sm_100a".to_owned())
+        );
+        assert_eq!(PtxTarget::of(".version 7.8\n.address_size 64\n"), None);
+        assert_eq!(PtxTarget::of(".target compute_90\n"), None);
+    }
+
+    #[test]
+    fn newer_targets_do_not_run_on_older_gpus() {
+        let plain = |sm| PtxTarget { sm, suffix: None };
+        assert!(plain(90).runs_on(90));
+        assert!(plain(80).runs_on(90));
+        assert!(!plain(100).runs_on(90));
+        assert!(!plain(120).runs_on(100));
+        let exact = PtxTarget {
+            sm: 90,
+            suffix: Some('a'),
+        };
+        assert!(exact.runs_on(90) && !exact.runs_on(100) && !exact.runs_on(89));
+        let family = PtxTarget {
+            sm: 100,
+            suffix: Some('f'),
+        };
+        assert!(family.runs_on(103) && !family.runs_on(120) && !family.runs_on(90));
     }
 }

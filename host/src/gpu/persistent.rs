@@ -98,10 +98,9 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             }
             return Err(stall.into_error(ins));
         }
-        gpu.stream.synchronize().map_err(Error::cuda(format!(
-            "running region `{}` (a task faulted in a way the device layer cannot catch, e.g. an illegal address or a trap)",
-            meta.name
-        )))?;
+        gpu.stream
+            .synchronize()
+            .map_err(gpu.after_kernel(format!("running region `{}`", meta.name)))?;
         let ms = start
             .elapsed_ms(&end)
             .map_err(Error::cuda("timing the kernel"))?;

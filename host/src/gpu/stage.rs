@@ -29,6 +29,41 @@ pub(crate) fn records<T: Copy>(bytes: &[u8]) -> Vec<T> {
         .collect()
 }
 
+/// The bytes [`Staged::new`] allocates for `region` with `workers` workers: one buffer per array
+/// copied to the device and per table, each at least 8 bytes, as [`Staged::put`] pads them.
+pub(crate) fn staging_bytes(region: &Region<'_>, ins: &Inspection, workers: u32) -> u64 {
+    let (n, w) = (ins.task_count(), workers as usize);
+    let arrays = region
+        .arrays
+        .iter()
+        .filter(|b| b.device.is_none())
+        .map(|b| b.bytes);
+    let tables = [
+        w * size_of::<WorkerStats>(),
+        w * 4,
+        if region.options.trace {
+            n * size_of::<TraceRecord>()
+        } else {
+            0
+        },
+        size_of_val(ins.tasks.as_slice()),
+        size_of_val(ins.args.as_slice()),
+        region.arrays.len() * size_of::<ArrayDesc>(),
+        size_of_val(ins.dag.offsets.as_slice()),
+        size_of_val(ins.dag.children.as_slice()),
+        n * 4,
+        size_of_val(ins.dag.rank.as_slice()),
+        (n + w) * 4,
+        w * 4,
+        w * 4,
+        w * 4,
+        size_of::<crate::tables::CounterWords>(),
+        8,
+        size_of::<RegionDesc>(),
+    ];
+    arrays.chain(tables).map(|bytes| bytes.max(8) as u64).sum()
+}
+
 /// A buffer index in [`Staged`].
 #[derive(Clone, Copy)]
 pub(crate) struct Buf(usize);
@@ -64,25 +99,16 @@ impl<'g> Staged<'g> {
         let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
         let module = gpu.module(ptx)?;
         let n = ins.task_count();
-        // Arrays resident on the device need no new memory.
-        let needed: u64 = region
-            .arrays
-            .iter()
-            .filter(|b| b.device.is_none())
-            .map(|b| b.bytes as u64)
-            .sum::<u64>()
-            + (ins.args.len() * 8 + ins.tasks.len() * 8 + ins.dag.children.len() * 4 + n * 24)
-                as u64
-            + u64::from(workers) * 64;
-        let (free, _) = gpu
-            .ctx
-            .mem_get_info()
-            .map_err(Error::cuda("querying free device memory"))?;
-        if needed > free as u64 {
+        // Checked before anything is allocated, so a region that cannot fit fails with nothing
+        // copied. The driver rounds allocations up, so staging may still run out near the limit:
+        // `put` reports that as `Error::OutOfMemory`, and dropping `staged` frees what it got.
+        let needed = staging_bytes(region, ins, workers);
+        let free = gpu.free_memory()?;
+        if needed > free {
             return Err(Error::DeviceOutOfMemory {
                 region: meta.name,
                 needed,
-                free: free as u64,
+                free,
             });
         }
 
@@ -181,11 +207,10 @@ impl<'g> Staged<'g> {
     pub fn put(&mut self, bytes: &[u8], what: &str) -> Result<(u64, Buf), Error> {
         let padded = [0u8; 8];
         let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
-        let buffer = self
-            .gpu
-            .stream
-            .clone_htod(bytes)
-            .map_err(Error::cuda(format!("uploading {what}")))?;
+        let buffer = self.gpu.stream.clone_htod(bytes).map_err(
+            self.gpu
+                .alloc_error(format!("uploading {what}"), bytes.len()),
+        )?;
         let ptr = buffer.device_ptr(&self.gpu.stream).0;
         self.buffers.push(buffer);
         Ok((ptr, Buf(self.buffers.len() - 1)))

@@ -158,10 +158,9 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         }
     }
     for stream in &streams {
-        stream.synchronize().map_err(Error::cuda(format!(
-            "running region `{}` on streams",
-            meta.name
-        )))?;
+        stream
+            .synchronize()
+            .map_err(gpu.after_kernel(format!("running region `{}` on streams", meta.name)))?;
     }
     let execute_time = if n > 0 {
         start.elapsed()
