@@ -127,3 +127,11 @@ pub fn exit_thread() -> ! {
     // SAFETY: `exit` ends this thread only; control never returns.
     unsafe { asm!("exit;", options(noreturn, nostack)) }
 }
+
+/// Aborts the whole kernel (`trap`). The driver reports a launch failure, and the CUDA context is
+/// unusable from then on: only the fault checks use it, to show how the runtime reports that.
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: `trap` ends the kernel; control never returns.
+    unsafe { asm!("trap;", options(noreturn, nostack)) }
+}

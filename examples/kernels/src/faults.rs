@@ -1,5 +1,6 @@
 //! Tasks that fail on purpose, for the reliability checks (`faults` program and tests): a panic, an
-//! access outside the declared ranges, and a task that outlives the watchdog.
+//! access outside the declared ranges, a task that outlives the watchdog, a trap and an illegal
+//! address; and a one-task region over a whole array, for regions too large for the device.
 
 use taskweave::{Block, task, task_region};
 
@@ -13,6 +14,10 @@ pub mod mode {
     pub const STRAY_READ: u32 = 3;
     /// Spins for `arg` nanoseconds (`%globaltimer`).
     pub const SLOW: u32 = 4;
+    /// Executes `trap` on the GPU (a panic on the host), which loses the CUDA context.
+    pub const TRAP: u32 = 5;
+    /// Writes to the address `arg` on the GPU (a panic on the host): an illegal address.
+    pub const WILD: u32 = 6;
 }
 
 /// Marks `x[i]`; task `victim` misbehaves as `how` says.
@@ -27,6 +32,21 @@ pub fn step(b: &Block, x: &mut [u32], i: usize, victim: usize, how: u32, arg: u6
             mode::SLOW => {
                 let start = taskweave::__private::device::arch::global_timer_ns();
                 while taskweave::__private::device::arch::global_timer_ns() - start < arg {}
+            }
+            #[cfg(target_arch = "nvptx64")]
+            mode::TRAP => taskweave::__private::device::arch::trap(),
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: unsound on purpose: this wild write is the fault under test; the GPU's memory
+            // protection stops it and the driver reports it.
+            mode::WILD => unsafe {
+                core::ptr::write_volatile(
+                    core::ptr::with_exposed_provenance_mut::<u32>(arg as usize),
+                    1,
+                )
+            },
+            #[cfg(not(target_arch = "nvptx64"))]
+            mode::TRAP | mode::WILD => {
+                panic!("a trap or an illegal address, as far as the host goes")
             }
             _ => {}
         }
@@ -44,5 +64,21 @@ task_region! {
         for i in 0..x.len() - 1 {
             spawn!(step(x, i, victim, how, arg));
         }
+    }
+}
+
+/// `x[0] += 1`, declaring nothing: the whole array is inferred as read and written.
+#[task]
+pub fn touch(b: &Block, x: &mut [u32]) {
+    if b.thread() == 0 && !x.is_empty() {
+        x[0] += 1;
+    }
+    b.sync();
+}
+
+task_region! {
+    /// One task over all of `x`: the smallest region whose device memory is the array's size.
+    pub fn touch_all(x: &mut [u32]) {
+        spawn!(touch(x));
     }
 }
