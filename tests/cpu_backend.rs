@@ -374,6 +374,10 @@ fn a_panicking_task_fails_the_region_and_the_runtime_goes_on() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "times a stall against the clock, which runs at Miri's interpreted speed"
+)]
 fn watchdog_reports_a_stalled_task() {
     let mut x = vec![0u32; 2];
     let releaser = std::thread::spawn(|| {

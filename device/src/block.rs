@@ -110,3 +110,38 @@ impl Block {
         unsafe { &*self.scratch.add(start).cast::<SharedArray<T, N>>() }
     }
 }
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::Block;
+
+    #[test]
+    fn shared_arrays_are_carved_from_the_scratch_in_order_and_aligned() {
+        let mut scratch = [0u128; 4];
+        // SAFETY: 64 bytes, 16-aligned, used by this block alone.
+        let block = unsafe { Block::new(3, 1, scratch.as_mut_ptr().cast(), 64) };
+        let bytes = block.shared::<u8, 3>();
+        let words = block.shared::<u64, 2>();
+        for i in 0..3 {
+            bytes.set(i, i as u8 + 1);
+        }
+        words.set(0, u64::MAX);
+        words.set(1, 7);
+        assert_eq!((bytes.get(2), words.get(0), words.get(1)), (3, u64::MAX, 7));
+        // The `u64`s start at the first multiple of 8 after the 3 bytes.
+        assert_eq!(
+            (words as *const _ as usize) - (bytes as *const _ as usize),
+            8
+        );
+        assert_eq!((block.task(), block.worker()), (3, 1));
+    }
+
+    #[test]
+    #[should_panic(expected = "block scratch exhausted")]
+    fn asking_for_more_shared_memory_than_the_scratch_panics() {
+        let mut scratch = [0u128; 1];
+        // SAFETY: 16 bytes, 16-aligned, used by this block alone.
+        let block = unsafe { Block::new(0, 0, scratch.as_mut_ptr().cast(), 16) };
+        let _ = block.shared::<u32, 5>();
+    }
+}

@@ -222,3 +222,75 @@ fn dummy<'a, T>() -> &'a mut T {
     #[cfg(not(target_arch = "nvptx64"))]
     unreachable!("a range miss panics on the host before reaching the sink")
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::single_range_in_vec_init,
+    reason = "declared ranges are lists of ranges, often of one"
+)]
+mod tests {
+    use super::{Declared, View, ViewMut};
+
+    fn declared<'a>(
+        ranges: &'a [core::ops::Range<usize>],
+        writes: &'a [core::ops::Range<usize>],
+    ) -> Declared<'a> {
+        Declared {
+            ranges,
+            writes,
+            slot: 0,
+            name: "x",
+            task: "t",
+        }
+    }
+
+    #[test]
+    fn views_read_and_write_inside_their_declared_ranges() {
+        let mut data = [1u32, 2, 3, 4, 5, 6];
+        let (ranges, writes) = ([0..2, 3..6], [3..5]);
+        // SAFETY: `data` outlives both views, and every declared range lies within it.
+        let read = unsafe {
+            View::<u32, true>::new(data.as_ptr(), data.len(), declared(&ranges, &writes))
+        };
+        assert_eq!((read[0], read.get(1), read[5], read.len()), (1, 2, 6, 6));
+        // SAFETY: as above; the read view is not used while this one writes.
+        let mut write = unsafe {
+            ViewMut::<u32, true>::new(data.as_mut_ptr(), data.len(), declared(&ranges, &writes))
+        };
+        write[3] += 10;
+        write.set(4, write[5] * 2);
+        assert_eq!(write.declared(), &ranges[..]);
+        assert_eq!(data, [1, 2, 3, 14, 12, 6]);
+    }
+
+    #[test]
+    #[should_panic(expected = "read at index 2 of array `x` is outside its declared access ranges")]
+    fn a_checked_read_outside_the_ranges_panics_on_the_host() {
+        let data = [1u32, 2, 3];
+        // SAFETY: `data` outlives the view; the declared range lies within it.
+        let view = unsafe { View::<u32, true>::new(data.as_ptr(), 3, declared(&[0..2], &[])) };
+        let _ = view[2];
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "write at index 1 of array `x` is outside its declared write ranges [2..3]"
+    )]
+    fn a_checked_write_outside_the_write_ranges_panics_on_the_host() {
+        let mut data = [1u32, 2, 3];
+        // SAFETY: as above.
+        let mut view =
+            unsafe { ViewMut::<u32, true>::new(data.as_mut_ptr(), 3, declared(&[0..3], &[2..3])) };
+        view[1] = 0;
+    }
+
+    #[test]
+    fn unchecked_views_reach_the_whole_array() {
+        let mut data = [1u32, 2, 9];
+        // SAFETY: the whole array is valid, which is all unchecked mode needs.
+        let mut view =
+            unsafe { ViewMut::<u32, false>::new(data.as_mut_ptr(), 3, declared(&[], &[])) };
+        view[2] = view[0] + view[1];
+        assert_eq!(data, [1, 2, 3]);
+    }
+}
