@@ -6,9 +6,18 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
 pub mod dags;
+pub mod dp;
+pub mod dtw;
 pub mod faults;
+pub mod grid;
+pub mod heat;
+pub mod inthist;
+pub mod jacobi;
 pub mod lu;
+pub mod nw;
+pub mod sat;
 pub mod selfcheck;
+pub mod smw;
 
 /// The PTX of this crate (host only).
 #[cfg(not(target_arch = "nvptx64"))]
