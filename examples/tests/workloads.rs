@@ -1,0 +1,156 @@
+//! The workloads on the CPU backend: each at small sizes under every policy (with one-lane and
+//! multi-lane emulated blocks, so shared memory and barriers are exercised) matches its sequential
+//! reference, and the default sizes spawn Juggler's task counts with Table 1's parallelism.
+
+use taskweave::{Policy, Runtime};
+use taskweave_examples::workloads::{self, *};
+use taskweave_examples::{BackendArg, RunArgs};
+
+fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
+    RunArgs {
+        backend: BackendArg::Cpu,
+        policy,
+        workers: Some(workers),
+        threads,
+        cpu_lanes: lanes,
+        unchecked: false,
+        trace: None,
+    }
+}
+
+/// Small instances, with tile sides that are not powers of two and, for the histogram, more bins
+/// than one shared-memory pass holds.
+fn small() -> Vec<Box<dyn Workload>> {
+    vec![
+        Box::new(Dtw::new(&DtwParams { n: 60, tile: 12 }).unwrap()),
+        Box::new(
+            Heat::new(&HeatParams {
+                n: 40,
+                tile: 10,
+                steps: 3,
+            })
+            .unwrap(),
+        ),
+        Box::new(
+            IntHist::new(&IntHistParams {
+                n: 24,
+                tile: 8,
+                bins: 16,
+            })
+            .unwrap(),
+        ),
+        Box::new(
+            IntHist::new(&IntHistParams {
+                n: 64,
+                tile: 32,
+                bins: 9,
+            })
+            .unwrap(),
+        ),
+        Box::new(
+            Jacobi::new(&JacobiParams {
+                n: 48,
+                tile: 12,
+                steps: 3,
+            })
+            .unwrap(),
+        ),
+        Box::new(Lud::new(&LudParams { nb: 4, tile: 8 }).unwrap()),
+        Box::new(Sat::new(&SatParams { n: 60, tile: 12 }).unwrap()),
+        Box::new(SmithWaterman::new(&SmwParams { n: 96, tile: 16 }).unwrap()),
+        Box::new(Nw::new(&NwParams { n: 50, tile: 10 }).unwrap()),
+    ]
+}
+
+#[test]
+fn every_workload_matches_its_reference_under_every_policy() {
+    let runtime = Runtime::cpu();
+    for mut w in small() {
+        assert!(
+            !w.verify().passed(),
+            "{}: verified before running",
+            w.name()
+        );
+        for (i, policy) in Policy::ALL.into_iter().enumerate() {
+            // Alternate single-lane blocks with three-lane blocks of 32 "threads".
+            let (threads, lanes) = if i % 2 == 0 { (128, 1) } else { (32, 3) };
+            let report = w
+                .run(&runtime, &args(policy, threads, lanes, 2 + i as u32 % 2))
+                .unwrap_or_else(|e| panic!("{} under {}: {e}", w.name(), policy.name()));
+            assert_eq!(report.tasks, w.tasks(), "{}: task count", w.name());
+            let verdict = w.verify();
+            assert!(
+                verdict.passed(),
+                "{} ({}) under {}: {verdict}",
+                w.name(),
+                w.size(),
+                policy.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn floating_point_workloads_report_their_error_and_integer_ones_are_exact() {
+    let runtime = Runtime::cpu();
+    for mut w in small() {
+        w.run(&runtime, &args(Policy::Grr, 64, 1, 2)).unwrap();
+        let float = matches!(w.name(), "HEAT-SIM" | "JACOBI" | "LU-D");
+        match w.verify() {
+            Verdict::Exact => assert!(!float, "{}", w.name()),
+            Verdict::Within { error, bound } => {
+                assert!(float, "{}", w.name());
+                assert!(error > 0.0 && error <= bound, "{}: {error}", w.name());
+            }
+            Verdict::Mismatch(what) => panic!("{}: {what}", w.name()),
+        }
+    }
+}
+
+#[test]
+fn invalid_sizes_are_refused() {
+    assert!(Nw::new(&NwParams { n: 100, tile: 32 }).is_err());
+    assert!(SmithWaterman::new(&SmwParams { n: 130, tile: 65 }).is_err());
+    assert!(Sat::new(&SatParams { n: 64, tile: 0 }).is_err());
+    assert!(
+        IntHist::new(&IntHistParams {
+            n: 64,
+            tile: 16,
+            bins: 0
+        })
+        .is_err()
+    );
+}
+
+/// Table 1 of Juggler (and the NW size of the oversubscribed-queues paper): name, tasks, and the
+/// fewest and most tasks on one level of the DAG.
+const PAPER: [(&str, usize, usize, usize); 8] = [
+    ("DT-WARP", 5184, 1, 72),
+    ("HEAT-SIM", 8100, 1, 90),
+    ("INT-HIST", 8100, 1, 90),
+    ("JACOBI", 3600, 900, 900),
+    ("LU-D", 1240, 1, 196),
+    ("SA-TABLE", 8100, 1, 90),
+    ("SM-W", 5184, 1, 72),
+    ("NW", 2304, 1, 48),
+];
+
+#[test]
+fn default_sizes_give_the_papers_task_counts_and_parallelism() {
+    let all = workloads::all();
+    assert_eq!(
+        all.iter().map(|w| w.name()).collect::<Vec<_>>(),
+        PAPER.map(|p| p.0)
+    );
+    for (mut w, (name, tasks, min, max)) in all.into_iter().zip(PAPER) {
+        assert_eq!(w.tasks(), tasks, "{name}: tasks()");
+        let inspection = w.inspect().unwrap();
+        assert_eq!(inspection.task_count(), tasks, "{name}: inspected tasks");
+        let shape = Shape::of(&inspection);
+        assert_eq!(
+            (shape.min_width, shape.max_width),
+            (min, max),
+            "{name}: {shape}"
+        );
+    }
+}
