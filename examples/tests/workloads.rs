@@ -154,3 +154,39 @@ fn default_sizes_give_the_papers_task_counts_and_parallelism() {
         );
     }
 }
+
+/// Runs the `workload` program with `args` on the CPU backend: its exit status and output.
+fn program(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_workload"))
+        .args(args)
+        .args(["--backend", "cpu", "--workers", "2"])
+        .output()
+        .expect("the workload program starts");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn the_program_runs_every_subcommand_and_fails_on_bad_sizes() {
+    for args in [
+        &["dt-warp", "--n", "32", "--tile", "8"][..],
+        &["heat-sim", "--n", "32", "--tile", "8", "--steps", "2"],
+        &["int-hist", "--n", "32", "--tile", "8", "--bins", "4"],
+        &["jacobi", "--n", "32", "--tile", "8", "--steps", "2"],
+        &["lu-d", "--nb", "3", "--tile", "8"],
+        &["sa-table", "--n", "32", "--tile", "8", "--reps", "2"],
+        &["sm-w", "--n", "32", "--tile", "8", "--policy", "lf"],
+        &["nw", "--n", "32", "--tile", "8", "--unchecked"],
+    ] {
+        let (ok, out) = program(args);
+        assert!(ok, "{args:?}: {out}");
+        assert!(out.contains("check: PASS"), "{args:?}: {out}");
+        let reps = if args.contains(&"--reps") { 2 } else { 1 };
+        assert_eq!(out.matches("region `").count(), reps, "{args:?}: {out}");
+    }
+    let (ok, out) = program(&["sm-w", "--n", "100", "--tile", "32"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("multiple of --tile"), "{out}");
+}

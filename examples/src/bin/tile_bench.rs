@@ -1,0 +1,93 @@
+//! Times one NW tile through taskweave, to compare with the same tile in CUDA C
+//! (`bench/cuda/nw_tile.cu`).
+//!
+//! Both run the tiles `(i, j)` with `i` and `j` odd of an `nb × nb`-tile Needleman-Wunsch matrix:
+//! those read only tiles with an even coordinate, so they are `(nb / 2)²` independent tasks, one
+//! level of the DAG. The matrix and edge columns start out as the sequential reference, so every
+//! tile recomputes known values and the output is checked. The figure is the region's execution
+//! time (the kernel, without inspection and copies) per tile, the median over `--reps` runs after
+//! one warm-up. `--backend barrier` launches the level as one grid, as the CUDA program does;
+//! `--backend persistent` goes through the in-GPU scheduler.
+
+use clap::Parser;
+use taskweave_examples::RunArgs;
+use taskweave_examples::bench::median;
+use taskweave_kernels::dp;
+use taskweave_kernels::grid::host::to_tile_major;
+use taskweave_kernels::nw;
+
+#[derive(Parser, Debug)]
+#[command(about = "Times independent NW tiles through taskweave (compare bench/cuda/nw_tile.cu)")]
+struct Cli {
+    /// Tiles per side of the matrix (even); the region runs (nb / 2)² tiles.
+    #[arg(long, default_value_t = 128)]
+    nb: usize,
+    /// Tile side in cells (at most 64).
+    #[arg(long, default_value_t = 32)]
+    tile: usize,
+    /// Timed repetitions, after one warm-up.
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+fn main() -> std::process::ExitCode {
+    taskweave_examples::run_main(run)
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    let (nb, bs) = (cli.nb, cli.tile);
+    if nb < 2 || nb % 2 == 1 || bs == 0 || bs > dp::MAX_TILE {
+        return Err("--nb must be even and at least 2, --tile in 1..=64".into());
+    }
+    let runtime = cli.run.runtime()?;
+    println!("{}", runtime.describe());
+    let n = nb * bs;
+    let x = dp::host::dna(n, 1);
+    let y = dp::host::mutate(&x, 8, 2);
+    let reference = to_tile_major(&nw::reference::nw(&x, &y), nb, bs, 1);
+    let mut m = reference.clone();
+    let mut cols = dp::host::edges(&reference, nb, bs);
+    let tiles = (nb / 2) * (nb / 2);
+    println!("{tiles} independent {bs}x{bs} NW tiles of a {n}x{n} matrix");
+    let mut ns_per_tile = Vec::with_capacity(cli.reps);
+    for rep in 0..=cli.reps {
+        m.iter_mut()
+            .zip(&reference)
+            .enumerate()
+            .filter(|(e, _)| odd_tile(*e, nb, bs))
+            .for_each(|(_, (v, _))| *v = i32::MIN);
+        let region =
+            nw::nw_odd_tiles(&x, &y, &mut m, &mut cols, nb, bs).shared_bytes(dp::SHARED_BYTES);
+        let report = cli.run.apply(region).run(&runtime)?;
+        assert_eq!(report.tasks, tiles);
+        if rep == 0 {
+            println!("warm-up: {report}");
+        } else {
+            ns_per_tile.push(report.execute_time.as_nanos() as f64 / tiles as f64);
+        }
+    }
+    if m != reference {
+        return Err("the tiles differ from the sequential reference".into());
+    }
+    println!("check: PASS (exact)");
+    let (lo, hi) = ns_per_tile
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
+            (lo.min(t), hi.max(t))
+        });
+    println!(
+        "time per tile: {:.1} ns (median of {} runs; min {lo:.1}, max {hi:.1})",
+        median(&ns_per_tile),
+        ns_per_tile.len()
+    );
+    Ok(())
+}
+
+/// `true` when tile-major element `e` lies in a tile with both coordinates odd.
+fn odd_tile(e: usize, nb: usize, bs: usize) -> bool {
+    let t = e / (bs * bs);
+    (t / nb) % 2 == 1 && (t % nb) % 2 == 1
+}
