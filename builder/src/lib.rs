@@ -98,7 +98,7 @@ impl Builder {
             path: ptx.path.clone(),
             source,
         })?;
-        let text = tune::cap_registers(&text, self.max_registers);
+        let text = tune::cap_registers(&tune::add_uncapped_twins(&text), self.max_registers);
         std::fs::write(&dest, text).map_err(|source| Error::Io {
             path: dest.clone(),
             source,

@@ -151,7 +151,7 @@ fn build(
 pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
     let meta = &region.meta;
     let options = &region.options;
-    let function = gpu.listed_kernel(meta)?;
+    let function = gpu.listed_kernel(region, ins.dag.max_level_width() as u32)?;
     let staged = Staged::new(gpu, region, ins, 1)?;
     let n = ins.task_count();
     let mut setup_time = Duration::ZERO;

@@ -60,13 +60,13 @@ pub(crate) fn execute(
     let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
     let (offsets, tasks) = level_lists(ins);
     let levels = offsets.len() - 1;
-    let name = match strategy {
-        Strategy::Launches => format!("taskweave_listed_{}", meta.name),
-        Strategy::GridBarrier => format!("taskweave_levels_{}", meta.name),
+    let widest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
+    let function = match strategy {
+        Strategy::Launches => gpu.listed_kernel(region, widest)?,
+        Strategy::GridBarrier => gpu.function(ptx, &format!("taskweave_levels_{}", meta.name))?,
     };
-    let function = gpu.function(ptx, &name)?;
     let workers = match strategy {
-        Strategy::Launches => offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1),
+        Strategy::Launches => widest,
         Strategy::GridBarrier => {
             let resident = resident_blocks(gpu, &function, region)?;
             options.workers.unwrap_or(resident).clamp(1, resident)

@@ -278,19 +278,46 @@ impl Gpu {
     }
 
     /// The one-task kernel of `region` (block `b` runs task `list[b]`), with the context bound to
-    /// the calling thread for the driver calls that follow.
+    /// the calling thread for the driver calls that follow: the uncapped variant when `widest`
+    /// blocks of it fit on the GPU at once (see [`Gpu::pick`]).
     pub(crate) fn listed_kernel(
         &self,
-        region: &crate::region::RegionMeta,
+        region: &crate::Region<'_>,
+        widest: u32,
     ) -> Result<CudaFunction, Error> {
-        let ptx = region.ptx.ok_or(Error::NoPtx {
-            region: region.name,
-        })?;
-        let function = self.function(ptx, &format!("taskweave_listed_{}", region.name))?;
+        let name = format!("taskweave_listed_{}", region.meta.name);
+        let (function, _) = self.pick(region, &name, |_| widest)?;
         self.ctx
             .bind_to_thread()
             .map_err(Error::cuda("binding the CUDA context"))?;
         Ok(function)
+    }
+
+    /// Kernel `name` of `region`, or its uncapped twin, and how many of its blocks fit on the GPU
+    /// at once. The builder caps the scheduler kernels' registers, which buys resident blocks with
+    /// spills in the task bodies, and adds an uncapped twin of each (`<name>__uncapped`). `wanted`
+    /// gets the capped kernel's residency and says how many blocks the launch wants; when that many
+    /// of the twin fit, the twin runs.
+    pub(crate) fn pick(
+        &self,
+        region: &crate::Region<'_>,
+        name: &str,
+        wanted: impl FnOnce(u32) -> u32,
+    ) -> Result<(CudaFunction, u32), Error> {
+        let ptx = region.meta.ptx.ok_or(Error::NoPtx {
+            region: region.meta.name,
+        })?;
+        let capped = self.function(ptx, name)?;
+        let resident = persistent::resident_blocks(self, &capped, region)?;
+        let wanted = wanted(resident);
+        // A PTX without twins (built with an older builder) simply has none.
+        if let Ok(twin) = self.function(ptx, &format!("{name}__uncapped"))
+            && let Ok(twin_resident) = persistent::resident_blocks(self, &twin, region)
+            && wanted <= twin_resident
+        {
+            return Ok((twin, twin_resident));
+        }
+        Ok((capped, resident))
     }
 
     /// Clears the module's error record and abort flag before a launch.

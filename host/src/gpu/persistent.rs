@@ -64,13 +64,16 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     let meta = &region.meta;
     let options = &region.options;
     let n = ins.task_count();
-    let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
-    let function = gpu.function(ptx, meta.kernel)?;
+    let widest = ins.dag.max_level_width();
+    let (function, resident) = gpu.pick(region, meta.kernel, |resident| {
+        options
+            .workers
+            .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
+    })?;
     // Never more workers than can be resident at once: a non-resident worker would deadlock the rest.
-    let resident = resident_blocks(gpu, &function, region)?;
     let workers = options
         .workers
-        .unwrap_or_else(|| default_workers(resident, gpu.sms, ins.dag.max_level_width()))
+        .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
         .clamp(1, resident);
     let staged = Staged::new(gpu, region, ins, workers)?;
 

@@ -79,7 +79,7 @@ pub fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
 pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
     let meta = &region.meta;
     let options = &region.options;
-    let function = gpu.listed_kernel(meta)?;
+    let function = gpu.listed_kernel(region, ins.dag.max_level_width() as u32)?;
     let mut staged = Staged::new(gpu, region, ins, 1)?;
     let n = ins.task_count();
     let identity: Vec<u32> = (0..n as u32).collect();
