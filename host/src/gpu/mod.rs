@@ -307,6 +307,10 @@ impl Gpu {
         let ptx = region.meta.ptx.ok_or(Error::NoPtx {
             region: region.meta.name,
         })?;
+        // The occupancy queries need the context current on this thread, which may be new.
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::cuda("binding the CUDA context"))?;
         let capped = self.function(ptx, name)?;
         let resident = persistent::resident_blocks(self, &capped, region)?;
         let wanted = wanted(resident);
