@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use taskweave::{Backend, Policy, Region, Report, Runtime};
+use taskweave_examples::{BackendArg, RunArgs, workloads};
 use taskweave_kernels::{dags, lu};
 
 #[derive(Parser, Debug)]
@@ -37,6 +38,18 @@ fn row(name: &str, report: &Report, check: &str) {
         report.inspect_time.as_secs_f64() * 1e3,
         report.execute_time.as_secs_f64() * 1e3
     );
+}
+
+/// The example options' name for `backend`.
+fn backend_arg(backend: Backend) -> BackendArg {
+    match backend {
+        Backend::Persistent => BackendArg::Persistent,
+        Backend::Barrier => BackendArg::Barrier,
+        Backend::GridBarrier => BackendArg::GridBarrier,
+        Backend::Graph => BackendArg::Graph,
+        Backend::Streams => BackendArg::Streams,
+        Backend::Cpu => BackendArg::Cpu,
+    }
 }
 
 fn set(region: Region<'_>, backend: Backend, policy: Policy) -> Region<'_> {
@@ -73,24 +86,28 @@ fn run() -> Result<()> {
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
 
-    let (nb, bs) = (15, 32);
-    let input = lu::reference::matrix(nb, bs, 7);
-    let reference = lu::reference::lu(&input, nb, bs);
     let mut failures = 0;
-    for &backend in &backends {
-        let mut a = input.clone();
-        let report = set(lu::lu(&mut a, nb, bs), backend, cli.policy).run(&runtime)?;
-        let error = lu::reference::relative_error(&a, &reference);
-        let ok = error <= 1e-4;
-        failures += usize::from(!ok);
-        row(
-            "LU-D 15x15 tiles of 32",
-            &report,
-            &format!(
-                "{} (rel. error {error:.1e})",
-                if ok { "PASS" } else { "FAIL" }
-            ),
-        );
+    // Juggler's seven workloads and NW at the papers' sizes, each on every backend.
+    for workload in workloads::all().iter_mut() {
+        for &backend in &backends {
+            let args = RunArgs {
+                backend: backend_arg(backend),
+                policy: cli.policy,
+                workers: None,
+                threads: 128,
+                cpu_lanes: 1,
+                unchecked: false,
+                trace: None,
+            };
+            let report = workload.run(&runtime, &args)?;
+            let verdict = workload.verify();
+            failures += usize::from(!verdict.passed());
+            row(
+                &format!("{} {}", workload.name(), workload.size()),
+                &report,
+                &verdict.to_string(),
+            );
+        }
     }
     let t = 64;
     for &backend in &backends {
@@ -130,7 +147,7 @@ fn run() -> Result<()> {
         );
     }
     if let Some(path) = &cli.dot {
-        let mut a = input.clone();
+        let mut a = lu::reference::matrix(4, 2, 7);
         std::fs::write(path, lu::lu(&mut a, 4, 2).inspect()?.to_dot())?;
         println!("\nwrote the DAG of a 4x4-tile LU to {}", path.display());
     }
