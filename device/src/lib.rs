@@ -13,7 +13,7 @@
 //! arguments are packed), [`view`] and [`block`] (what a task body sees) and [`sched`] (the
 //! scheduler core).
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx))]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
