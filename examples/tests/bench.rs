@@ -25,19 +25,16 @@ impl Workload for Wavefront {
     fn tasks(&self) -> usize {
         self.t * self.t
     }
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
+    fn fresh(&mut self) -> taskweave::Region<'_> {
         self.grid.fill(0);
-        let report = args
-            .apply(dags::wavefront(&mut self.grid, self.t, 0))
-            .run(runtime)?;
+        dags::wavefront(&mut self.grid, self.t, 0)
+    }
+    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
+        let report = args.apply(self.fresh()).run(runtime)?;
         if self.broken {
             self.grid[0] = 7;
         }
         Ok(report)
-    }
-    fn inspect(&mut self) -> Result<taskweave::inspect::Inspection, taskweave::Error> {
-        self.grid.fill(0);
-        dags::wavefront(&mut self.grid, self.t, 0).inspect()
     }
     fn verify(&self) -> Verdict {
         if dags::check_wavefront(&self.grid, self.t) {

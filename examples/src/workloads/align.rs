@@ -2,13 +2,11 @@
 
 use std::marker::PhantomData;
 
-use taskweave::inspect::Inspection;
-use taskweave::{Region, Report, Runtime};
+use taskweave::Region;
 use taskweave_kernels::grid::host::to_row_major;
 use taskweave_kernels::{dp, dtw, nw, smw};
 
 use super::{Verdict, Workload, first_difference, tiles};
-use crate::RunArgs;
 
 /// What distinguishes one alignment workload from another.
 pub trait Alignment {
@@ -56,6 +54,20 @@ impl<A: Alignment> Align<A> {
             kind: PhantomData,
         })
     }
+}
+
+impl<A: Alignment> Workload for Align<A> {
+    fn name(&self) -> &'static str {
+        A::NAME
+    }
+
+    fn size(&self) -> String {
+        format!("{0}x{0} cells, tiles of {1}", self.n, self.bs)
+    }
+
+    fn tasks(&self) -> usize {
+        self.nb * self.nb
+    }
 
     /// The region on fresh outputs (every cell a sentinel no recurrence produces here).
     fn fresh(&mut self) -> Region<'_> {
@@ -80,28 +92,6 @@ impl<A: Alignment> Align<A> {
             self.bs,
         )
         .shared_bytes(dp::SHARED_BYTES)
-    }
-}
-
-impl<A: Alignment> Workload for Align<A> {
-    fn name(&self) -> &'static str {
-        A::NAME
-    }
-
-    fn size(&self) -> String {
-        format!("{0}x{0} cells, tiles of {1}", self.n, self.bs)
-    }
-
-    fn tasks(&self) -> usize {
-        self.nb * self.nb
-    }
-
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
-        args.apply(self.fresh()).run(runtime)
-    }
-
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
-        self.fresh().inspect()
     }
 
     fn verify(&self) -> Verdict {

@@ -1,12 +1,10 @@
 //! The image wavefronts: SA-TABLE and INT-HIST, verified exactly (wrapping `u32` sums and counts).
 
-use taskweave::inspect::Inspection;
-use taskweave::{Region, Report, Runtime};
+use taskweave::Region;
 use taskweave_kernels::grid::host::{to_row_major, to_tile_major};
 use taskweave_kernels::{inthist, sat};
 
 use super::{Verdict, Workload, exact, first_difference, tiles};
-use crate::RunArgs;
 
 /// The size of SA-TABLE.
 #[derive(clap::Args, Clone, Debug)]
@@ -43,17 +41,6 @@ impl Sat {
             data: None,
         })
     }
-
-    fn fresh(&mut self) -> Region<'_> {
-        let (n, nb, bs) = (self.n, self.nb, self.bs);
-        let (x, s, cols) = self.data.get_or_insert_with(|| {
-            let x = to_tile_major(&sat::reference::image(n, 11), nb, bs, 1);
-            (x, vec![0; n * n], vec![0; nb * n])
-        });
-        s.fill(u32::MAX);
-        cols.fill(u32::MAX);
-        sat::sat(x, s, cols, nb, bs).shared_bytes(sat::SHARED_BYTES)
-    }
 }
 
 impl Workload for Sat {
@@ -69,12 +56,15 @@ impl Workload for Sat {
         self.nb * self.nb
     }
 
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
-        args.apply(self.fresh()).run(runtime)
-    }
-
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
-        self.fresh().inspect()
+    fn fresh(&mut self) -> Region<'_> {
+        let (n, nb, bs) = (self.n, self.nb, self.bs);
+        let (x, s, cols) = self.data.get_or_insert_with(|| {
+            let x = to_tile_major(&sat::reference::image(n, 11), nb, bs, 1);
+            (x, vec![0; n * n], vec![0; nb * n])
+        });
+        s.fill(u32::MAX);
+        cols.fill(u32::MAX);
+        sat::sat(x, s, cols, nb, bs).shared_bytes(sat::SHARED_BYTES)
     }
 
     fn verify(&self) -> Verdict {
@@ -131,17 +121,6 @@ impl IntHist {
             data: None,
         })
     }
-
-    fn fresh(&mut self) -> Region<'_> {
-        let (n, nb, bs, bins) = (self.n, self.nb, self.bs, self.bins);
-        let (img, h, cols) = self.data.get_or_insert_with(|| {
-            let img = to_tile_major(&inthist::reference::image(n, 12), nb, bs, 1);
-            (img, vec![0; n * n * bins], vec![0; nb * n * bins])
-        });
-        h.fill(u32::MAX);
-        cols.fill(u32::MAX);
-        inthist::int_hist(img, h, cols, nb, bs, bins).shared_bytes(inthist::SHARED_BYTES)
-    }
 }
 
 impl Workload for IntHist {
@@ -160,12 +139,15 @@ impl Workload for IntHist {
         self.nb * self.nb
     }
 
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
-        args.apply(self.fresh()).run(runtime)
-    }
-
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
-        self.fresh().inspect()
+    fn fresh(&mut self) -> Region<'_> {
+        let (n, nb, bs, bins) = (self.n, self.nb, self.bs, self.bins);
+        let (img, h, cols) = self.data.get_or_insert_with(|| {
+            let img = to_tile_major(&inthist::reference::image(n, 12), nb, bs, 1);
+            (img, vec![0; n * n * bins], vec![0; nb * n * bins])
+        });
+        h.fill(u32::MAX);
+        cols.fill(u32::MAX);
+        inthist::int_hist(img, h, cols, nb, bs, bins).shared_bytes(inthist::SHARED_BYTES)
     }
 
     fn verify(&self) -> Verdict {

@@ -1,11 +1,9 @@
 //! LU-D: the tiled LU decomposition of `lu.rs`, checked against a sequential `f64` LU.
 
-use taskweave::inspect::Inspection;
-use taskweave::{Region, Report, Runtime};
+use taskweave::Region;
 use taskweave_kernels::lu;
 
 use super::{Verdict, Workload, within};
-use crate::RunArgs;
 
 /// The relative error (Frobenius norm) single-precision LU stays within against the `f64`
 /// reference on these diagonally dominant matrices.
@@ -49,15 +47,6 @@ impl Lud {
             a: Vec::new(),
         })
     }
-
-    fn fresh(&mut self) -> Region<'_> {
-        let (nb, bs) = (self.nb, self.bs);
-        let input = self
-            .input
-            .get_or_insert_with(|| lu::reference::matrix(nb, bs, 42));
-        self.a.clone_from(input);
-        lu::lu(&mut self.a, nb, bs)
-    }
 }
 
 impl Workload for Lud {
@@ -74,12 +63,13 @@ impl Workload for Lud {
         lu::task_count(self.nb)
     }
 
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
-        args.apply(self.fresh()).run(runtime)
-    }
-
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
-        self.fresh().inspect()
+    fn fresh(&mut self) -> Region<'_> {
+        let (nb, bs) = (self.nb, self.bs);
+        let input = self
+            .input
+            .get_or_insert_with(|| lu::reference::matrix(nb, bs, 42));
+        self.a.clone_from(input);
+        lu::lu(&mut self.a, nb, bs)
     }
 
     fn verify(&self) -> Verdict {

@@ -67,11 +67,18 @@ pub trait Workload {
     /// The number of tasks one run spawns.
     fn tasks(&self) -> usize;
 
+    /// Resets the input and output and builds the region over them, not yet run.
+    fn fresh(&mut self) -> taskweave::Region<'_>;
+
     /// Resets the input and runs the region once with `args`' options on `runtime`.
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error>;
+    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
+        args.apply(self.fresh()).run(runtime)
+    }
 
     /// Resets the input and records the region's DAG without running it.
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error>;
+    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
+        self.fresh().inspect()
+    }
 
     /// Compares the output of the last [`run`](Workload::run) with the sequential reference.
     fn verify(&self) -> Verdict;

@@ -1,12 +1,10 @@
 //! The floating-point grids over time: JACOBI and HEAT-SIM, checked against `f64` references.
 
-use taskweave::inspect::Inspection;
-use taskweave::{Region, Report, Runtime};
+use taskweave::Region;
 use taskweave_kernels::grid::host::{relative_error, to_row_major, to_tile_major};
 use taskweave_kernels::{heat, jacobi};
 
 use super::{Verdict, Workload, tiles, within};
-use crate::RunArgs;
 
 /// The relative error (Frobenius norm) `f32` sweeps stay within against the `f64` references:
 /// each step rounds every cell a few times at relative `6e-8`, and both stencils are averages, so
@@ -60,21 +58,6 @@ impl Jacobi {
             data: None,
         })
     }
-
-    fn fresh(&mut self) -> Region<'_> {
-        let (n, nb, bs) = (self.n, self.nb, self.bs);
-        let d = self.data.get_or_insert_with(|| JacobiData {
-            input: to_tile_major(&jacobi::reference::grid(n, 21), nb, bs, 1),
-            u: vec![0.0; n * n],
-            old: vec![0.0; n * n],
-            cols: vec![0.0; 2 * nb * n],
-        });
-        d.u.clone_from(&d.input);
-        d.old.fill(f32::NAN);
-        d.cols.fill(f32::NAN);
-        jacobi::jacobi(&mut d.u, &mut d.old, &mut d.cols, nb, bs, self.steps)
-            .shared_bytes(jacobi::SHARED_BYTES)
-    }
 }
 
 impl Workload for Jacobi {
@@ -93,12 +76,19 @@ impl Workload for Jacobi {
         2 * self.nb * self.nb * self.steps
     }
 
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
-        args.apply(self.fresh()).run(runtime)
-    }
-
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
-        self.fresh().inspect()
+    fn fresh(&mut self) -> Region<'_> {
+        let (n, nb, bs) = (self.n, self.nb, self.bs);
+        let d = self.data.get_or_insert_with(|| JacobiData {
+            input: to_tile_major(&jacobi::reference::grid(n, 21), nb, bs, 1),
+            u: vec![0.0; n * n],
+            old: vec![0.0; n * n],
+            cols: vec![0.0; 2 * nb * n],
+        });
+        d.u.clone_from(&d.input);
+        d.old.fill(f32::NAN);
+        d.cols.fill(f32::NAN);
+        jacobi::jacobi(&mut d.u, &mut d.old, &mut d.cols, nb, bs, self.steps)
+            .shared_bytes(jacobi::SHARED_BYTES)
     }
 
     fn verify(&self) -> Verdict {
@@ -161,21 +151,6 @@ impl Heat {
             data: None,
         })
     }
-
-    fn fresh(&mut self) -> Region<'_> {
-        let (n, nb, bs) = (self.n, self.nb, self.bs);
-        let d = self.data.get_or_insert_with(|| HeatData {
-            input: to_tile_major(&heat::reference::plate(n, 31), nb, bs, 1),
-            u: vec![0.0; 2 * n * n],
-            cols: vec![0.0; 2 * 2 * nb * n],
-        });
-        d.u.fill(f32::NAN);
-        d.cols.fill(f32::NAN);
-        d.u[..n * n].copy_from_slice(&d.input);
-        heat::reference::edges(&d.input, &mut d.cols, nb, bs);
-        heat::heat(&mut d.u, &mut d.cols, nb, bs, self.steps, ALPHA)
-            .shared_bytes(heat::SHARED_BYTES)
-    }
 }
 
 impl Workload for Heat {
@@ -194,12 +169,19 @@ impl Workload for Heat {
         self.nb * self.nb * self.steps
     }
 
-    fn run(&mut self, runtime: &Runtime, args: &RunArgs) -> Result<Report, taskweave::Error> {
-        args.apply(self.fresh()).run(runtime)
-    }
-
-    fn inspect(&mut self) -> Result<Inspection, taskweave::Error> {
-        self.fresh().inspect()
+    fn fresh(&mut self) -> Region<'_> {
+        let (n, nb, bs) = (self.n, self.nb, self.bs);
+        let d = self.data.get_or_insert_with(|| HeatData {
+            input: to_tile_major(&heat::reference::plate(n, 31), nb, bs, 1),
+            u: vec![0.0; 2 * n * n],
+            cols: vec![0.0; 2 * 2 * nb * n],
+        });
+        d.u.fill(f32::NAN);
+        d.cols.fill(f32::NAN);
+        d.u[..n * n].copy_from_slice(&d.input);
+        heat::reference::edges(&d.input, &mut d.cols, nb, bs);
+        heat::heat(&mut d.u, &mut d.cols, nb, bs, self.steps, ALPHA)
+            .shared_bytes(heat::SHARED_BYTES)
     }
 
     fn verify(&self) -> Verdict {
