@@ -293,11 +293,11 @@ impl Gpu {
         Ok(function)
     }
 
-    /// Kernel `name` of `region`, or its uncapped twin, and how many of its blocks fit on the GPU
-    /// at once. The builder caps the scheduler kernels' registers, which buys resident blocks with
-    /// spills in the task bodies, and adds an uncapped twin of each (`<name>__uncapped`). `wanted`
-    /// gets the capped kernel's residency and says how many blocks the launch wants; when that many
-    /// of the twin fit, the twin runs.
+    /// Kernel `name` of `region`, or its uncapped twin, and how many blocks to launch: the ones
+    /// `wanted` asks for, at least one and at most what fits on the GPU at once. The builder caps
+    /// the scheduler kernels' registers, which buys resident blocks with spills in the task bodies,
+    /// and adds an uncapped twin of each (`<name>__uncapped`). `wanted` gets the capped kernel's
+    /// residency; when that many blocks of the twin fit, the twin runs.
     pub(crate) fn pick(
         &self,
         region: &crate::Region<'_>,
@@ -319,9 +319,9 @@ impl Gpu {
             && let Ok(twin_resident) = persistent::resident_blocks(self, &twin, region)
             && wanted <= twin_resident
         {
-            return Ok((twin, twin_resident));
+            return Ok((twin, wanted.max(1)));
         }
-        Ok((capped, resident))
+        Ok((capped, wanted.clamp(1, resident)))
     }
 
     /// Clears the module's error record and abort flag before a launch.

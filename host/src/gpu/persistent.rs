@@ -65,16 +65,13 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     let options = &region.options;
     let n = ins.task_count();
     let widest = ins.dag.max_level_width();
-    let (function, resident) = gpu.pick(region, meta.kernel, |resident| {
+    // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
+    // would deadlock the rest.
+    let (function, workers) = gpu.pick(region, meta.kernel, |resident| {
         options
             .workers
             .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
     })?;
-    // Never more workers than can be resident at once: a non-resident worker would deadlock the rest.
-    let workers = options
-        .workers
-        .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
-        .clamp(1, resident);
     let staged = Staged::new(gpu, region, ins, workers)?;
 
     let mut kernel_time = Duration::ZERO;
