@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use taskweave::{Report, Runtime};
 
@@ -126,7 +127,14 @@ fn measure(
         workload: workload.name(),
         size: workload.size(),
         tasks: workload.tasks(),
-        label: format!("{:?}", args.backend).to_lowercase(),
+        // Until a run reports the backend that ran (`auto` resolves to one), the option's name.
+        label: label(
+            &args
+                .backend
+                .to_possible_value()
+                .map_or_else(|| "auto".to_owned(), |v| v.get_name().to_owned()),
+            args,
+        ),
         times_ms: Vec::with_capacity(reps),
         outcome: Err("not run".into()),
         last: None,
