@@ -1,8 +1,9 @@
 //! One runtime shared by several host threads, and what a runtime without a GPU does.
 //!
-//! A `Runtime` is `Send + Sync`. On the CPU backend every region gets its own tables and worker
-//! threads, so regions from several host threads run side by side; on a GPU they take turns (see
-//! `Gpu::exclusive` in the host crate; the GPU case is in the `faults` program). Dropping a runtime
+//! A `Runtime` is `Send + Sync`. Every region gets its own tables, so regions from several host
+//! threads run side by side: on the CPU backend with their own worker threads, on a GPU with their
+//! own error record and abort flag per launch, admitted beside each other while their workers fit
+//! (the GPU case is in the `faults` program). Dropping a runtime
 //! while a region runs does not compile (`ui/runtime-dropped-while-running.rs`).
 
 use std::sync::Barrier;

@@ -15,7 +15,8 @@
 //! | `rank` | `n_tasks` | host | critical-path bottom level per task |
 //! | `next`, `head`, `tail`, `lock` | see [`crate::sched`] | host, then workers | the worker queues |
 //! | `counters` | one [`Counters`] | workers | completed tasks, the global round-robin cursor |
-//! | `abort` | one `u32` or null | host watchdog | non-zero asks every worker to stop |
+//! | `abort` | one `u32` or null | host watchdog, a faulting task | non-zero asks every worker to stop |
+//! | `error` | one [`ErrorRecord`](crate::error::ErrorRecord) | a faulting task | what failed, where |
 //! | `stats` | `n_workers` | workers | [`WorkerStats`] |
 //! | `current` | `n_workers` | workers | the task each worker runs, for the watchdog |
 //! | `trace` | `n_tasks` or null | workers | [`TraceRecord`] per task |
@@ -107,8 +108,12 @@ pub struct RegionDesc {
     pub lock: u64,
     /// `*mut Counters`.
     pub counters: u64,
-    /// `*const u32`, the host's abort flag, or 0.
+    /// `*mut u32`, the abort flag (raised by the host watchdog or a faulting task), or 0 on the CPU
+    /// backend's host threads.
     pub abort: u64,
+    /// `*mut ErrorRecord`, the launch's error record, or 0 on the CPU backend (a fault there is a
+    /// panic).
+    pub error: u64,
     /// `*mut WorkerStats`, `n_workers` records.
     pub stats: u64,
     /// `*mut u32`, the task each worker is running (`u32::MAX` when none), `n_workers` words; read

@@ -1,12 +1,16 @@
 //! The error record a failing kernel leaves for the host.
 //!
 //! 1. A task that panics, or indexes outside its declared ranges in checked mode, calls [`raise`].
-//! 2. The first caller on the GPU claims the module-global [`TASKWEAVE_ERROR`] record, fills it in
-//!    (code, task, worker, thread, source location, message) and raises [`TASKWEAVE_ABORT`], which
-//!    every worker polls between tasks and while idle.
+//! 2. The first caller on the GPU claims its region's record (each launch has its own, bound to the
+//!    block by [`bind`] at kernel entry), fills it in (code, task, worker, thread, source location,
+//!    message) and raises the region's abort flag, which every worker polls between tasks and while
+//!    idle.
 //! 3. The panicking thread then exits (`exit`, not `trap`): the kernel ends normally, the CUDA
-//!    context stays usable, and the host reads the record by its symbol name and turns it into an
-//!    error naming the task.
+//!    context stays usable, and the host reads the record and turns it into an error naming the
+//!    task.
+//!
+//! The record and the flag belong to the launch, not to the module: two regions of one module can
+//! run at once on different streams, and a fault in one neither stops nor blames the other.
 //!
 //! On the host, `raise` panics with the same information; the CPU backend catches the panic.
 
@@ -90,16 +94,46 @@ pub fn store_text(buf: &mut [u8; TEXT_BYTES], text: &str) {
     buf[..end].copy_from_slice(&text.as_bytes()[..end]);
 }
 
-/// The record of this module (one per loaded PTX module). The host finds it by name.
+/// Binds the calling block to its launch's error record and abort flag, which [`raise`] uses.
+/// Every thread of the block calls it at kernel entry, before any task runs; it ends with a block
+/// barrier.
+///
+/// # Safety
+/// `record` must point to an [`ErrorRecord`] and `abort` to a `u32`, both in device memory, live
+/// for the whole launch and written only atomically (`claimed`, `code`, the flag) or by the thread
+/// that claimed the record.
 #[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub static mut TASKWEAVE_ERROR: ErrorRecord = ErrorRecord::EMPTY;
+pub unsafe fn bind(record: *mut ErrorRecord, abort: *mut u32) {
+    if crate::arch::thread_idx() == 0 {
+        let words = crate::shared::runtime_words();
+        // SAFETY: the runtime words are this block's shared memory, `RUNTIME_WORDS` long and
+        // 16-aligned; `ERROR` and `ABORT` are even, so each pair holds an aligned `u64`.
+        unsafe {
+            words
+                .add(crate::sched::words::ERROR)
+                .cast::<u64>()
+                .write(record as u64);
+            words
+                .add(crate::sched::words::ABORT)
+                .cast::<u64>()
+                .write(abort as u64);
+        }
+    }
+    crate::arch::sync_threads();
+}
 
-/// The abort flag: non-zero makes every worker stop at its next poll. Raised by [`raise`] on the
-/// GPU; the host raises it for the watchdog through the runtime's mapped flag instead.
+/// The record and flag [`bind`] installed for the calling block.
 #[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub static TASKWEAVE_ABORT: AtomicU32 = AtomicU32::new(0);
+fn bound() -> (*mut ErrorRecord, *mut u32) {
+    let words = crate::shared::runtime_words();
+    // SAFETY: written by `bind` before any task ran, never changed afterwards.
+    unsafe {
+        (
+            words.add(crate::sched::words::ERROR).cast::<u64>().read() as *mut ErrorRecord,
+            words.add(crate::sched::words::ABORT).cast::<u64>().read() as *mut u32,
+        )
+    }
+}
 
 /// What [`raise`] reports.
 #[derive(Clone, Copy, Debug)]
@@ -122,11 +156,16 @@ pub struct Fault<'a> {
 #[cfg(target_arch = "nvptx64")]
 pub fn raise(fault: Fault<'_>) {
     let task = crate::sched::current_task();
-    // SAFETY: `TASKWEAVE_ERROR` is a plain global; `claimed` is only accessed atomically, and the
-    // thread that wins the claim is the only writer of the other fields. The host reads them after
-    // the kernel ends.
+    let (record, abort) = bound();
+    if record.is_null() || abort.is_null() {
+        // A kernel that never called `bind` has nowhere to report: trapping at least surfaces
+        // the fault as a lost context rather than a silent wrong result.
+        crate::arch::trap();
+    }
+    // SAFETY: `bind`'s contract: `record` is this launch's record; `claimed` is only accessed
+    // atomically, and the thread that wins the claim is the only writer of the other fields. The
+    // host reads them after the kernel ends.
     unsafe {
-        let record = &raw mut TASKWEAVE_ERROR;
         let claimed = AtomicU32::from_ptr(&raw mut (*record).claimed);
         if claimed.swap(1, Scope::Gpu, Ordering::Relaxed) == 0 {
             (*record).task = task;
@@ -150,7 +189,8 @@ pub fn raise(fault: Fault<'_>) {
         }
     }
     // Publishes the abort to every worker; they poll it with relaxed loads.
-    TASKWEAVE_ABORT.store(1, Scope::Gpu, Ordering::Release);
+    // SAFETY: `bind`'s contract: a live `u32` of this launch, written only atomically.
+    unsafe { AtomicU32::from_ptr(abort) }.store(1, Scope::Gpu, Ordering::Release);
 }
 
 /// On the host a fault is a panic, caught by the CPU backend and turned into an error.

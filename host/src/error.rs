@@ -191,6 +191,16 @@ pub enum Error {
         /// What lost it.
         reason: String,
     },
+
+    /// A region submitted without waiting could not run: its helper thread failed outside any
+    /// task (a bug in taskweave), or the runtime was shutting down.
+    #[error("region `{region}` submitted without waiting did not run: {reason}")]
+    NotRun {
+        /// The region.
+        region: &'static str,
+        /// Why.
+        reason: String,
+    },
 }
 
 fn restored_note(restored: bool) -> &'static str {

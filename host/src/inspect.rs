@@ -125,6 +125,7 @@ pub struct Recorder {
     tasks: Vec<TaskRecord>,
     args: Vec<u64>,
     locations: Vec<&'static Location<'static>>,
+    footprints: Vec<Footprint>,
     scratch: Vec<(u32, Range<usize>, graph::Access)>,
     /// [`MAX_TASKS`]; lower in tests, which cannot spawn two billion tasks.
     max_tasks: u32,
@@ -143,6 +144,7 @@ impl Recorder {
             region,
             kinds,
             tracker: DepTracker::new(&lens),
+            footprints: vec![Footprint::default(); arrays.len()],
             arrays,
             tasks: Vec::new(),
             args: Vec::new(),
@@ -208,6 +210,14 @@ impl Recorder {
                 limit: self.max_args,
             });
         }
+        for a in accesses {
+            let footprint = &mut self.footprints[a.slot as usize];
+            if a.write {
+                Footprint::widen(&mut footprint.write, &a.range);
+            } else {
+                Footprint::widen(&mut footprint.read, &a.range);
+            }
+        }
         self.scratch.clear();
         self.scratch.extend(accesses.iter().map(|a| {
             let mode = if a.write {
@@ -240,6 +250,7 @@ impl Recorder {
             tasks: self.tasks,
             args: self.args,
             locations: self.locations,
+            footprints: self.footprints,
             time,
         }
     }
@@ -251,6 +262,28 @@ fn format_words(words: &[u64]) -> String {
         .map(|w| (*w as i64).to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The elements a region's tasks touch in one array: the smallest range covering every read, and
+/// the one covering every write. Regions in flight on a shared array are ordered by these.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// The span of the reads, if any.
+    pub read: Option<Range<usize>>,
+    /// The span of the writes, if any.
+    pub write: Option<Range<usize>>,
+}
+
+impl Footprint {
+    fn widen(span: &mut Option<Range<usize>>, range: &Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        *span = Some(match span.take() {
+            Some(s) => s.start.min(range.start)..s.end.max(range.end),
+            None => range.clone(),
+        });
+    }
 }
 
 /// What inspecting a region produced.
@@ -270,6 +303,8 @@ pub struct Inspection {
     pub args: Vec<u64>,
     /// Where each task was spawned.
     pub locations: Vec<&'static Location<'static>>,
+    /// Per array slot: the span of elements the tasks read and the span they write.
+    pub footprints: Vec<Footprint>,
     /// How long inspection took (running the body, tracking dependences, building the CSR).
     pub time: Duration,
 }

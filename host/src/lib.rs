@@ -15,6 +15,7 @@ mod region;
 mod report;
 mod resident;
 mod runtime;
+mod submit;
 mod tables;
 
 pub use error::{Error, TaskRef};
@@ -22,3 +23,4 @@ pub use region::{Options, Policy, Region, RegionMeta};
 pub use report::Report;
 pub use resident::DeviceArray;
 pub use runtime::{Backend, Runtime};
+pub use submit::{HELPERS, Pending};

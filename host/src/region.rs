@@ -9,6 +9,7 @@
 
 use std::marker::PhantomData;
 use std::panic::Location;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use taskweave_device::sched::Dispatch;
@@ -16,10 +17,12 @@ use taskweave_device::sched::Dispatch;
 use crate::error::Error;
 use crate::inspect::{ArrayArg, ArrayInfo, Inspection, ReadOnly, ReadWrite, Recorder};
 use crate::report::Report;
-use crate::resident::{DeviceArray, Place};
+use crate::resident::{Cell, DeviceArray, Done, Place};
 use crate::runtime::{Backend, Runtime};
+use crate::submit::{Pending, WriteBack};
 
 /// What the macro knows about a region at compile time.
+#[derive(Clone, Copy)]
 pub struct RegionMeta {
     /// The region function's name.
     pub name: &'static str,
@@ -167,6 +170,8 @@ pub(crate) struct Binding<'a> {
     pub bytes: usize,
     /// The device address of an array resident on the GPU.
     pub device: Option<u64>,
+    /// The memory of a resident array (GPU or host), kept alive and ordered by the binding.
+    pub cell: Option<Arc<Cell>>,
     _marker: PhantomData<&'a mut [u8]>,
 }
 
@@ -232,6 +237,7 @@ impl<'a> Region<'a> {
             ptr: ptr.cast(),
             bytes: len * size_of::<T>(),
             device: None,
+            cell: None,
             _marker: PhantomData,
         });
         slot
@@ -243,29 +249,35 @@ impl<'a> Region<'a> {
         name: &'static str,
         writable: bool,
     ) -> u32 {
-        match array.location() {
+        let (place, cell) = array.location();
+        let slot = match place {
             Place::Host(ptr) => self.push(ptr.cast::<T>(), array.len(), name, writable),
             Place::Device(address) => {
                 let slot = self.push(std::ptr::null_mut::<T>(), array.len(), name, writable);
                 self.arrays[slot as usize].device = Some(address);
                 slot
             }
-        }
+        };
+        self.arrays[slot as usize].cell = Some(cell);
+        slot
     }
 
-    /// Binds a read-only array resident on the device (nothing is copied).
+    /// Binds a read-only array resident on the device (nothing is copied). The region keeps the
+    /// memory alive itself, so the borrow ends here.
     pub fn bind_resident<T: Copy>(
         &mut self,
-        array: &'a DeviceArray<T>,
+        array: &DeviceArray<T>,
         name: &'static str,
     ) -> ArrayArg<T, ReadOnly> {
         ArrayArg::new(self.push_resident(array, name, false), array.len())
     }
 
-    /// Binds a read-write array resident on the device (nothing is copied).
+    /// Binds a read-write array resident on the device (nothing is copied). As for
+    /// [`Region::bind_resident`], the borrow ends here: regions in flight on one array are ordered
+    /// by their declared ranges (see [`DeviceArray`]).
     pub fn bind_resident_mut<T: Copy>(
         &mut self,
-        array: &'a mut DeviceArray<T>,
+        array: &mut DeviceArray<T>,
         name: &'static str,
     ) -> ArrayArg<T, ReadWrite> {
         ArrayArg::new(self.push_resident(array, name, true), array.len())
@@ -367,9 +379,116 @@ impl<'a> Region<'a> {
         Ok(recorder.finish(start.elapsed()))
     }
 
-    /// Inspects the region and runs its DAG on `runtime`'s backend.
+    /// Inspects the region and runs its DAG on `runtime`'s backend, after the regions in flight
+    /// whose accesses to its resident arrays conflict with its own (see [`Region::submit`]).
     pub fn run(mut self, runtime: &Runtime) -> Result<Report, Error> {
         let inspection = self.inspect_body()?;
-        runtime.execute(&self, &inspection)
+        let done = Arc::new(Done::default());
+        for earlier in self.register(&inspection, &done) {
+            earlier.wait();
+        }
+        let report = runtime.execute(&self, &inspection);
+        done.set();
+        report
+    }
+
+    /// Inspects the region and hands it to `runtime`'s helper threads, which run it once the
+    /// regions in flight it conflicts with have ended (OpenMP's `target nowait` with `depend`
+    /// clauses, taken from the declared accesses). Returns at once with a [`Pending`] to wait on.
+    ///
+    /// - Host arrays stay borrowed until [`Pending::wait`], which copies the results into the
+    ///   ones the region writes. The helpers work on copies taken now, so a `Pending` that is
+    ///   leaked instead of waited on loses its results but never touches the caller's memory.
+    /// - Resident arrays ([`DeviceArray`]) are shared: a later region that reads what this one
+    ///   writes, or writes what it reads or writes (overlapping element ranges), waits for it; a
+    ///   region on other arrays or other ranges runs beside it.
+    ///
+    /// Inspection errors (bad ranges) are returned here; errors of the run from
+    /// [`Pending::wait`].
+    pub fn submit(mut self, runtime: &Runtime) -> Result<Pending<'a>, Error> {
+        let inspection = self.inspect_body()?;
+        let done = Arc::new(Done::default());
+        let after = self.register(&inspection, &done);
+        let (region, copies, writeback) = self.detach();
+        Ok(runtime.submit(region, inspection, copies, after, done, writeback))
+    }
+
+    /// This region with its host arrays copied into buffers it owns, so that it can run on another
+    /// thread after the caller's borrows end; plus the buffers, and where each writable host
+    /// array's result goes back.
+    fn detach(mut self) -> (Region<'static>, Vec<Box<[u64]>>, Vec<WriteBack<'a>>) {
+        let mut copies = Vec::new();
+        let mut writeback = Vec::new();
+        let arrays = std::mem::take(&mut self.arrays)
+            .into_iter()
+            .map(|b| {
+                let mut ptr = b.ptr;
+                if b.cell.is_none() && !b.ptr.is_null() {
+                    let mut copy = vec![0u64; b.bytes.div_ceil(8).max(1)].into_boxed_slice();
+                    let bytes = b.bytes();
+                    // SAFETY: `copy` holds at least `bytes.len()` bytes; they do not overlap.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            bytes.as_ptr(),
+                            copy.as_mut_ptr().cast::<u8>(),
+                            bytes.len(),
+                        )
+                    };
+                    // The heap block does not move with the box: the pointer stays valid while
+                    // the job owns `copies`.
+                    ptr = copy.as_mut_ptr().cast();
+                    if b.info.writable {
+                        writeback.push(WriteBack {
+                            copy: copies.len(),
+                            binding: Binding {
+                                info: b.info,
+                                ptr: b.ptr,
+                                bytes: b.bytes,
+                                device: None,
+                                cell: None,
+                                _marker: PhantomData,
+                            },
+                        });
+                    }
+                    copies.push(copy);
+                }
+                Binding {
+                    info: b.info,
+                    ptr,
+                    bytes: b.bytes,
+                    device: b.device,
+                    cell: b.cell,
+                    _marker: PhantomData,
+                }
+            })
+            .collect();
+        let region = Region {
+            meta: self.meta,
+            arrays,
+            body: None,
+            options: self.options.clone(),
+        };
+        (region, copies, writeback)
+    }
+
+    /// Registers this run's accesses with the resident arrays it binds, and returns the runs in
+    /// flight it must wait for. One lock orders all registrations, so two regions registering at
+    /// once cannot each wait for the other.
+    pub(crate) fn register(&self, ins: &Inspection, done: &Arc<Done>) -> Vec<Arc<Done>> {
+        static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _order = REGISTRATION
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut after: Vec<Arc<Done>> = Vec::new();
+        for (binding, footprint) in self.arrays.iter().zip(&ins.footprints) {
+            if let Some(cell) = &binding.cell {
+                for d in cell.register(done, footprint.read.clone(), footprint.write.clone()) {
+                    if !after.iter().any(|a| Arc::ptr_eq(a, &d)) {
+                        after.push(d);
+                    }
+                }
+            }
+        }
+        after
     }
 }

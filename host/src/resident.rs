@@ -8,17 +8,62 @@
 //!
 //! A region that fails leaves a resident array as the tasks that ran left it (host arrays are
 //! restored; see [`Error`]).
+//!
+//! # Regions in flight
+//! The region borrows the array only while it is built: the binding keeps the memory alive itself,
+//! so regions submitted without waiting ([`Region::submit`](crate::Region::submit)) can share an
+//! array. What orders them is the array's record of the regions in flight on it: each region
+//! registers the element ranges it reads and writes, and waits for the earlier ones whose ranges
+//! overlap its own with a write on either side. [`DeviceArray::download`] waits for the writers.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
 use crate::error::Error;
 
-pub(crate) enum Store<T> {
-    /// On the CPU backend: ordinary memory.
-    Host(Vec<T>),
+/// Completion of one region run: set once, waited on by the regions and downloads after it.
+#[derive(Default)]
+pub(crate) struct Done {
+    finished: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Done {
+    pub fn set(&self) {
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.signal.notify_all();
+    }
+
+    pub fn is_set(&self) -> bool {
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn wait(&self) {
+        let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*finished {
+            finished = self
+                .signal
+                .wait(finished)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// One region's access to an array, while the region is in flight.
+pub(crate) struct InFlight {
+    pub done: Arc<Done>,
+    pub range: Range<usize>,
+    pub write: bool,
+}
+
+/// Where an array's elements live.
+enum Store {
+    /// On the CPU backend: ordinary memory, in `u64` words so that any element type up to 8-byte
+    /// alignment fits. Written by the CPU backend's workers through raw pointers.
+    Host(Box<[u64]>),
     /// On a GPU: raw bytes, copied with the runtime's stream.
     Gpu {
         bytes: CudaSlice<u8>,
@@ -26,16 +71,82 @@ pub(crate) enum Store<T> {
     },
 }
 
+/// The memory of a [`DeviceArray`] and the regions in flight on it; shared by the array and the
+/// bindings of the regions that use it.
+pub(crate) struct Cell {
+    store: Store,
+    inflight: Mutex<Vec<InFlight>>,
+}
+
+// SAFETY: the memory is only reached through raw pointers by region runs, which `inflight` orders
+// (no two overlapping accesses with a write run at once), and by `download`, which first waits for
+// every writer in flight. `CudaSlice` is `Send + Sync`.
+unsafe impl Send for Cell {}
+// SAFETY: as above.
+unsafe impl Sync for Cell {}
+
+impl Cell {
+    /// Registers a run that reads `read` and writes `write` (element ranges) and returns the runs
+    /// in flight it must wait for: those with an overlapping range and a write on either side.
+    pub fn register(
+        &self,
+        done: &Arc<Done>,
+        read: Option<Range<usize>>,
+        write: Option<Range<usize>>,
+    ) -> Vec<Arc<Done>> {
+        let overlaps = |a: &Range<usize>, b: &Range<usize>| a.start < b.end && b.start < a.end;
+        let (read, write) = (
+            read.filter(|r| !r.is_empty()),
+            write.filter(|w| !w.is_empty()),
+        );
+        let mut inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+        inflight.retain(|f| !f.done.is_set());
+        let mut after = Vec::new();
+        for f in inflight.iter() {
+            let conflict = write.as_ref().is_some_and(|w| overlaps(w, &f.range))
+                || (f.write && read.as_ref().is_some_and(|r| overlaps(r, &f.range)));
+            if conflict && !after.iter().any(|d| Arc::ptr_eq(d, &f.done)) {
+                after.push(f.done.clone());
+            }
+        }
+        for (range, write) in [(read, false), (write, true)] {
+            if let Some(range) = range {
+                inflight.push(InFlight {
+                    done: done.clone(),
+                    range,
+                    write,
+                });
+            }
+        }
+        after
+    }
+
+    /// Waits until no run that writes the array is in flight.
+    fn wait_for_writers(&self) {
+        let writers: Vec<Arc<Done>> = self
+            .inflight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|f| f.write)
+            .map(|f| f.done.clone())
+            .collect();
+        for done in writers {
+            done.wait();
+        }
+    }
+}
+
 /// An array resident where the runtime runs: GPU memory, or host memory for the CPU backend.
 pub struct DeviceArray<T: Copy> {
-    pub(crate) store: Store<T>,
+    cell: Arc<Cell>,
     len: usize,
     _marker: PhantomData<T>,
 }
 
 impl<T: Copy> std::fmt::Debug for DeviceArray<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let place = match self.store {
+        let place = match self.cell.store {
             Store::Host(_) => "host",
             Store::Gpu { .. } => "gpu",
         };
@@ -48,19 +159,44 @@ impl<T: Copy> std::fmt::Debug for DeviceArray<T> {
     }
 }
 
+/// The bytes of `data`.
+fn bytes_of<T: Copy>(data: &[T]) -> &[u8] {
+    // SAFETY: `T: Copy` plain data, viewed as its bytes.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) }
+}
+
 impl<T: Copy> DeviceArray<T> {
-    pub(crate) fn host(data: &[T]) -> Self {
+    fn new(store: Store, len: usize) -> Self {
         Self {
-            store: Store::Host(data.to_vec()),
-            len: data.len(),
+            cell: Arc::new(Cell {
+                store,
+                inflight: Mutex::new(Vec::new()),
+            }),
+            len,
             _marker: PhantomData,
         }
     }
 
+    pub(crate) fn host(data: &[T]) -> Self {
+        assert!(
+            align_of::<T>() <= align_of::<u64>(),
+            "resident arrays hold elements aligned to at most 8 bytes"
+        );
+        let bytes = bytes_of(data);
+        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
+        // SAFETY: `words` has at least `bytes.len()` bytes; the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            )
+        };
+        Self::new(Store::Host(words), data.len())
+    }
+
     pub(crate) fn gpu(data: &[T], stream: &Arc<CudaStream>) -> Result<Self, Error> {
-        // SAFETY: `T: Copy` plain data, viewed as its bytes for the copy.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data)) };
+        let bytes = bytes_of(data);
         let padded = [0u8; 8];
         let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
         let bytes = stream.clone_htod(bytes).map_err(crate::gpu::alloc_error(
@@ -68,14 +204,17 @@ impl<T: Copy> DeviceArray<T> {
             "uploading a device array",
             bytes.len(),
         ))?;
-        Ok(Self {
-            store: Store::Gpu {
+        // Regions run on other streams too: the copy must be complete before any of them starts.
+        stream
+            .synchronize()
+            .map_err(Error::cuda("uploading a device array"))?;
+        Ok(Self::new(
+            Store::Gpu {
                 bytes,
                 stream: stream.clone(),
             },
-            len: data.len(),
-            _marker: PhantomData,
-        })
+            data.len(),
+        ))
     }
 
     /// The number of elements.
@@ -90,38 +229,55 @@ impl<T: Copy> DeviceArray<T> {
 
     /// Whether the array lives in GPU memory.
     pub fn on_gpu(&self) -> bool {
-        matches!(self.store, Store::Gpu { .. })
+        matches!(self.cell.store, Store::Gpu { .. })
     }
 
-    /// A copy of the array in host memory.
+    /// A copy of the array in host memory, once every region in flight that writes it has ended.
     pub fn download(&self) -> Result<Vec<T>, Error> {
-        match &self.store {
-            Store::Host(data) => Ok(data.clone()),
-            Store::Gpu { bytes, stream } => {
+        self.cell.wait_for_writers();
+        let mut out = Vec::<T>::with_capacity(self.len);
+        let bytes = self.len * size_of::<T>();
+        match &self.cell.store {
+            Store::Host(words) => {
+                // SAFETY: `words` holds at least `len` elements' bytes, written from `T` values;
+                // no writer is in flight.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        words.as_ptr().cast::<u8>(),
+                        out.as_mut_ptr().cast::<u8>(),
+                        bytes,
+                    );
+                }
+            }
+            Store::Gpu {
+                bytes: slice,
+                stream,
+            } => {
                 let raw = stream
-                    .clone_dtoh(bytes)
+                    .clone_dtoh(slice)
                     .map_err(Error::cuda("downloading a device array"))?;
-                let mut out = Vec::<T>::with_capacity(self.len);
                 // SAFETY: `raw` holds at least `len` elements' bytes, written from `T` values.
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         raw.as_ptr(),
                         out.as_mut_ptr().cast::<u8>(),
-                        self.len * size_of::<T>(),
+                        bytes,
                     );
-                    out.set_len(self.len);
                 }
-                Ok(out)
             }
         }
+        // SAFETY: the `len` elements were initialised above.
+        unsafe { out.set_len(self.len) };
+        Ok(out)
     }
 
-    /// Where a region's binding finds the data: a host pointer, or a device address.
-    pub(crate) fn location(&self) -> Place {
-        match &self.store {
-            Store::Host(data) => Place::Host(data.as_ptr().cast_mut().cast()),
+    /// Where a region's binding finds the data, and the shared cell that keeps it alive.
+    pub(crate) fn location(&self) -> (Place, Arc<Cell>) {
+        let place = match &self.cell.store {
+            Store::Host(words) => Place::Host(words.as_ptr().cast_mut().cast()),
             Store::Gpu { bytes, stream } => Place::Device(bytes.device_ptr(stream).0),
-        }
+        };
+        (place, self.cell.clone())
     }
 }
 
@@ -132,4 +288,34 @@ pub(crate) enum Place {
     Host(*mut u8),
     /// Device memory of the GPU runtime.
     Device(u64),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{DeviceArray, Done};
+
+    #[test]
+    fn runs_wait_only_for_overlapping_accesses_with_a_write() {
+        let array = DeviceArray::host(&[0u32; 100]);
+        let cell = &array.cell;
+        let run = || Arc::new(Done::default());
+        let (w1, r1, r2, w2, w3) = (run(), run(), run(), run(), run());
+        assert!(cell.register(&w1, None, Some(0..50)).is_empty());
+        // Reads of what `w1` writes wait for it; reads elsewhere do not.
+        let after = cell.register(&r1, Some(10..20), None);
+        assert!(after.len() == 1 && Arc::ptr_eq(&after[0], &w1));
+        assert!(cell.register(&r2, Some(50..100), None).is_empty());
+        // A write waits for the earlier writer and readers it overlaps, each once.
+        let after = cell.register(&w2, Some(0..100), Some(15..60));
+        assert_eq!(after.len(), 3);
+        // Finished runs are forgotten.
+        for done in [&w1, &r1, &r2, &w2] {
+            done.set();
+        }
+        assert!(cell.register(&w3, Some(0..100), Some(0..100)).is_empty());
+        // Empty ranges touch nothing.
+        assert!(cell.register(&run(), Some(5..5), Some(7..7)).is_empty());
+    }
 }

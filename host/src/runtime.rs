@@ -5,6 +5,8 @@
 //! 2. [`Runtime::gpu`] insists on the GPU; [`Runtime::cpu`] never touches it.
 //! 3. [`Region::run`](crate::Region::run) hands each region to the runtime's backend.
 
+use std::sync::{Arc, OnceLock};
+
 use crate::cpu;
 use crate::error::Error;
 use crate::gpu::levels::{self, Strategy};
@@ -12,7 +14,8 @@ use crate::gpu::{Gpu, graph, persistent, streams};
 use crate::inspect::Inspection;
 use crate::region::Region;
 use crate::report::Report;
-use crate::resident::DeviceArray;
+use crate::resident::{DeviceArray, Done};
+use crate::submit::{HELPERS, Helpers, Job, Pending, WriteBack};
 
 /// How a region's DAG is executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,6 +87,8 @@ enum Engine {
 pub struct Runtime {
     engine: Engine,
     fallback: Option<String>,
+    /// The helper threads of regions submitted without waiting, started on the first submit.
+    helpers: OnceLock<Result<Helpers, String>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -105,6 +110,7 @@ impl Runtime {
             Ok(gpu) => Self {
                 engine: Engine::Gpu(Box::new(gpu)),
                 fallback: None,
+                helpers: OnceLock::new(),
             },
             Err(e) => Self {
                 fallback: Some(e.to_string()),
@@ -118,6 +124,7 @@ impl Runtime {
         Ok(Self {
             engine: Engine::Gpu(Box::new(Gpu::new(ordinal)?)),
             fallback: None,
+            helpers: OnceLock::new(),
         })
     }
 
@@ -133,6 +140,7 @@ impl Runtime {
                 workers: workers.max(1),
             },
             fallback: None,
+            helpers: OnceLock::new(),
         }
     }
 
@@ -183,41 +191,98 @@ impl Runtime {
         region: &Region<'_>,
         inspection: &Inspection,
     ) -> Result<Report, Error> {
-        let backend = region.options.backend.unwrap_or(self.backend());
-        // Regions on one GPU take turns (see `Gpu::exclusive`); the CPU backend gives each region
-        // its own tables and threads, so CPU regions run side by side.
-        let _turn = match &self.engine {
-            Engine::Gpu(gpu) if backend.needs_gpu() => {
-                let turn = gpu.exclusive();
-                gpu.check_usable()?;
-                Some(turn)
-            }
-            _ => None,
+        let engine = match &self.engine {
+            Engine::Gpu(gpu) => Lane::Gpu(gpu),
+            Engine::Cpu { workers } => Lane::Cpu(*workers),
         };
-        match (&self.engine, backend) {
-            (Engine::Gpu(gpu), Backend::Persistent) => persistent::execute(gpu, region, inspection),
-            (Engine::Gpu(gpu), Backend::Barrier) => {
-                levels::execute(gpu, region, inspection, Strategy::Launches)
-            }
-            (Engine::Gpu(gpu), Backend::GridBarrier) => {
-                levels::execute(gpu, region, inspection, Strategy::GridBarrier)
-            }
-            (Engine::Gpu(gpu), Backend::Graph) => graph::execute(gpu, region, inspection),
-            (Engine::Gpu(gpu), Backend::Streams) => streams::execute(gpu, region, inspection),
-            (Engine::Gpu(_), Backend::Cpu) => {
-                cpu::execute(region, inspection, cpu::default_workers())
-            }
-            (Engine::Cpu { workers }, Backend::Cpu) => cpu::execute(region, inspection, *workers),
-            (Engine::Cpu { .. }, gpu_only) => Err(Error::NoGpu {
-                reason: format!(
-                    "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
-                    gpu_only.name(),
-                    self.fallback
-                        .as_deref()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
-                ),
-            }),
+        execute(&engine, self.fallback.as_deref(), region, inspection)
+    }
+
+    /// Hands an inspected region to the helper threads (see [`Region::submit`]).
+    pub(crate) fn submit<'a>(
+        &self,
+        region: Region<'static>,
+        inspection: Inspection,
+        copies: Vec<Box<[u64]>>,
+        after: Vec<Arc<Done>>,
+        done: Arc<Done>,
+        writeback: Vec<WriteBack<'a>>,
+    ) -> Pending<'a> {
+        let (job, pending) = Job::new(region, inspection, copies, after, done, writeback);
+        match self.helpers.get_or_init(|| self.start_helpers()) {
+            Ok(helpers) => helpers.submit(job),
+            // No helpers (the GPU refused more streams): run the region here, in order.
+            Err(_) => job.run(&|region, ins| self.execute(region, ins)),
         }
+        pending
+    }
+
+    fn start_helpers(&self) -> Result<Helpers, String> {
+        let fallback = self.fallback.clone();
+        match &self.engine {
+            Engine::Gpu(gpu) => {
+                let lanes = (0..HELPERS)
+                    .map(|_| gpu.lane())
+                    .collect::<Result<Vec<Gpu>, Error>>()
+                    .map_err(|e| e.to_string())?;
+                Ok(Helpers::start(lanes, move |gpu, region, ins| {
+                    execute(&Lane::Gpu(gpu), fallback.as_deref(), region, ins)
+                }))
+            }
+            Engine::Cpu { workers } => {
+                let workers = *workers;
+                Ok(Helpers::start(vec![(); HELPERS], move |_, region, ins| {
+                    execute(&Lane::Cpu(workers), fallback.as_deref(), region, ins)
+                }))
+            }
+        }
+    }
+}
+
+/// What runs one region: a GPU handle (the runtime's, or a helper's lane) or the CPU backend.
+enum Lane<'g> {
+    Gpu(&'g Gpu),
+    Cpu(u32),
+}
+
+/// Runs `region` on `lane` with the backend its options name (or the lane's own).
+fn execute(
+    lane: &Lane<'_>,
+    fallback: Option<&str>,
+    region: &Region<'_>,
+    inspection: &Inspection,
+) -> Result<Report, Error> {
+    let own = match lane {
+        Lane::Gpu(_) => Backend::Persistent,
+        Lane::Cpu(_) => Backend::Cpu,
+    };
+    let backend = region.options.backend.unwrap_or(own);
+    let _turn = match lane {
+        Lane::Gpu(gpu) if backend.needs_gpu() => {
+            gpu.check_usable()?;
+            // Only the backends whose state outlives a run take turns (see `Gpu::exclusive`).
+            matches!(backend, Backend::Graph | Backend::Streams).then(|| gpu.exclusive())
+        }
+        _ => None,
+    };
+    match (lane, backend) {
+        (Lane::Gpu(gpu), Backend::Persistent) => persistent::execute(gpu, region, inspection),
+        (Lane::Gpu(gpu), Backend::Barrier) => {
+            levels::execute(gpu, region, inspection, Strategy::Launches)
+        }
+        (Lane::Gpu(gpu), Backend::GridBarrier) => {
+            levels::execute(gpu, region, inspection, Strategy::GridBarrier)
+        }
+        (Lane::Gpu(gpu), Backend::Graph) => graph::execute(gpu, region, inspection),
+        (Lane::Gpu(gpu), Backend::Streams) => streams::execute(gpu, region, inspection),
+        (Lane::Gpu(_), Backend::Cpu) => cpu::execute(region, inspection, cpu::default_workers()),
+        (Lane::Cpu(workers), Backend::Cpu) => cpu::execute(region, inspection, *workers),
+        (Lane::Cpu(_), gpu_only) => Err(Error::NoGpu {
+            reason: format!(
+                "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
+                gpu_only.name(),
+                fallback.map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
+        }),
     }
 }

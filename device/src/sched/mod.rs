@@ -62,6 +62,10 @@ pub mod words {
     pub const KEEP: usize = 2;
     /// First target worker for the pushes of this round.
     pub const BASE: usize = 3;
+    /// Two words: the launch's error record (see [`error::bind`](crate::error::bind)).
+    pub const ERROR: usize = 4;
+    /// Two words: the launch's abort flag.
+    pub const ABORT: usize = 6;
     /// Start of the freed-children list.
     pub const LIST: usize = 8;
     /// Capacity of the freed-children list; further children are pushed by the thread that freed
@@ -85,6 +89,21 @@ pub fn current_task() -> u32 {
     }
 }
 
+/// Binds the block to the launch's error record and abort flag (see [`crate::error::bind`]).
+///
+/// # Safety
+/// `desc` must point to a valid descriptor whose `error` and `abort` are live for the launch.
+#[cfg(target_arch = "nvptx64")]
+unsafe fn bind_faults(desc: *const crate::abi::RegionDesc) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        crate::error::bind(
+            (*desc).error as *mut crate::error::ErrorRecord,
+            (*desc).abort as *mut u32,
+        )
+    };
+}
+
 /// The body of every region kernel: one worker per block.
 ///
 /// # Safety
@@ -94,7 +113,10 @@ pub fn current_task() -> u32 {
 #[cfg(target_arch = "nvptx64")]
 pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispatch: &D) {
     // SAFETY: guaranteed by the caller.
-    let mut rt = unsafe { Runtime::from_desc(&*desc) };
+    let mut rt = unsafe {
+        bind_faults(desc);
+        Runtime::from_desc(&*desc)
+    };
     // The array table is read at every task: keep a copy in shared memory when it fits.
     let arrays = rt.arrays();
     if arrays.len() <= crate::shared::SHARED_ARRAYS {
@@ -143,6 +165,8 @@ pub unsafe fn gpu_listed<D: Dispatch>(
 ) {
     let (scratch, bytes) = crate::shared::dynamic();
     // SAFETY: forwarded from the caller; the dynamic shared memory is this block's.
+    unsafe { bind_faults(desc) };
+    // SAFETY: as above.
     unsafe { levels::run_listed(&*desc, list, scratch, bytes, dispatch) };
 }
 
@@ -162,6 +186,7 @@ pub unsafe fn gpu_levels<D: Dispatch>(
     let (scratch, bytes) = crate::shared::dynamic();
     // SAFETY: `barrier` is two words accessed only atomically; the rest is forwarded.
     unsafe {
+        bind_faults(desc);
         let barrier = core::slice::from_raw_parts(barrier.cast::<crate::atomic::AtomicU32>(), 2);
         levels::run_levels(
             &*desc, offsets, tasks, levels, barrier, scratch, bytes, dispatch,

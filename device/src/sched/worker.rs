@@ -146,11 +146,8 @@ impl<'a> Runtime<'a> {
 
     #[inline(always)]
     fn aborted(&self) -> bool {
-        #[cfg(target_arch = "nvptx64")]
-        if crate::error::TASKWEAVE_ABORT.load(Gpu, Relaxed) != 0 {
-            return true;
-        }
-        // The host's flag is written from outside the GPU: system scope.
+        // The host's watchdog writes the flag from outside the GPU: system scope. A faulting task
+        // raises the same flag (`error::raise`).
         self.abort.is_some_and(|a| a.load(System, Relaxed) != 0)
     }
 

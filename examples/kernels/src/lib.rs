@@ -14,6 +14,7 @@ pub mod heat;
 pub mod inthist;
 pub mod jacobi;
 pub mod lu;
+pub mod nowait;
 pub mod nw;
 pub mod sat;
 pub mod selfcheck;

@@ -182,8 +182,16 @@ mod kernels {
 
     /// Thread 5 of block 0 panics when `trigger == 7`; every thread then meets at a barrier, which
     /// must not hang although thread 5 has exited. `out[block] = 1` proves each block finished.
+    /// The panic lands in `record` and raises `abort`.
     #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn selfcheck_panic(trigger: u32, out: *mut u32) {
+    pub unsafe extern "ptx-kernel" fn selfcheck_panic(
+        trigger: u32,
+        out: *mut u32,
+        record: *mut taskweave::__private::device::error::ErrorRecord,
+        abort: *mut u32,
+    ) {
+        // SAFETY: the host passes a zeroed record and flag that live for the launch.
+        unsafe { taskweave::__private::device::error::bind(record, abort) };
         if arch::block_idx() == 0 && arch::thread_idx() == 5 && trigger == 7 {
             panic!("selfcheck panic");
         }

@@ -43,7 +43,7 @@ fn run() -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("device: {} ({} SMs)", gpu.name(), gpu.sm_count());
     let ptx = taskweave_kernels::PTX;
-    let module = gpu.module(ptx)?;
+    gpu.module(ptx)?;
     let stream = gpu.stream().clone();
     let mut checks = Checks {
         failed: 0,
@@ -217,11 +217,20 @@ fn run() -> Result<()> {
     // 5. A panic inside a kernel is reported with its code, and does not hang the block.
     {
         let f = gpu.function(ptx, "selfcheck_panic")?;
-        gpu.reset_error_record(&module)?;
         let out = stream.alloc_zeros::<u32>(4)?;
+        let empty = taskweave_device::error::ErrorRecord::EMPTY;
+        // SAFETY: `ErrorRecord` is `repr(C)` plain data.
+        let empty = unsafe {
+            std::slice::from_raw_parts(
+                (&raw const empty).cast::<u8>(),
+                size_of::<taskweave_device::error::ErrorRecord>(),
+            )
+        };
+        let record_buf = stream.clone_htod(empty)?;
+        let abort = stream.alloc_zeros::<u32>(1)?;
         let trigger = 7u32;
         let mut launch = stream.launch_builder(&f);
-        launch.arg(&trigger).arg(&out);
+        launch.arg(&trigger).arg(&out).arg(&record_buf).arg(&abort);
         // SAFETY: one word per block.
         unsafe {
             launch.launch(LaunchConfig {
@@ -232,10 +241,20 @@ fn run() -> Result<()> {
         }?;
         stream.synchronize()?;
         let finished = stream.clone_dtoh(&out)?;
-        let record = gpu.error_record(&module)?;
+        let bytes = stream.clone_dtoh(&record_buf)?;
+        // SAFETY: the buffer holds one `repr(C)` record, written by the kernel.
+        let record = unsafe {
+            std::ptr::read_unaligned(
+                bytes
+                    .as_ptr()
+                    .cast::<taskweave_device::error::ErrorRecord>(),
+            )
+        };
+        let raised = stream.clone_dtoh(&abort)?[0];
         checks.check(
             "panic recorded",
             record.code == taskweave_device::error::CODE_PANIC
+                && raised == 1
                 && record.thread == 5
                 && record.worker == 0,
             format!(

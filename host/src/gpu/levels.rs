@@ -65,11 +65,17 @@ pub(crate) fn execute(
         Strategy::Launches => gpu.listed_kernel(region, widest)?,
         Strategy::GridBarrier => gpu.function(ptx, &format!("taskweave_levels_{}", meta.name))?,
     };
-    let workers = match strategy {
-        Strategy::Launches => widest,
+    // The grid barrier needs every block resident: its launch is admitted beside the others only
+    // when they all fit (see `Residency`). One launch per level needs no such guarantee.
+    let (workers, _admitted) = match strategy {
+        Strategy::Launches => (widest, None),
         Strategy::GridBarrier => {
             let resident = resident_blocks(gpu, &function, region)?;
-            options.workers.unwrap_or(resident).clamp(1, resident)
+            let workers = options.workers.unwrap_or(resident).clamp(1, resident);
+            let reservation = gpu
+                .residency
+                .reserve(gpu.sms, workers, resident / gpu.sms.max(1));
+            (workers, Some(reservation))
         }
     };
     let mut staged = Staged::new(gpu, region, ins, workers)?;

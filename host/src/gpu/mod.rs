@@ -3,8 +3,7 @@
 //! 1. [`Gpu::new`] opens a device: it loads `libcuda` at run time, so a machine without a driver or
 //!    GPU gets [`Error::NoGpu`](crate::Error::NoGpu), never a panic or a link error.
 //! 2. [`Gpu::module`] loads a PTX module once and caches it, after checking that the PTX's
-//!    `.target` runs on this GPU; [`Gpu::error_record`] and [`Gpu::reset_error_record`] read and
-//!    clear the device layer's error record in a module.
+//!    `.target` runs on this GPU.
 //! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler. Regions
 //!    on one `Gpu` run one at a time ([`Gpu::exclusive`]): they share the stream, and a module's
 //!    error record and abort flag.
@@ -29,25 +28,97 @@ use taskweave_device::error::ErrorRecord;
 
 use crate::error::Error;
 
-/// One GPU: its context, the stream regions run on, a control stream, and loaded modules.
-pub struct Gpu {
+/// What every [`Gpu`] handle of one device shares: the context, loaded modules, what is known
+/// about the device, and the state that outlives one region (a lost context, a stuck kernel, the
+/// graph cache, the residency in use).
+pub struct Device {
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    control: Arc<CudaStream>,
     modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
     name: String,
     sms: u32,
     /// Compute capability as `10 * major + minor` (90 for an H100).
     arch: u32,
-    /// Held by the region that runs: see [`Gpu::exclusive`].
+    /// Held by a region run by a backend that shares state between runs: see [`Gpu::exclusive`].
     running: Mutex<()>,
     /// Set when a kernel poisoned the context (see [`Gpu::after_kernel`]).
     lost: Mutex<Option<String>>,
-    /// Set when a kernel outlived the watchdog and its grace period: it still runs, so the stream
+    /// Set when a kernel outlived the watchdog and its grace period: it still runs, so its stream
     /// is blocked and the memory it uses cannot be freed. Later regions fail fast with this reason.
     stuck: Mutex<Option<String>>,
     /// Instantiated CUDA graphs, for regions run again with the same DAG.
     pub(crate) graphs: graph::GraphCache,
+    /// The share of the GPU held by running kernels whose blocks must all be resident.
+    pub(crate) residency: Residency,
+}
+
+/// One GPU as one region run sees it: the shared [`Device`], the stream its regions run on, and a
+/// control stream that reads counters without waiting for the kernel. [`Gpu::lane`] makes another
+/// handle with its own streams, so regions submitted without waiting run side by side.
+pub struct Gpu {
+    device: Arc<Device>,
+    stream: Arc<CudaStream>,
+    control: Arc<CudaStream>,
+}
+
+impl std::ops::Deref for Gpu {
+    type Target = Device;
+    fn deref(&self) -> &Device {
+        &self.device
+    }
+}
+
+/// Admission of kernels whose blocks must all be resident at once (the persistent scheduler, the
+/// grid barrier). Two such kernels that do not fit together could each hold half the GPU while
+/// waiting for blocks of their own that cannot start: each launch reserves its blocks' share of
+/// the SMs (blocks / blocks per SM) and waits while the reservations in force leave too little.
+#[derive(Default)]
+pub(crate) struct Residency {
+    /// Reserved, in millionths of an SM.
+    used: Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+/// A share of the GPU held until dropped.
+pub(crate) struct Reservation<'a> {
+    residency: &'a Residency,
+    amount: u64,
+}
+
+impl Residency {
+    const UNIT: u64 = 1_000_000;
+
+    /// Waits until `blocks` blocks of a kernel with `per_sm` resident blocks per SM fit beside the
+    /// kernels already admitted on `sms` SMs, and reserves them.
+    pub(crate) fn reserve(&self, sms: u32, blocks: u32, per_sm: u32) -> Reservation<'_> {
+        let capacity = u64::from(sms) * Self::UNIT;
+        let amount = (u64::from(blocks) * Self::UNIT)
+            .div_ceil(u64::from(per_sm.max(1)))
+            .min(capacity);
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        while *used + amount > capacity {
+            used = self
+                .freed
+                .wait(used)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *used += amount;
+        Reservation {
+            residency: self,
+            amount,
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut used = self
+            .residency
+            .used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *used -= self.amount;
+        self.residency.freed.notify_all();
+    }
 }
 
 impl std::fmt::Debug for Gpu {
@@ -90,17 +161,39 @@ impl Gpu {
             * 10
             + capability(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
         Ok(Self {
-            ctx,
+            device: Arc::new(Device {
+                ctx,
+                modules: Mutex::new(HashMap::new()),
+                name,
+                sms,
+                arch,
+                running: Mutex::new(()),
+                lost: Mutex::new(None),
+                stuck: Mutex::new(None),
+                graphs: graph::GraphCache::default(),
+                residency: Residency::default(),
+            }),
             stream,
             control,
-            modules: Mutex::new(HashMap::new()),
-            name,
-            sms,
-            arch,
-            running: Mutex::new(()),
-            lost: Mutex::new(None),
-            stuck: Mutex::new(None),
-            graphs: graph::GraphCache::default(),
+        })
+    }
+
+    /// Another handle on the same device with streams of its own: regions run on it go side by
+    /// side with those on `self`.
+    pub fn lane(&self) -> Result<Self, Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::cuda("binding the CUDA context"))?;
+        Ok(Self {
+            device: self.device.clone(),
+            stream: self
+                .ctx
+                .new_stream()
+                .map_err(Error::cuda("creating a region stream"))?,
+            control: self
+                .ctx
+                .new_stream()
+                .map_err(Error::cuda("creating a control stream"))?,
         })
     }
 
@@ -128,10 +221,10 @@ impl Gpu {
         Ok(free as u64)
     }
 
-    /// The right to run a region on this GPU, until the guard drops. Regions from several host
-    /// threads take turns: they would otherwise share the stream (so one kernel waits behind
-    /// another, and its watchdog fires on a region that has not started) and a module's error
-    /// record and abort flag (which one region's set-up would clear under another).
+    /// The right to run a region on this GPU alone, until the guard drops: for the backends whose
+    /// state outlives a run (the graph cache, the streams backend's pool). The others need no turn:
+    /// each launch has its own error record and abort flag, each [`Gpu::lane`] its own streams,
+    /// and [`Residency`] admits the kernels whose blocks must all be resident.
     pub(crate) fn exclusive(&self) -> MutexGuard<'_, ()> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -323,42 +416,6 @@ impl Gpu {
         }
         Ok((capped, wanted.clamp(1, resident)))
     }
-
-    /// Clears the module's error record and abort flag before a launch.
-    pub fn reset_error_record(&self, module: &Arc<CudaModule>) -> Result<(), Error> {
-        let mut record = module
-            .get_global("TASKWEAVE_ERROR", &self.stream)
-            .map_err(Error::cuda("finding TASKWEAVE_ERROR in the module"))?;
-        let empty = record_bytes(&ErrorRecord::EMPTY);
-        self.stream
-            .memcpy_htod(&empty[..], &mut record)
-            .map_err(Error::cuda("clearing the error record"))?;
-        let mut abort = module
-            .get_global("TASKWEAVE_ABORT", &self.stream)
-            .map_err(Error::cuda("finding TASKWEAVE_ABORT in the module"))?;
-        self.stream
-            .memcpy_htod(&[0u8; 4][..], &mut abort)
-            .map_err(Error::cuda("clearing the abort flag"))?;
-        Ok(())
-    }
-
-    /// The module's error record, after the stream has finished.
-    pub fn error_record(&self, module: &Arc<CudaModule>) -> Result<ErrorRecord, Error> {
-        let record = module
-            .get_global("TASKWEAVE_ERROR", &self.stream)
-            .map_err(Error::cuda("finding TASKWEAVE_ERROR in the module"))?;
-        let bytes = self
-            .stream
-            .clone_dtoh(&record)
-            .map_err(Error::cuda("reading the error record"))?;
-        assert_eq!(
-            bytes.len(),
-            size_of::<ErrorRecord>(),
-            "the device's ErrorRecord has another layout"
-        );
-        // SAFETY: `ErrorRecord` is `repr(C)` plain data of exactly this size (asserted above).
-        Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<ErrorRecord>()) })
-    }
 }
 
 /// [`Gpu::alloc_error`] for a context without its `Gpu`.
@@ -447,17 +504,6 @@ impl std::fmt::Display for PtxTarget {
             None => Ok(()),
         }
     }
-}
-
-fn record_bytes(record: &ErrorRecord) -> Vec<u8> {
-    // SAFETY: `ErrorRecord` is `repr(C)` plain data with no padding-sensitive invariants.
-    unsafe {
-        std::slice::from_raw_parts(
-            (record as *const ErrorRecord).cast::<u8>(),
-            size_of::<ErrorRecord>(),
-        )
-    }
-    .to_vec()
 }
 
 /// Describes an error record for humans: code, message, location, array and index.

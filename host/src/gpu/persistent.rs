@@ -72,6 +72,10 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             .workers
             .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
     })?;
+    // Every worker must be resident: the launch waits until it fits beside the other kernels of
+    // that kind running now (regions submitted without waiting, on other lanes).
+    let per_sm = resident_blocks(gpu, &function, region)? / gpu.sms.max(1);
+    let _admitted = gpu.residency.reserve(gpu.sms, workers, per_sm);
     let staged = Staged::new(gpu, region, ins, workers)?;
 
     let mut kernel_time = Duration::ZERO;

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr};
 use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
-use taskweave_device::error::{CODE_ABORTED, CODE_NONE};
+use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 
 use super::{Gpu, describe};
 use crate::error::{Error, TaskRef};
@@ -59,6 +59,7 @@ pub(crate) fn staging_bytes(region: &Region<'_>, ins: &Inspection, workers: u32)
         w * 4,
         size_of::<crate::tables::CounterWords>(),
         8,
+        size_of::<ErrorRecord>(),
         size_of::<RegionDesc>(),
     ];
     arrays.chain(tables).map(|bytes| bytes.max(8) as u64).sum()
@@ -71,12 +72,12 @@ pub(crate) struct Buf(usize);
 /// One region's device memory and descriptor.
 pub(crate) struct Staged<'g> {
     pub gpu: &'g Gpu,
-    pub module: std::sync::Arc<CudaModule>,
     buffers: Vec<CudaSlice<u8>>,
     /// The staged copy of each array; `None` for arrays resident on the device.
     arrays: Vec<Option<Buf>>,
     stats: Buf,
     trace: Option<Buf>,
+    error: Buf,
     /// The descriptor, as uploaded.
     pub desc: RegionDesc,
     /// The device address of the descriptor.
@@ -97,7 +98,8 @@ impl<'g> Staged<'g> {
         let options = &region.options;
         gpu.check_usable()?;
         let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
-        let module = gpu.module(ptx)?;
+        // Loading checks the PTX's architecture before anything is allocated.
+        gpu.module(ptx)?;
         let n = ins.task_count();
         // Checked before anything is allocated, so a region that cannot fit fails with nothing
         // copied. The driver rounds allocations up, so staging may still run out near the limit:
@@ -115,11 +117,11 @@ impl<'g> Staged<'g> {
         let start = Instant::now();
         let mut staged = Self {
             gpu,
-            module,
             buffers: Vec::new(),
             arrays: Vec::new(),
             stats: Buf(0),
             trace: None,
+            error: Buf(0),
             desc: RegionDesc::default(),
             desc_ptr: 0,
             upload_time: Duration::ZERO,
@@ -183,6 +185,14 @@ impl<'g> Staged<'g> {
             lock: staged.put(bytes_of(&tables.lock), "the queue locks")?.0,
             counters: staged.put(bytes_of(&counters), "the counters")?.0,
             abort: staged.put(&[0u8; 8], "the abort flag")?.0,
+            error: {
+                let (ptr, buf) = staged.put(
+                    bytes_of(std::slice::from_ref(&ErrorRecord::EMPTY)),
+                    "the error record",
+                )?;
+                staged.error = buf;
+                ptr
+            },
             stats,
             current,
             trace,
@@ -195,7 +205,6 @@ impl<'g> Staged<'g> {
             )?
             .0;
         staged.desc = desc;
-        gpu.reset_error_record(&staged.module)?;
         gpu.stream
             .synchronize()
             .map_err(Error::cuda("uploading the region"))?;
@@ -231,7 +240,7 @@ impl<'g> Staged<'g> {
     /// After the kernel ended: the error record turned into an error naming the task, or the
     /// writable arrays copied back and the statistics and trace read.
     pub fn finish(self, region: &Region<'_>, ins: &Inspection) -> Result<Finished, Error> {
-        let record = self.gpu.error_record(&self.module)?;
+        let record = records::<ErrorRecord>(&self.read(self.error, "the error record")?)[0];
         if record.code != CODE_NONE && record.code != CODE_ABORTED {
             let task = if (record.task as usize) < ins.task_count() {
                 ins.task_ref(record.task)

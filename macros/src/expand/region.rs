@@ -241,12 +241,14 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
             } => {
                 let ident_str = ident.to_string();
                 if *writable {
-                    fn_params.push(quote!(#ident: &'__tw mut #p::host::DeviceArray<#elem>));
+                    // A resident array is borrowed only while the region is built: the region keeps the
+                    // memory alive itself, so regions in flight can share it.
+                    fn_params.push(quote!(#ident: &mut #p::host::DeviceArray<#elem>));
                     binds.extend(
                         quote!(let #ident = __tw_region.bind_resident_mut(#ident, #ident_str);),
                     );
                 } else {
-                    fn_params.push(quote!(#ident: &'__tw #p::host::DeviceArray<#elem>));
+                    fn_params.push(quote!(#ident: &#p::host::DeviceArray<#elem>));
                     binds.extend(
                         quote!(let #ident = __tw_region.bind_resident(#ident, #ident_str);),
                     );

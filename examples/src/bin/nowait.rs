@@ -1,0 +1,352 @@
+//! The OpenMP hidden-helper-thread micro-benchmarks B1–B4, with taskweave regions as the target
+//! regions: each benchmark runs once with every region run to completion before the next
+//! (`Region::run`, OpenMP without `nowait`) and once submitted without waiting
+//! (`Region::submit`, `nowait`), side by side in one process, and reports the speedup.
+//!
+//! - B1: one thread submits `T` independent regions, then waits for all.
+//! - B2: every host thread submits its share of the `T` regions, then waits for them.
+//! - B3: one thread submits the `T` regions while the other host threads spin until it is done.
+//! - B4: one thread submits `T` diamonds of four regions on the shared `x` and `y`: 1 (in x, inout
+//!   y), 2 (inout x) and 3 (inout y) after 1, 4 (in x, inout y) after 2 and 3. The dependences
+//!   come from the regions' declared accesses.
+//!
+//! Each region is [`tri`](taskweave_kernels::nowait::tri) or
+//! [`tri_self`](taskweave_kernels::nowait::tri_self) over vectors of length `N` resident on the
+//! device (mapped once, outside the timed part, as in the paper). Both runs' results are compared
+//! bit for bit, and checked against the sequential reference for `N ≤ --check-max`.
+//!
+//! `cargo run --release --bin nowait -- --out bench/results/nowait`
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use clap::Parser;
+use taskweave::{DeviceArray, Region, Runtime};
+use taskweave_examples::RunArgs;
+use taskweave_examples::bench::median;
+use taskweave_kernels::nowait::{tri, tri_reference, tri_self, tri_self_reference};
+
+#[derive(Parser, Debug)]
+#[command(about = "OpenMP nowait micro-benchmarks B1-B4: synchronous vs submitted regions")]
+struct Cli {
+    /// Vector lengths N.
+    #[arg(long, value_delimiter = ',', default_values_t = [16usize, 255, 1024, 4095, 16384, 65536])]
+    n: Vec<usize>,
+    /// Regions per benchmark T (B4: diamonds of four).
+    #[arg(long, value_delimiter = ',', default_values_t = [16usize, 64, 256])]
+    t: Vec<usize>,
+    /// Benchmarks to run.
+    #[arg(long, value_delimiter = ',', default_values_t = ["b1".to_owned(), "b2".to_owned(), "b3".to_owned(), "b4".to_owned()])]
+    only: Vec<String>,
+    /// Repetitions of each measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Host threads for B2 and B3 (default: the machine's).
+    #[arg(long)]
+    host_threads: Option<usize>,
+    /// Largest N checked against the sequential reference (larger ones: both runs must agree).
+    #[arg(long, default_value_t = 4096)]
+    check_max: usize,
+    /// Write `nowait.md` and `nowait.csv` here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The multiplier of the daxpy.
+const A: f64 = 1e-3;
+
+fn main() -> std::process::ExitCode {
+    taskweave_examples::run_main(run)
+}
+
+/// One benchmark's vectors: `x`, and one `y` per region (B1–B3) or one shared `y` (B4).
+struct Vectors {
+    x: DeviceArray<f64>,
+    ys: Vec<DeviceArray<f64>>,
+}
+
+fn x0(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + (i % 7) as f64 * 0.25).collect()
+}
+
+fn y0(n: usize) -> Vec<f64> {
+    (0..n).map(|i| (i % 5) as f64 * 0.5).collect()
+}
+
+struct Bench<'c> {
+    cli: &'c Cli,
+    rt: &'c Runtime,
+    host_threads: usize,
+}
+
+impl Bench<'_> {
+    /// A region with the run options, one worker per task (small regions then fit side by side).
+    fn shaped<'a>(&self, region: Region<'a>, n: usize) -> Region<'a> {
+        let tasks = n.div_ceil(rows(n)) as u32;
+        self.cli.run.apply(region).workers(tasks)
+    }
+
+    fn vectors(&self, n: usize, ys: usize) -> Result<Vectors, taskweave::Error> {
+        Ok(Vectors {
+            x: self.rt.upload(&x0(n))?,
+            ys: (0..ys)
+                .map(|_| self.rt.upload(&y0(n)))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Issues the regions of benchmark `name` for `t`, `n`, waiting for each (`nowait == false`)
+    /// or submitting them all; returns the seconds from the first issue to the last completion.
+    fn issue(&self, name: &str, t: usize, n: usize, v: &mut Vectors, nowait: bool) -> f64 {
+        let go = |region: Region<'static>| -> Option<taskweave::Pending<'static>> {
+            if nowait {
+                Some(region.submit(self.rt).expect("submitting a region"))
+            } else {
+                region.run(self.rt).expect("running a region");
+                None
+            }
+        };
+        let finish = |pending: Vec<Option<taskweave::Pending<'static>>>| {
+            for p in pending.into_iter().flatten() {
+                p.wait().expect("a submitted region");
+            }
+        };
+        let rows = rows(n);
+        let start = Instant::now();
+        match name {
+            "b1" => {
+                let pending: Vec<_> =
+                    v.ys.iter_mut()
+                        .map(|y| go(self.shaped(tri(&v.x, y, A, rows), n)))
+                        .collect();
+                finish(pending);
+            }
+            "b2" => {
+                let x = &v.x;
+                let share = t.div_ceil(self.host_threads);
+                std::thread::scope(|s| {
+                    for ys in v.ys.chunks_mut(share) {
+                        s.spawn(|| {
+                            let pending: Vec<_> = ys
+                                .iter_mut()
+                                .map(|y| go(self.shaped(tri(x, y, A, rows), n)))
+                                .collect();
+                            finish(pending);
+                        });
+                    }
+                });
+            }
+            "b3" => {
+                let done = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    for _ in 1..self.host_threads {
+                        s.spawn(|| {
+                            while !done.load(Ordering::Acquire) {
+                                std::hint::spin_loop();
+                            }
+                        });
+                    }
+                    let pending: Vec<_> =
+                        v.ys.iter_mut()
+                            .map(|y| go(self.shaped(tri(&v.x, y, A, rows), n)))
+                            .collect();
+                    finish(pending);
+                    done.store(true, Ordering::Release);
+                });
+            }
+            "b4" => {
+                let (x, y) = (&mut v.x, &mut v.ys[0]);
+                let mut pending = Vec::with_capacity(4 * t);
+                for _ in 0..t {
+                    pending.push(go(self.shaped(tri(x, y, A, rows), n)));
+                    pending.push(go(self.shaped(tri_self(x, A, rows), n)));
+                    pending.push(go(self.shaped(tri_self(y, A, rows), n)));
+                    pending.push(go(self.shaped(tri(x, y, A, rows), n)));
+                }
+                finish(pending);
+            }
+            other => panic!("unknown benchmark `{other}`"),
+        }
+        start.elapsed().as_secs_f64()
+    }
+
+    /// The expected vectors after one issue of benchmark `name`, from the sequential reference.
+    fn reference(name: &str, t: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+        let (mut x, mut y) = (x0(n), y0(n));
+        if name == "b4" {
+            for _ in 0..t {
+                tri_reference(&x, &mut y, A);
+                tri_self_reference(&mut x, A);
+                tri_self_reference(&mut y, A);
+                tri_reference(&x, &mut y, A);
+            }
+        } else {
+            tri_reference(&x, &mut y, A);
+        }
+        (x, y)
+    }
+}
+
+/// Rows per task: at most 64 tasks per region, at least 128 rows each.
+fn rows(n: usize) -> usize {
+    n.div_ceil(64).max(128)
+}
+
+struct Row {
+    bench: String,
+    t: usize,
+    n: usize,
+    sync_s: f64,
+    nowait_s: f64,
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    let rt = cli.run.runtime()?;
+    let host_threads = cli
+        .host_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
+        .max(2);
+    println!(
+        "nowait benchmarks on {}; {} helper threads; {host_threads} host threads for B2/B3",
+        rt.describe(),
+        taskweave::HELPERS
+    );
+    let bench = Bench {
+        cli: &cli,
+        rt: &rt,
+        host_threads,
+    };
+    let mut rows_out = Vec::new();
+    for name in &cli.only {
+        for &t in &cli.t {
+            for &n in &cli.n {
+                let ys = if name == "b4" { 1 } else { t };
+                let mut results = Vec::new();
+                let (mut sync_s, mut nowait_s) = (Vec::new(), Vec::new());
+                // Interleaved: each repetition runs both ways on fresh vectors.
+                for _ in 0..cli.reps {
+                    for nowait in [false, true] {
+                        let mut v = bench.vectors(n, ys)?;
+                        let s = bench.issue(name, t, n, &mut v, nowait);
+                        if nowait {
+                            nowait_s.push(s);
+                        } else {
+                            sync_s.push(s);
+                        }
+                        results.push((v.x.download()?, v.ys[ys - 1].download()?));
+                    }
+                }
+                if results.windows(2).any(|w| w[0] != w[1]) {
+                    return Err(format!(
+                        "{name} T={t} N={n}: the synchronous and submitted runs disagree"
+                    )
+                    .into());
+                }
+                if n <= cli.check_max {
+                    let (x, y) = Bench::reference(name, t, n);
+                    let err = |got: &[f64], want: &[f64]| {
+                        got.iter()
+                            .zip(want)
+                            .map(|(g, w)| (g - w).abs() / w.abs().max(1.0))
+                            .fold(0.0f64, f64::max)
+                    };
+                    let (ex, ey) = (err(&results[0].0, &x), err(&results[0].1, &y));
+                    if ex > 1e-9 || ey > 1e-9 {
+                        return Err(format!(
+                            "{name} T={t} N={n}: relative error {ex:.2e} (x), {ey:.2e} (y)"
+                        )
+                        .into());
+                    }
+                }
+                let row = Row {
+                    bench: name.clone(),
+                    t,
+                    n,
+                    sync_s: median(&sync_s),
+                    nowait_s: median(&nowait_s),
+                };
+                println!(
+                    "{} T={:<5} N={:<6} sync {:>10.3} ms  nowait {:>10.3} ms  speedup {:>5.2}x",
+                    row.bench,
+                    t,
+                    n,
+                    row.sync_s * 1e3,
+                    row.nowait_s * 1e3,
+                    row.sync_s / row.nowait_s
+                );
+                rows_out.push(row);
+            }
+        }
+    }
+    let (md, csv) = tables(&rows_out, &cli);
+    println!("\n{md}");
+    if let Some(dir) = &cli.out {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("nowait.md"), &md)?;
+        std::fs::write(dir.join("nowait.csv"), csv)?;
+        println!("wrote {}", dir.display());
+    }
+    Ok(())
+}
+
+/// A markdown table per benchmark (speedup of nowait over sync, rows N, columns T) and a CSV.
+fn tables(rows: &[Row], cli: &Cli) -> (String, String) {
+    let mut md = String::new();
+    let mut csv = String::from("bench,t,n,sync_ms,nowait_ms,speedup\n");
+    for row in rows {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{:.4},{:.4},{:.3}",
+            row.bench,
+            row.t,
+            row.n,
+            row.sync_s * 1e3,
+            row.nowait_s * 1e3,
+            row.sync_s / row.nowait_s
+        );
+    }
+    for name in &cli.only {
+        let _ = writeln!(
+            md,
+            "### {} — speedup of submitted over synchronous regions (sync ms / nowait ms)\n",
+            name.to_uppercase()
+        );
+        let _ = write!(md, "| N |");
+        for t in &cli.t {
+            let _ = write!(md, " T={t} |");
+        }
+        let _ = write!(md, "\n| --- |");
+        for _ in &cli.t {
+            let _ = write!(md, " --- |");
+        }
+        md.push('\n');
+        for &n in &cli.n {
+            let _ = write!(md, "| {n} |");
+            for &t in &cli.t {
+                match rows
+                    .iter()
+                    .find(|r| &r.bench == name && r.t == t && r.n == n)
+                {
+                    Some(r) => {
+                        let _ = write!(
+                            md,
+                            " **{:.2}x** ({:.2} / {:.2}) |",
+                            r.sync_s / r.nowait_s,
+                            r.sync_s * 1e3,
+                            r.nowait_s * 1e3
+                        );
+                    }
+                    None => md.push_str(" — |"),
+                }
+            }
+            md.push('\n');
+        }
+        md.push('\n');
+    }
+    (md, csv)
+}

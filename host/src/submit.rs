@@ -1,0 +1,283 @@
+//! Regions submitted without waiting, run by hidden helper threads (after the OpenMP runtime's
+//! hidden helper threads for `target nowait`).
+//!
+//! 1. [`Region::submit`](crate::Region::submit) inspects the region on the caller's thread, copies
+//!    its host arrays into buffers the job owns, and registers its accesses with the resident
+//!    arrays it shares, which gives the regions in flight it must follow.
+//! 2. The job goes into one queue served by [`HELPERS`] helper threads, each with its own streams
+//!    (its own [`Gpu::lane`](crate::gpu::Gpu::lane)). A helper waits for the job's predecessors,
+//!    runs it on the runtime's backend, and signals its completion.
+//! 3. [`Pending::wait`] returns the report and copies the results into the caller's writable host
+//!    arrays, which the caller lends until then.
+//!
+//! Helpers take jobs in submission order and a job waits only for jobs submitted before it, so the
+//! oldest unfinished job is always running or about to: the pool cannot deadlock.
+//!
+//! Nothing the helpers touch is borrowed from the caller: a [`Pending`] that is leaked rather than
+//! waited on loses its results, never memory safety.
+
+use std::marker::PhantomData;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use crate::error::Error;
+use crate::inspect::Inspection;
+use crate::region::{Binding, Region};
+use crate::report::Report;
+use crate::resident::Done;
+
+/// Helper threads per runtime: the OpenMP runtime's default number of hidden helper threads.
+pub const HELPERS: usize = 8;
+
+/// Where a writable host array's result goes back.
+pub(crate) struct WriteBack<'a> {
+    /// Index of the job's copy of the array.
+    pub copy: usize,
+    /// The caller's array.
+    pub binding: Binding<'a>,
+}
+
+/// A job's report or error, and its copies of the host arrays.
+type Ended = (Result<Report, Error>, Vec<Box<[u64]>>);
+
+/// What a job leaves for its [`Pending`].
+struct Outcome {
+    done: Arc<Done>,
+    /// Set when the job ends.
+    result: Mutex<Option<Ended>>,
+}
+
+/// A region handed to the helpers.
+pub(crate) struct Job {
+    region: Region<'static>,
+    inspection: Inspection,
+    /// The job's copies of its host arrays, which `region`'s bindings point into.
+    copies: Vec<Box<[u64]>>,
+    after: Vec<Arc<Done>>,
+    outcome: Arc<Outcome>,
+}
+
+// SAFETY: the region's raw array pointers point into `copies` (owned by the job) or into resident
+// arrays whose memory the bindings keep alive; its metadata is `'static` and `Sync`.
+unsafe impl Send for Job {}
+
+impl Job {
+    /// A job for `region`, and the [`Pending`] its caller waits on.
+    pub fn new<'a>(
+        region: Region<'static>,
+        inspection: Inspection,
+        copies: Vec<Box<[u64]>>,
+        after: Vec<Arc<Done>>,
+        done: Arc<Done>,
+        writeback: Vec<WriteBack<'a>>,
+    ) -> (Self, Pending<'a>) {
+        let outcome = Arc::new(Outcome {
+            done,
+            result: Mutex::new(None),
+        });
+        let pending = Pending {
+            region: region.meta.name,
+            outcome: Some(outcome.clone()),
+            writeback,
+            _marker: PhantomData,
+        };
+        let job = Job {
+            region,
+            inspection,
+            copies,
+            after,
+            outcome,
+        };
+        (job, pending)
+    }
+
+    /// Waits for the job's predecessors, runs it with `execute`, and publishes the outcome.
+    pub fn run(self, execute: &dyn Fn(&Region<'static>, &Inspection) -> Result<Report, Error>) {
+        for earlier in &self.after {
+            earlier.wait();
+        }
+        // A panic here is a bug outside any task (task panics become errors inside the backends);
+        // it must still end the job, or its waiters would wait for ever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            execute(&self.region, &self.inspection)
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Error::NotRun {
+                region: self.region.meta.name,
+                reason: format!(
+                    "its helper thread panicked: {}",
+                    payload
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| payload.downcast_ref::<&str>().copied())
+                        .unwrap_or("(no message)")
+                ),
+            })
+        });
+        // The region's bindings point into `copies`: drop it before handing them over.
+        drop(self.region);
+        *self
+            .outcome
+            .result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((result, self.copies));
+        self.outcome.done.set();
+    }
+}
+
+/// A region in flight: wait on it for its report and its results.
+///
+/// Dropping it waits too (and copies the results back, discarding an error): the caller's
+/// writable host arrays are lent to it until then.
+#[must_use = "a submitted region's results reach its host arrays only through `wait` (or drop)"]
+pub struct Pending<'a> {
+    region: &'static str,
+    outcome: Option<Arc<Outcome>>,
+    writeback: Vec<WriteBack<'a>>,
+    _marker: PhantomData<&'a mut [u8]>,
+}
+
+impl Pending<'_> {
+    /// The region's name.
+    pub fn region(&self) -> &'static str {
+        self.region
+    }
+
+    /// Whether the region has ended (successfully or not).
+    pub fn is_done(&self) -> bool {
+        self.outcome.as_ref().is_none_or(|o| o.done.is_set())
+    }
+
+    /// Waits for the region, copies its results into the host arrays it writes, and returns its
+    /// report. On an error the host arrays are left as they were.
+    pub fn wait(mut self) -> Result<Report, Error> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<Report, Error> {
+        let outcome = self
+            .outcome
+            .take()
+            .expect("a pending region is finished once");
+        outcome.done.wait();
+        let (result, copies) = outcome
+            .result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .expect("a finished job leaves its outcome");
+        if result.is_ok() {
+            for wb in &self.writeback {
+                let copy = &copies[wb.copy];
+                // SAFETY: the copy holds at least `bytes` bytes; `bytes_of` views them.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(copy.as_ptr().cast::<u8>(), wb.binding.bytes)
+                };
+                // SAFETY: the array is writable (`&mut` lent to this `Pending`) and the job ended.
+                unsafe { wb.binding.write(bytes) };
+            }
+        }
+        result
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if self.outcome.is_some() {
+            let _ = self.finish();
+        }
+    }
+}
+
+impl std::fmt::Debug for Pending<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("region", &self.region)
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
+
+/// The helper threads of one runtime.
+pub(crate) struct Helpers {
+    jobs: Mutex<Option<Sender<Job>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Helpers {
+    /// Starts `lanes.len()` helpers; helper `i` runs its jobs with `execute(&lanes[i], …)`.
+    pub fn start<L: Send + 'static>(
+        lanes: Vec<L>,
+        execute: impl Fn(&L, &Region<'static>, &Inspection) -> Result<Report, Error>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let (sender, receiver) = channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        let execute = Arc::new(execute);
+        let threads = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                let receiver: Arc<Mutex<Receiver<Job>>> = receiver.clone();
+                let execute = execute.clone();
+                std::thread::Builder::new()
+                    .name(format!("taskweave-helper-{i}"))
+                    .spawn(move || {
+                        loop {
+                            // Taken under the lock: jobs leave the queue in submission order.
+                            let job = receiver
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .recv();
+                            let Ok(job) = job else { break };
+                            job.run(&|region, ins| execute(&lane, region, ins));
+                        }
+                    })
+                    .expect("spawning a helper thread")
+            })
+            .collect();
+        Self {
+            jobs: Mutex::new(Some(sender)),
+            threads: Mutex::new(threads),
+        }
+    }
+
+    /// Queues `job` for the helpers.
+    pub fn submit(&self, job: Job) {
+        let unsent = match &*self.jobs.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(jobs) => jobs.send(job).err().map(|returned| returned.0),
+            None => Some(job),
+        };
+        if let Some(job) = unsent {
+            // The helpers are gone (the runtime is being dropped): end the job rather than lose
+            // it, so that its waiters do not wait for ever.
+            job.run(&|region, _| {
+                Err(Error::NotRun {
+                    region: region.meta.name,
+                    reason: "the runtime is shutting down".to_owned(),
+                })
+            });
+        }
+    }
+}
+
+impl Drop for Helpers {
+    /// Lets the helpers finish the jobs queued, then joins them.
+    fn drop(&mut self) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        for thread in self
+            .threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            let _ = thread.join();
+        }
+    }
+}
