@@ -207,6 +207,10 @@ pub struct Region<'a> {
     pub(crate) arrays: Vec<Binding<'a>>,
     body: Option<Body<'a>>,
     pub(crate) options: Options,
+    /// For a submitted region: the runs in flight it must follow, and its own completion. The
+    /// persistent GPU backend orders itself after them on the device; the others wait on the
+    /// host.
+    pub(crate) order: Option<(Vec<Arc<Done>>, Arc<Done>)>,
 }
 
 impl<'a> Region<'a> {
@@ -217,6 +221,7 @@ impl<'a> Region<'a> {
             arrays: Vec::new(),
             body: None,
             options: Options::default(),
+            order: None,
         }
     }
 
@@ -409,8 +414,9 @@ impl<'a> Region<'a> {
         let inspection = self.inspect_body()?;
         let done = Arc::new(Done::default());
         let after = self.register(&inspection, &done);
-        let (region, copies, writeback) = self.detach();
-        Ok(runtime.submit(region, inspection, copies, after, done, writeback))
+        let (mut region, copies, writeback) = self.detach();
+        region.order = Some((after, done.clone()));
+        Ok(runtime.submit(region, inspection, copies, done, writeback))
     }
 
     /// This region with its host arrays copied into buffers it owns, so that it can run on another
@@ -467,8 +473,18 @@ impl<'a> Region<'a> {
             arrays,
             body: None,
             options: self.options.clone(),
+            order: None,
         };
         (region, copies, writeback)
+    }
+
+    /// Waits on the host for the runs in flight this one follows (see [`Region::order`]).
+    pub(crate) fn wait_for_earlier(&self) {
+        if let Some((after, _)) = &self.order {
+            for earlier in after {
+                earlier.wait();
+            }
+        }
     }
 
     /// Registers this run's accesses with the resident arrays it binds, and returns the runs in

@@ -20,33 +20,72 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 
 use crate::error::Error;
 
-/// Completion of one region run: set once, waited on by the regions and downloads after it.
+/// Completion of one region run: set once, waited on by the regions and downloads after it. A run
+/// on the GPU also publishes the event that ends its kernel as soon as it is launched, so that a
+/// region after it on the GPU can wait for the kernel on the device, with no host round trip.
 #[derive(Default)]
 pub(crate) struct Done {
-    finished: Mutex<bool>,
+    state: Mutex<DoneState>,
     signal: Condvar,
 }
 
+#[derive(Default)]
+struct DoneState {
+    finished: bool,
+    /// Recorded after the run's kernel, once it is launched.
+    kernel_end: Option<Arc<CudaEvent>>,
+}
+
 impl Done {
+    fn state(&self) -> std::sync::MutexGuard<'_, DoneState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run has ended (successfully or not).
     pub fn set(&self) {
-        *self.finished.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.state().finished = true;
+        self.signal.notify_all();
+    }
+
+    /// The run's kernel is launched, and `end` completes when it does.
+    pub fn launched(&self, end: Arc<CudaEvent>) {
+        self.state().kernel_end = Some(end);
         self.signal.notify_all();
     }
 
     pub fn is_set(&self) -> bool {
-        *self.finished.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state().finished
     }
 
+    /// Waits until the run has ended.
     pub fn wait(&self) {
-        let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*finished {
-            finished = self
+        let mut state = self.state();
+        while !state.finished {
+            state = self
                 .signal
-                .wait(finished)
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Waits until the run has ended or launched its kernel; in the second case returns the event
+    /// that completes with the kernel.
+    pub fn wait_launched(&self) -> Option<Arc<CudaEvent>> {
+        let mut state = self.state();
+        loop {
+            if state.finished {
+                return None;
+            }
+            if let Some(end) = &state.kernel_end {
+                return Some(end.clone());
+            }
+            state = self
+                .signal
+                .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }

@@ -204,11 +204,10 @@ impl Runtime {
         region: Region<'static>,
         inspection: Inspection,
         copies: Vec<Box<[u64]>>,
-        after: Vec<Arc<Done>>,
         done: Arc<Done>,
         writeback: Vec<WriteBack<'a>>,
     ) -> Pending<'a> {
-        let (job, pending) = Job::new(region, inspection, copies, after, done, writeback);
+        let (job, pending) = Job::new(region, inspection, copies, done, writeback);
         match self.helpers.get_or_init(|| self.start_helpers()) {
             Ok(helpers) => helpers.submit(job),
             // No helpers (the GPU refused more streams): run the region here, in order.
@@ -257,6 +256,11 @@ fn execute(
         Lane::Cpu(_) => Backend::Cpu,
     };
     let backend = region.options.backend.unwrap_or(own);
+    // A submitted region follows the runs it conflicts with: on the device for the persistent GPU
+    // backend (see `persistent::execute`), on the host for the others.
+    if !matches!((lane, backend), (Lane::Gpu(_), Backend::Persistent)) {
+        region.wait_for_earlier();
+    }
     let _turn = match lane {
         Lane::Gpu(gpu) if backend.needs_gpu() => {
             gpu.check_usable()?;

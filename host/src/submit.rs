@@ -5,8 +5,11 @@
 //!    its host arrays into buffers the job owns, and registers its accesses with the resident
 //!    arrays it shares, which gives the regions in flight it must follow.
 //! 2. The job goes into one queue served by [`HELPERS`] helper threads, each with its own streams
-//!    (its own [`Gpu::lane`](crate::gpu::Gpu::lane)). A helper waits for the job's predecessors,
-//!    runs it on the runtime's backend, and signals its completion.
+//!    (its own [`Gpu::lane`](crate::gpu::Gpu::lane)). A helper stages the job, orders it after its
+//!    predecessors, runs it on the runtime's backend, and signals its completion. On the
+//!    persistent GPU backend the order is kept on the device, as the OpenMP runtime does: the
+//!    job's stream waits for the events that end its predecessors' kernels, so its upload overlaps
+//!    them and its kernel starts with no host round trip. Other backends wait on the host.
 //! 3. [`Pending::wait`] returns the report and copies the results into the caller's writable host
 //!    arrays, which the caller lends until then.
 //!
@@ -54,7 +57,6 @@ pub(crate) struct Job {
     inspection: Inspection,
     /// The job's copies of its host arrays, which `region`'s bindings point into.
     copies: Vec<Box<[u64]>>,
-    after: Vec<Arc<Done>>,
     outcome: Arc<Outcome>,
 }
 
@@ -68,7 +70,6 @@ impl Job {
         region: Region<'static>,
         inspection: Inspection,
         copies: Vec<Box<[u64]>>,
-        after: Vec<Arc<Done>>,
         done: Arc<Done>,
         writeback: Vec<WriteBack<'a>>,
     ) -> (Self, Pending<'a>) {
@@ -86,17 +87,14 @@ impl Job {
             region,
             inspection,
             copies,
-            after,
             outcome,
         };
         (job, pending)
     }
 
-    /// Waits for the job's predecessors, runs it with `execute`, and publishes the outcome.
+    /// Runs the job with `execute` (which orders it after its predecessors: see
+    /// [`Region::order`]), and publishes the outcome.
     pub fn run(self, execute: &dyn Fn(&Region<'static>, &Inspection) -> Result<Report, Error>) {
-        for earlier in &self.after {
-            earlier.wait();
-        }
         // A panic here is a bug outside any task (task panics become errors inside the backends);
         // it must still end the job, or its waiters would wait for ever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -255,6 +253,7 @@ impl Helpers {
             // The helpers are gone (the runtime is being dropped): end the job rather than lose
             // it, so that its waiters do not wait for ever.
             job.run(&|region, _| {
+                region.wait_for_earlier();
                 Err(Error::NotRun {
                     region: region.meta.name,
                     reason: "the runtime is shutting down".to_owned(),

@@ -129,12 +129,20 @@ fn run() -> Result<()> {
             rows.iter().all(|r| r[6] == 1),
             "1000 reads per block",
         );
-        let slept: Vec<u64> = rows.iter().map(|r| r[7]).collect();
-        let min = slept.iter().min().copied().unwrap_or(0);
+        // PTX guarantees a sleep in [0, 2t]: one block may wake at once, but the blocks as a whole
+        // sleep, and none sleeps much beyond 2t (plus the timer's granularity).
+        let mut slept: Vec<u64> = rows.iter().map(|r| r[7]).collect();
+        slept.sort_unstable();
+        let (median, max) = (slept[slept.len() / 2], slept[slept.len() - 1]);
+        let asked = u64::from(sleep_ns);
         checks.check(
             "nanosleep sleeps",
-            min >= u64::from(sleep_ns) / 4,
-            format!("asked {sleep_ns} ns, slept at least {min} ns (the hardware may cut a sleep short, up to 1 ms)"),
+            median >= asked / 4 && max <= 2 * asked + 10_000,
+            format!(
+                "asked {sleep_ns} ns; slept {} to {max} ns, median {median} ns (PTX allows 0 to {})",
+                slept[0],
+                2 * asked
+            ),
         );
     }
 

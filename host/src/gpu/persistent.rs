@@ -72,6 +72,14 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             .workers
             .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
     })?;
+    // A submitted region follows the kernels of the runs it conflicts with on the device: its
+    // stream will wait for their end events, so its upload overlaps them. They are taken before
+    // the residency below, which an earlier run may still need for its own launch.
+    let earlier_kernels: Vec<_> = region
+        .order
+        .iter()
+        .flat_map(|(after, _)| after.iter().filter_map(|d| d.wait_launched()))
+        .collect();
     // Every worker must be resident: the launch waits until it fits beside the other kernels of
     // that kind running now (regions submitted without waiting, on other lanes).
     let per_sm = resident_blocks(gpu, &function, region)? / gpu.sms.max(1);
@@ -85,6 +93,11 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             block_dim: (options.threads, 1, 1),
             shared_mem_bytes: options.shared_bytes,
         };
+        for end in &earlier_kernels {
+            gpu.stream
+                .wait(end)
+                .map_err(Error::cuda("ordering a region after an earlier one"))?;
+        }
         let mut launch = gpu.stream.launch_builder(&function);
         launch.arg(&staged.desc_ptr);
         launch.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
@@ -93,7 +106,19 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         let events = unsafe { launch.launch(config) }
             .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
         let (start, end) = events.expect("launch events were requested");
-        if let Some(stall) = watch(gpu, &end, &staged.desc, options.watchdog) {
+        let end = std::sync::Arc::new(end);
+        if let Some((_, done)) = &region.order {
+            done.launched(end.clone());
+        }
+        // While the kernel waits for earlier runs that are still going, the watchdog waits too.
+        let waiting = || {
+            !start.is_complete()
+                && region
+                    .order
+                    .as_ref()
+                    .is_some_and(|(after, _)| after.iter().any(|d| !d.is_set()))
+        };
+        if let Some(stall) = watch(gpu, &end, &staged.desc, options.watchdog, waiting) {
             if !wait_done(&end, Duration::from_secs(5)) {
                 // A task body ignores the abort flag and never returns: the kernel still uses the
                 // staged memory, so it must not be freed, and the stream stays blocked.
@@ -163,12 +188,14 @@ fn peek(gpu: &Gpu, src: u64, words: usize) -> Option<Vec<u32>> {
 }
 
 /// Polls the completed counter through the control stream until the kernel ends; raises the abort
-/// flag when it stops moving for `timeout`, and then reads which tasks the workers are running.
+/// flag when it stops moving for `timeout` (not counting the time while `waiting()`: the kernel is
+/// queued behind earlier runs still going), and then reads which tasks the workers are running.
 pub(crate) fn watch(
     gpu: &Gpu,
     end: &CudaEvent,
     desc: &RegionDesc,
     timeout: Duration,
+    waiting: impl Fn() -> bool,
 ) -> Option<Stall> {
     let mut last = u32::MAX;
     let mut since = Instant::now();
@@ -177,7 +204,7 @@ pub(crate) fn watch(
         std::thread::sleep(tick);
         tick = (tick * 2).min(Duration::from_millis(10));
         let completed = peek(gpu, desc.counters, 1)?[0];
-        if completed != last {
+        if completed != last || waiting() {
             last = completed;
             since = Instant::now();
         } else if since.elapsed() > timeout {
