@@ -29,8 +29,9 @@ pub(crate) fn records<T: Copy>(bytes: &[u8]) -> Vec<T> {
         .collect()
 }
 
-/// The bytes [`Staged::new`] allocates for `region` with `workers` workers: one buffer per array
-/// copied to the device and per table, each at least 8 bytes, as [`Staged::put`] pads them.
+/// The bytes [`Staged::new`] allocates for `region` with `workers` workers, at most: one buffer per
+/// array copied to the device, at least 8 bytes as [`Staged::put`] pads it, and the tables packed
+/// into one [`Arena`], each padded to its alignment.
 pub(crate) fn staging_bytes(region: &Region<'_>, ins: &Inspection, workers: u32) -> u64 {
     let (n, w) = (ins.task_count(), workers as usize);
     let arrays = region
@@ -62,7 +63,43 @@ pub(crate) fn staging_bytes(region: &Region<'_>, ins: &Inspection, workers: u32)
         size_of::<ErrorRecord>(),
         size_of::<RegionDesc>(),
     ];
-    arrays.chain(tables).map(|bytes| bytes.max(8) as u64).sum()
+    let arena: u64 = tables.iter().map(|&b| Arena::padded(b) as u64).sum();
+    arrays.map(|bytes| bytes.max(8) as u64).sum::<u64>() + arena
+}
+
+/// The scheduler's tables of one run, packed into one device allocation and uploaded with one
+/// copy: a region costs two driver calls for its tables instead of two per table.
+#[derive(Default)]
+struct Arena {
+    /// The host image of the allocation.
+    image: Vec<u8>,
+}
+
+impl Arena {
+    /// Every table starts on its own 128-byte line (the `Counters` record needs that alignment,
+    /// and it keeps tables the workers write off each other's lines).
+    const ALIGN: usize = 128;
+
+    /// The most bytes a table of `bytes` takes in the arena.
+    fn padded(bytes: usize) -> usize {
+        bytes.max(8).next_multiple_of(Self::ALIGN)
+    }
+
+    /// Appends `bytes` (at least 8, so that an empty table still has an address of its own);
+    /// returns its offset.
+    fn put(&mut self, bytes: &[u8]) -> usize {
+        let offset = self.image.len().next_multiple_of(Self::ALIGN);
+        self.image.resize(offset + bytes.len().max(8), 0);
+        self.image[offset..offset + bytes.len()].copy_from_slice(bytes);
+        offset
+    }
+
+    /// Appends `bytes` zeroed bytes; returns the offset.
+    fn zeros(&mut self, bytes: usize) -> usize {
+        let offset = self.image.len().next_multiple_of(Self::ALIGN);
+        self.image.resize(offset + bytes.max(8), 0);
+        offset
+    }
 }
 
 /// A buffer index in [`Staged`].
@@ -75,9 +112,12 @@ pub(crate) struct Staged<'g> {
     buffers: Vec<CudaSlice<u8>>,
     /// The staged copy of each array; `None` for arrays resident on the device.
     arrays: Vec<Option<Buf>>,
-    stats: Buf,
-    trace: Option<Buf>,
-    error: Buf,
+    /// The allocation holding every table.
+    arena: Option<Buf>,
+    /// Where the statistics, the trace and the error record are in it: offset and length.
+    stats: (usize, usize),
+    trace: Option<(usize, usize)>,
+    error: (usize, usize),
     /// The descriptor, as uploaded.
     pub desc: RegionDesc,
     /// The device address of the descriptor.
@@ -119,9 +159,10 @@ impl<'g> Staged<'g> {
             gpu,
             buffers: Vec::new(),
             arrays: Vec::new(),
-            stats: Buf(0),
+            arena: None,
+            stats: (0, 0),
             trace: None,
-            error: Buf(0),
+            error: (0, 0),
             desc: RegionDesc::default(),
             desc_ptr: 0,
             upload_time: Duration::ZERO,
@@ -153,57 +194,82 @@ impl<'g> Staged<'g> {
             .iter()
             .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
             .collect();
-        let (stats, stats_buf) = staged.put(
-            &vec![0u8; workers as usize * size_of::<WorkerStats>()],
-            "statistics",
-        )?;
-        let (current, _) =
-            staged.put(bytes_of(&vec![u32::MAX; workers as usize]), "current tasks")?;
-        staged.stats = stats_buf;
-        let trace = if options.trace {
-            let (ptr, buf) = staged.put(&vec![0u8; n * size_of::<TraceRecord>()], "the trace")?;
-            staged.trace = Some(buf);
-            ptr
-        } else {
-            0
-        };
+        let mut arena = Arena::default();
+        let stats_len = workers as usize * size_of::<WorkerStats>();
+        let stats = arena.zeros(stats_len);
+        let current = arena.put(bytes_of(&vec![u32::MAX; workers as usize]));
+        let trace_len = n * size_of::<TraceRecord>();
+        let trace = options.trace.then(|| arena.zeros(trace_len));
+        let error_len = size_of::<ErrorRecord>();
+        let error = arena.put(bytes_of(std::slice::from_ref(&ErrorRecord::EMPTY)));
+        let offsets = [
+            arena.put(bytes_of(&ins.tasks)),
+            arena.put(bytes_of(&ins.args)),
+            arena.put(bytes_of(&arrays)),
+            arena.put(bytes_of(&dag.offsets)),
+            arena.put(bytes_of(&tables.children)),
+            arena.put(bytes_of(&tables.pending)),
+            arena.put(bytes_of(&dag.rank)),
+            arena.put(bytes_of(&tables.next)),
+            arena.put(bytes_of(&tables.head)),
+            arena.put(bytes_of(&tables.tail)),
+            arena.put(bytes_of(&tables.lock)),
+            arena.put(bytes_of(&counters)),
+            arena.zeros(8),
+        ];
+        let desc_at = arena.zeros(size_of::<RegionDesc>());
+        // SAFETY: every byte of the allocation is written by the copy below before any kernel
+        // reads it.
+        let mut buffer = unsafe { gpu.stream.alloc::<u8>(arena.image.len()) }
+            .map_err(gpu.alloc_error("allocating the region's tables", arena.image.len()))?;
+        let base = buffer.device_ptr(&gpu.stream).0;
+        let at = |offset: usize| base + offset as u64;
+        let [
+            tasks,
+            args,
+            array_table,
+            csr_offsets,
+            children,
+            pending,
+            rank,
+            next,
+            head,
+            tail,
+            lock,
+            counters_at,
+            abort,
+        ] = offsets.map(at);
         let desc = RegionDesc {
-            tasks: staged.put(bytes_of(&ins.tasks), "the task table")?.0,
-            args: staged.put(bytes_of(&ins.args), "the argument table")?.0,
-            arrays: staged.put(bytes_of(&arrays), "the array table")?.0,
-            offsets: staged.put(bytes_of(&dag.offsets), "the CSR offsets")?.0,
-            children: staged
-                .put(bytes_of(&tables.children), "the CSR children")?
-                .0,
-            pending: staged
-                .put(bytes_of(&tables.pending), "the dependence counters")?
-                .0,
-            rank: staged.put(bytes_of(&dag.rank), "the ranks")?.0,
-            next: staged.put(bytes_of(&tables.next), "the queue links")?.0,
-            head: staged.put(bytes_of(&tables.head), "the queue heads")?.0,
-            tail: staged.put(bytes_of(&tables.tail), "the queue tails")?.0,
-            lock: staged.put(bytes_of(&tables.lock), "the queue locks")?.0,
-            counters: staged.put(bytes_of(&counters), "the counters")?.0,
-            abort: staged.put(&[0u8; 8], "the abort flag")?.0,
-            error: {
-                let (ptr, buf) = staged.put(
-                    bytes_of(std::slice::from_ref(&ErrorRecord::EMPTY)),
-                    "the error record",
-                )?;
-                staged.error = buf;
-                ptr
-            },
-            stats,
-            current,
-            trace,
+            tasks,
+            args,
+            arrays: array_table,
+            offsets: csr_offsets,
+            children,
+            pending,
+            rank,
+            next,
+            head,
+            tail,
+            lock,
+            counters: counters_at,
+            abort,
+            error: at(error),
+            stats: at(stats),
+            current: at(current),
+            trace: trace.map_or(0, at),
             ..host
         };
-        staged.desc_ptr = staged
-            .put(
-                bytes_of(std::slice::from_ref(&desc)),
-                "the region descriptor",
-            )?
-            .0;
+        arena.image[desc_at..desc_at + size_of::<RegionDesc>()]
+            .copy_from_slice(bytes_of(std::slice::from_ref(&desc)));
+        gpu.stream
+            .memcpy_htod(&arena.image[..], &mut buffer)
+            .map_err(Error::cuda("uploading the region's tables"))?;
+        staged.buffers.push(buffer);
+        staged.arena = Some(Buf(staged.buffers.len() - 1));
+        staged.stats = (stats, stats_len);
+        staged.trace = trace.map(|t| (t, trace_len));
+        staged.error = (error, error_len);
+        staged.desc_ptr = at(desc_at);
         staged.desc = desc;
         gpu.stream
             .synchronize()
@@ -232,6 +298,15 @@ impl<'g> Staged<'g> {
             .map_err(Error::cuda(format!("reading {what}")))
     }
 
+    /// `len` bytes at `offset` of the tables.
+    fn read_table(&self, (offset, len): (usize, usize), what: &str) -> Result<Vec<u8>, Error> {
+        let arena = &self.buffers[self.arena.expect("the tables are staged").0];
+        self.gpu
+            .stream
+            .clone_dtoh(&arena.slice(offset..offset + len))
+            .map_err(Error::cuda(format!("reading {what}")))
+    }
+
     /// Leaves the device memory allocated for good: for a kernel that may still be using it.
     pub fn abandon(self) {
         std::mem::forget(self.buffers);
@@ -240,7 +315,7 @@ impl<'g> Staged<'g> {
     /// After the kernel ended: the error record turned into an error naming the task, or the
     /// writable arrays copied back and the statistics and trace read.
     pub fn finish(self, region: &Region<'_>, ins: &Inspection) -> Result<Finished, Error> {
-        let record = records::<ErrorRecord>(&self.read(self.error, "the error record")?)[0];
+        let record = records::<ErrorRecord>(&self.read_table(self.error, "the error record")?)[0];
         if record.code != CODE_NONE && record.code != CODE_ABORTED {
             let task = if (record.task as usize) < ins.task_count() {
                 ins.task_ref(record.task)
@@ -269,9 +344,9 @@ impl<'g> Staged<'g> {
                 unsafe { binding.write(&data[..binding.bytes]) };
             }
         }
-        let stats = records::<WorkerStats>(&self.read(self.stats, "statistics")?);
+        let stats = records::<WorkerStats>(&self.read_table(self.stats, "statistics")?);
         let trace = match self.trace {
-            Some(buf) => Some(records::<TraceRecord>(&self.read(buf, "the trace")?)),
+            Some(t) => Some(records::<TraceRecord>(&self.read_table(t, "the trace")?)),
             None => None,
         };
         Ok(Finished {
