@@ -199,6 +199,15 @@ pub(crate) fn watch(
 ) -> Option<Stall> {
     let mut last = u32::MAX;
     let mut since = Instant::now();
+    // A short kernel ends before a sleep would (a sleep lasts at least the thread's timer slack,
+    // 50 us on Linux): poll the event for a while first.
+    let spin = Instant::now();
+    while spin.elapsed() < Duration::from_micros(200) {
+        if end.is_complete() {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
     let mut tick = Duration::from_micros(20);
     while !end.is_complete() {
         std::thread::sleep(tick);

@@ -195,13 +195,14 @@ impl<'g> Staged<'g> {
             .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
             .collect();
         let mut arena = Arena::default();
+        // The error record and the statistics side by side: `finish` reads both with one copy.
+        let error_len = size_of::<ErrorRecord>();
+        let error = arena.put(bytes_of(std::slice::from_ref(&ErrorRecord::EMPTY)));
         let stats_len = workers as usize * size_of::<WorkerStats>();
         let stats = arena.zeros(stats_len);
         let current = arena.put(bytes_of(&vec![u32::MAX; workers as usize]));
         let trace_len = n * size_of::<TraceRecord>();
         let trace = options.trace.then(|| arena.zeros(trace_len));
-        let error_len = size_of::<ErrorRecord>();
-        let error = arena.put(bytes_of(std::slice::from_ref(&ErrorRecord::EMPTY)));
         let offsets = [
             arena.put(bytes_of(&ins.tasks)),
             arena.put(bytes_of(&ins.args)),
@@ -315,7 +316,13 @@ impl<'g> Staged<'g> {
     /// After the kernel ended: the error record turned into an error naming the task, or the
     /// writable arrays copied back and the statistics and trace read.
     pub fn finish(self, region: &Region<'_>, ins: &Inspection) -> Result<Finished, Error> {
-        let record = records::<ErrorRecord>(&self.read_table(self.error, "the error record")?)[0];
+        // The record and the statistics are adjacent (see `new`): one copy reads both.
+        let (error_at, stats_at) = (self.error.0, self.stats.0);
+        let both = self.read_table(
+            (error_at, stats_at + self.stats.1 - error_at),
+            "the error record and statistics",
+        )?;
+        let record = records::<ErrorRecord>(&both[..self.error.1])[0];
         if record.code != CODE_NONE && record.code != CODE_ABORTED {
             let task = if (record.task as usize) < ins.task_count() {
                 ins.task_ref(record.task)
@@ -344,7 +351,7 @@ impl<'g> Staged<'g> {
                 unsafe { binding.write(&data[..binding.bytes]) };
             }
         }
-        let stats = records::<WorkerStats>(&self.read_table(self.stats, "statistics")?);
+        let stats = records::<WorkerStats>(&both[stats_at - error_at..]);
         let trace = match self.trace {
             Some(t) => Some(records::<TraceRecord>(&self.read_table(t, "the trace")?)),
             None => None,
