@@ -13,6 +13,8 @@
 //!    export it with [`Dag::to_dot`] / [`Dag::to_json`].
 //! 5. To check a DAG against the exact semantics, [`oracle`] holds brute-force reference
 //!    implementations (per-element simulation and the O(n²) conflict relation).
+//! 6. For the affinity placement policy, record each task's ranges in a [`TaskRanges`] and call
+//!    [`affine_parents`]: per task, the parent it shares the most bytes with.
 //!
 //! ```
 //! use taskweave_host::graph::{Access, DepTracker, EdgeKind};
@@ -50,6 +52,7 @@
 //! (read, overlapped segment), so a pathological program that reads many finely split segments
 //! again and again uses memory proportional to that work; tiled patterns use one per read.
 
+mod affinity;
 mod dag;
 mod export;
 mod interval;
@@ -58,6 +61,7 @@ pub mod oracle;
 mod proptests;
 mod tracker;
 
+pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
 pub use tracker::DepTracker;
 

@@ -118,6 +118,40 @@ pub fn reference_edges(
     edges
 }
 
+/// The affine parent of every task (see [`affine_parents`](super::affine_parents)), by brute
+/// force: per parent in `dag`, the set of `(array, element)` pairs both tasks access, counted in
+/// bytes of `elem_bytes`; the most bytes wins, ties to the later parent.
+pub fn reference_affine_parents(
+    dag: &Dag,
+    tasks: &[TaskAccesses],
+    elem_bytes: &[usize],
+) -> Vec<u32> {
+    use std::collections::BTreeSet;
+    let touched = |t: usize| -> BTreeSet<(u32, usize)> {
+        tasks[t]
+            .iter()
+            .flat_map(|(a, range, _)| range.clone().map(move |x| (*a, x)))
+            .collect()
+    };
+    let parents = dag.parents();
+    (0..tasks.len())
+        .map(|child| {
+            let mine = touched(child);
+            let mut best = (0u64, super::NO_AFFINE_PARENT);
+            for &p in parents.parents_of(child as u32) {
+                let bytes: u64 = touched(p as usize)
+                    .intersection(&mine)
+                    .map(|&(a, _)| elem_bytes[a as usize] as u64)
+                    .sum();
+                if bytes > 0 && (bytes > best.0 || (bytes == best.0 && p > best.1)) {
+                    best = (bytes, p);
+                }
+            }
+            best.1
+        })
+        .collect()
+}
+
 /// The edges of `dag` as `(parent, child) -> kind`.
 pub fn dag_edges(dag: &Dag) -> BTreeMap<(u32, u32), EdgeKind> {
     (0..dag.task_count() as u32)

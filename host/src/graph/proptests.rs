@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use super::oracle::{self, TaskAccesses};
-use super::{Access, DepTracker};
+use super::{Access, DepTracker, NO_AFFINE_PARENT, TaskRanges, affine_parents};
 
 /// A random program: array lengths and, per task, 1..=4 accesses.
 #[derive(Clone, Debug)]
@@ -115,5 +115,29 @@ proptest! {
         prop_assert_eq!(tracker.task_count() as usize, p.tasks.len());
         let edges = tracker.edge_count();
         prop_assert_eq!(tracker.finish().edge_count(), edges);
+    }
+
+    /// The affine parent of every task is a parent (or none only when the task shares no byte
+    /// with any), and it is the brute-force one: per-element sets, ties to the later parent.
+    #[test]
+    fn affine_parents_match_the_per_element_reference(
+        p in dense_program(40),
+        elem in prop::collection::vec(1usize..=8, 4),
+    ) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        let mut ranges = TaskRanges::default();
+        for accesses in &p.tasks {
+            ranges.push_task(accesses.iter().map(|(a, r, _)| (*a, r.clone())));
+        }
+        let affine = affine_parents(&dag, &ranges, &elem);
+        prop_assert_eq!(&affine, &oracle::reference_affine_parents(&dag, &p.tasks, &elem));
+        let parents = dag.parents();
+        for (t, &a) in affine.iter().enumerate() {
+            let of = parents.parents_of(t as u32);
+            // Every edge comes from a conflict on overlapping ranges: a task with a parent shares
+            // data with it.
+            prop_assert_eq!(a == NO_AFFINE_PARENT, of.is_empty(), "task {}", t);
+            prop_assert!(a == NO_AFFINE_PARENT || of.contains(&a), "task {}", t);
+        }
     }
 }
