@@ -12,12 +12,13 @@
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::panic::Location;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use taskweave_device::abi::TaskRecord;
 
 use crate::error::{Error, TaskRef};
-use crate::graph::{self, Dag, DepTracker};
+use crate::graph::{self, Dag, DepTracker, TaskRanges};
 
 /// Marks an array as read-only or read-write in a region.
 pub trait Mode: Copy + 'static + private::Sealed {}
@@ -114,6 +115,8 @@ pub struct ArrayInfo {
     pub len: usize,
     /// Passed as `&mut [T]`.
     pub writable: bool,
+    /// Bytes per element (`size_of::<T>()`).
+    pub elem_bytes: usize,
 }
 
 /// Records the tasks a region spawns.
@@ -122,6 +125,7 @@ pub struct Recorder {
     kinds: &'static [&'static str],
     arrays: Vec<ArrayInfo>,
     tracker: DepTracker,
+    ranges: TaskRanges,
     tasks: Vec<TaskRecord>,
     args: Vec<u64>,
     locations: Vec<&'static Location<'static>>,
@@ -150,6 +154,7 @@ impl Recorder {
             args: Vec::new(),
             locations: Vec::new(),
             scratch: Vec::new(),
+            ranges: TaskRanges::default(),
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
         }
@@ -228,6 +233,11 @@ impl Recorder {
             (a.slot, a.range.clone(), mode)
         }));
         self.tracker.add_task(&self.scratch);
+        self.ranges.push_task(
+            self.scratch
+                .iter()
+                .map(|(slot, range, _)| (*slot, range.clone())),
+        );
         self.tasks.push(TaskRecord {
             kind,
             args: self.args.len() as u32,
@@ -247,6 +257,8 @@ impl Recorder {
             kinds: self.kinds,
             arrays: self.arrays,
             dag: self.tracker.finish(),
+            ranges: self.ranges,
+            affine: OnceLock::new(),
             tasks: self.tasks,
             args: self.args,
             locations: self.locations,
@@ -297,6 +309,10 @@ pub struct Inspection {
     pub arrays: Vec<ArrayInfo>,
     /// The dependence DAG.
     pub dag: Dag,
+    /// Each task's declared ranges, merged per array whatever the access mode.
+    pub ranges: TaskRanges,
+    /// [`Inspection::affine_parents`], computed on first use.
+    affine: OnceLock<Vec<u32>>,
     /// One record per task, plus a sentinel whose `args` ends the last task's words.
     pub tasks: Vec<TaskRecord>,
     /// Argument words of all tasks.
@@ -313,6 +329,16 @@ impl Inspection {
     /// The number of tasks.
     pub fn task_count(&self) -> usize {
         self.locations.len()
+    }
+
+    /// Per task, the parent it shares the most bytes of declared ranges with, or
+    /// [`NO_AFFINE_PARENT`](graph::NO_AFFINE_PARENT) (see [`graph::affine_parents`]): where the
+    /// affinity policy sends the task. Computed on the first call, `O(edges × ranges per task)`.
+    pub fn affine_parents(&self) -> &[u32] {
+        self.affine.get_or_init(|| {
+            let elem_bytes: Vec<usize> = self.arrays.iter().map(|a| a.elem_bytes).collect();
+            graph::affine_parents(&self.dag, &self.ranges, &elem_bytes)
+        })
     }
 
     /// Task `index` as errors name it.
@@ -358,6 +384,7 @@ mod tests {
             name: "x",
             len: 4,
             writable: true,
+            elem_bytes: 4,
         }];
         Recorder::new("limits", &["t"], arrays)
     }

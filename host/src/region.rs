@@ -238,6 +238,7 @@ impl<'a> Region<'a> {
                 name,
                 len,
                 writable,
+                elem_bytes: size_of::<T>(),
             },
             ptr: ptr.cast(),
             bytes: len * size_of::<T>(),
