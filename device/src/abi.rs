@@ -20,6 +20,9 @@
 //! | `stats` | `n_workers` | workers | [`WorkerStats`] |
 //! | `current` | `n_workers` | workers | the task each worker runs, for the watchdog |
 //! | `trace` | `n_tasks` or null | workers | [`TraceRecord`] per task |
+//! | `sm_slots` | `sm_count` or null | blocks, at kernel entry | the rank counter of each SM (SM-aware workers) |
+//! | `affine` | `n_tasks` or null | host | each task's affine parent (the affinity policy) |
+//! | `ran_by` | `n_tasks` or null | workers | the worker that ran each task (the affinity policy) |
 
 /// One spawned task.
 #[repr(C)]
@@ -59,8 +62,12 @@ pub mod policy {
     /// Critical-path priority: the freed child with the highest rank runs next on this worker; the
     /// rest go out by global round robin.
     pub const PRIORITY: u32 = 5;
+    /// Data affinity: a freed child goes to the worker that ran its affine parent (the parent it
+    /// shares the most data with), which keeps it as its continuation when that is itself, while
+    /// that worker's queue is drained; the other children go out by global round robin.
+    pub const AFFINITY: u32 = 6;
     /// Number of policies.
-    pub const COUNT: u32 = 6;
+    pub const COUNT: u32 = 7;
 }
 
 /// [`RegionDesc::flags`]: index checks on.
@@ -121,6 +128,24 @@ pub struct RegionDesc {
     pub current: u64,
     /// `*mut TraceRecord`, `n_tasks` records, or 0.
     pub trace: u64,
+    /// `*mut u32`, `sm_count` words, zero before the launch: how many blocks have claimed a rank
+    /// on each SM. 0 unless `per_sm` is set.
+    pub sm_slots: u64,
+    /// `*const u32`, `n_tasks` words: each task's affine parent, `u32::MAX` for none. 0 unless the
+    /// policy is [`policy::AFFINITY`].
+    pub affine: u64,
+    /// `*mut u32`, `n_tasks` words: the worker that ran each task (`u32::MAX` before). 0 unless
+    /// the policy is [`policy::AFFINITY`].
+    pub ran_by: u64,
+    /// SMs on the GPU: the length of `sm_slots`.
+    pub sm_count: u32,
+    /// SM-aware workers: the first SM the region uses.
+    pub sm_first: u32,
+    /// SM-aware workers: how many SMs, from `sm_first`, the region uses.
+    pub sm_len: u32,
+    /// SM-aware workers: active workers per SM; `n_workers == sm_len * per_sm`. 0: the default,
+    /// block `b` is worker `b`.
+    pub per_sm: u32,
 }
 
 /// Counters every worker updates, each on its own 128-byte line so they do not contend.
