@@ -11,6 +11,7 @@
 //!
 //! The protocol and the reason for each memory ordering are in `README.md` beside this file.
 
+pub mod affinity;
 pub mod deps;
 #[cfg(not(loom))]
 pub mod levels;

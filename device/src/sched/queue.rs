@@ -112,6 +112,25 @@ impl<'a> Queues<'a> {
         self.next[cursor as usize].load(Gpu, Relaxed) == NIL
     }
 
+    /// Publishes an owner's register cursor in `head[worker]`, for [`Queues::looks_drained`].
+    #[inline(always)]
+    pub fn publish_head(&self, worker: u32, cursor: u32) {
+        // Relaxed: a hint for other workers' placement; nothing is read through it.
+        self.head[worker as usize].store(cursor, Gpu, Relaxed);
+    }
+
+    /// `true` when `worker`'s published cursor has caught up with its tail: its queue holds
+    /// nothing right now, as far as another worker can tell. A hint for placement (the owner
+    /// publishes its cursor after each pop, and a concurrent push may falsify the answer at once),
+    /// valid only for queues whose owner publishes ([`Queues::publish_head`]) or that are popped
+    /// through [`Queues::pop`].
+    #[inline(always)]
+    pub fn looks_drained(&self, worker: u32) -> bool {
+        // Relaxed: nothing is read through the answer.
+        self.tail[worker as usize].load(Gpu, Relaxed)
+            == self.head[worker as usize].load(Gpu, Relaxed)
+    }
+
     /// Takes the consumer lock of `worker`'s queue; `false` if another consumer holds it.
     #[inline(always)]
     pub fn try_lock(&self, worker: u32) -> bool {

@@ -1,6 +1,6 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::{at, command, deps, queue::Queues, words};
+use super::{affinity, at, command, deps, queue::Queues, words};
 use crate::abi::{
     ArrayDesc, Counters, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TaskRecord, TraceRecord,
     WorkerStats, policy,
@@ -31,6 +31,8 @@ pub struct Runtime<'a> {
     children: &'a [u32],
     pending: &'a [AtomicU32],
     rank: &'a [u32],
+    affine: &'a [u32],
+    ran_by: &'a [AtomicU32],
     queues: Queues<'a>,
     completed: &'a AtomicU32,
     grr: &'a AtomicU32,
@@ -62,6 +64,8 @@ impl<'a> Runtime<'a> {
     pub unsafe fn from_desc(desc: &'a RegionDesc) -> Self {
         let n = desc.n_tasks as usize;
         let w = desc.n_workers as usize;
+        // The affinity policy's tables; empty (null) under the others.
+        let per_task = |ptr: u64| if ptr == 0 { 0 } else { n };
         // SAFETY: each table's length is the documented one; the caller vouches for the pointers.
         unsafe {
             let offsets: &[u32] = table(desc.offsets, n + 1);
@@ -81,6 +85,8 @@ impl<'a> Runtime<'a> {
                 children: table(desc.children, edges),
                 pending: table(desc.pending, n),
                 rank: table(desc.rank, n),
+                affine: table(desc.affine, per_task(desc.affine)),
+                ran_by: table(desc.ran_by, per_task(desc.ran_by)),
                 queues: Queues::new(
                     table(desc.next, n + w),
                     table(desc.head, w),
@@ -162,6 +168,10 @@ impl<'a> Runtime<'a> {
                 self.queues.pop_from(&mut me.head)
             };
             if let Some(task) = own {
+                if self.policy == policy::AFFINITY {
+                    // For the pushers' `looks_drained`: whether a child sent here would wait.
+                    self.queues.publish_head(worker, me.head);
+                }
                 return task;
             }
             if self.policy == policy::STEAL {
@@ -196,11 +206,12 @@ impl<'a> Runtime<'a> {
         }
     }
 
-    /// Which of `freed` children (read through `child`) the leader keeps as its continuation
-    /// (`NONE` for none), and the first target worker of the others.
+    /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
+    /// continuation (`NONE` for none), and the first target worker of the others.
     fn place(
         &self,
         worker: u32,
+        task: u32,
         freed: usize,
         child: impl Fn(usize) -> u32,
         me: &mut Leader,
@@ -211,8 +222,18 @@ impl<'a> Runtime<'a> {
             policy::STEAL => 0,
             // Tasks pushed to this worker wait behind its continuations, however long their chain:
             // with work queued, the worker takes that first and pushes all it freed.
-            policy::LOCAL | policy::PRIORITY if !self.queues.looks_empty(me.head) => command::NONE,
+            policy::LOCAL | policy::PRIORITY | policy::AFFINITY
+                if !self.queues.looks_empty(me.head) =>
+            {
+                command::NONE
+            }
             policy::LOCAL => 0,
+            // The first child whose affine parent ran here.
+            policy::AFFINITY => (0..freed)
+                .position(|i| {
+                    affinity::home(self.affine, self.ran_by, child(i), task, worker) == Some(worker)
+                })
+                .map_or(command::NONE, |i| i as u32),
             policy::PRIORITY => {
                 let mut best = 0;
                 let mut best_rank = 0;
@@ -242,13 +263,23 @@ impl<'a> Runtime<'a> {
         (keep, base % workers)
     }
 
-    /// The queue of the `i`-th pushed child, counting from `base`.
+    /// The queue of `child`, the `i`-th pushed child of `task`, counting from `base`. Under
+    /// AFFINITY a child goes home (to the worker that ran its affine parent) when that worker's
+    /// queue looks drained, and otherwise, like a child with no home, by round robin from `base`
+    /// (slots of the children that went home stay unused).
     #[inline(always)]
-    fn target(&self, base: u32, i: u32) -> u32 {
-        if self.policy == policy::STEAL {
-            base
-        } else {
-            (base + i) % self.queues.workers()
+    fn target(&self, base: u32, i: u32, child: u32, task: u32, worker: u32) -> u32 {
+        match self.policy {
+            policy::STEAL => base,
+            policy::AFFINITY => {
+                match affinity::home(self.affine, self.ran_by, child, task, worker) {
+                    // Without this guard every task would follow its affine parent, and each tree
+                    // of affine parents would run on one worker: a wavefront, serially.
+                    Some(home) if self.queues.looks_drained(home) => home,
+                    _ => (base + i) % self.queues.workers(),
+                }
+            }
+            _ => (base + i) % self.queues.workers(),
         }
     }
 }
@@ -363,6 +394,8 @@ pub unsafe fn run_worker<D: Dispatch>(
             if let Some(slot) = rt.current.get(worker as usize) {
                 slot.store(task, Gpu, Relaxed);
             }
+            // AFFINITY: before the barrier after the body, so every release of a child follows it.
+            affinity::record(rt.ran_by, task, worker);
             start = arch::clock64();
             if tracing {
                 start_ns = arch::global_timer_ns();
@@ -410,7 +443,7 @@ pub unsafe fn run_worker<D: Dispatch>(
                         count += 1;
                     }
                 }
-                let (keep, base) = rt.place(worker, count, |i| freed[i], &mut me);
+                let (keep, base) = rt.place(worker, task, count, |i| freed[i], &mut me);
                 if count > usize::from(keep != command::NONE) {
                     // One release for all pushes: the body's results, and the other parents'
                     // results acquired by the decrements above.
@@ -421,7 +454,8 @@ pub unsafe fn run_worker<D: Dispatch>(
                     if i as u32 == keep {
                         me.continuation = child;
                     } else {
-                        rt.queues.push_fenced(rt.target(base, pushed), child);
+                        rt.queues
+                            .push_fenced(rt.target(base, pushed, child, task, worker), child);
                         pushed += 1;
                     }
                 }
@@ -440,7 +474,8 @@ pub unsafe fn run_worker<D: Dispatch>(
                     // A child freed after an earlier fence carries other parents' results that
                     // fence did not cover: fence before each overflow push (rare: > LIST_CAP).
                     fence(Gpu);
-                    rt.queues.push_fenced(rt.target(worker, slot as u32), child);
+                    let to = rt.target(worker, slot as u32, child, task, worker);
+                    rt.queues.push_fenced(to, child);
                 }
             }
             e += threads;
@@ -451,7 +486,13 @@ pub unsafe fn run_worker<D: Dispatch>(
             continue;
         }
         if leader {
-            let (keep, base) = rt.place(worker, freed, |i| list[i].load(Block, Relaxed), &mut me);
+            let (keep, base) = rt.place(
+                worker,
+                task,
+                freed,
+                |i| list[i].load(Block, Relaxed),
+                &mut me,
+            );
             if keep != command::NONE {
                 me.continuation = list[keep as usize].load(Block, Relaxed);
             }
@@ -471,8 +512,9 @@ pub unsafe fn run_worker<D: Dispatch>(
                     fence(Gpu);
                 }
                 let rank = (i - usize::from(keep < i)) as u32;
+                let child = list[i].load(Block, Relaxed);
                 rt.queues
-                    .push_fenced(rt.target(base, rank), list[i].load(Block, Relaxed));
+                    .push_fenced(rt.target(base, rank, child, task, worker), child);
             }
             i += threads;
         }
