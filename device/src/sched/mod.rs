@@ -18,6 +18,7 @@ pub mod levels;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub mod queue;
+pub mod sm;
 #[cfg(not(loom))]
 mod worker;
 
@@ -105,7 +106,8 @@ unsafe fn bind_faults(desc: *const crate::abi::RegionDesc) {
     };
 }
 
-/// The body of every region kernel: one worker per block.
+/// The body of every region kernel: one worker per block (or, with SM-aware workers, the blocks
+/// that [claim](sm::claim) a worker on their SM; the others return at once).
 ///
 /// # Safety
 /// `desc` must point to a valid [`RegionDesc`](crate::abi::RegionDesc) in device memory whose
@@ -140,18 +142,14 @@ pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispat
             crate::shared::RUNTIME_WORDS,
         )
     };
+    // SAFETY: guaranteed by the caller; the loop has not started.
+    let Some(worker) = (unsafe { sm::worker_of_block(&*desc, words) }) else {
+        // SM-aware workers: this block is surplus on its SM, or its SM is not the region's.
+        return;
+    };
     let (scratch, bytes) = crate::shared::dynamic();
     // SAFETY: the dynamic shared memory is this block's, 16-aligned, used only by its tasks.
-    unsafe {
-        run_worker(
-            &rt,
-            crate::arch::block_idx(),
-            words,
-            scratch,
-            bytes,
-            dispatch,
-        )
-    };
+    unsafe { run_worker(&rt, worker, words, scratch, bytes, dispatch) };
 }
 
 /// The body of every region's one-launch-per-level kernel: block `b` runs task `list[b]`.
