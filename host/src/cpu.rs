@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::inspect::Inspection;
 use crate::region::Region;
 use crate::report::Report;
+use crate::sm::SmPlan;
 use crate::tables::Tables;
 
 /// The default worker count: the host's available parallelism.
@@ -107,7 +108,8 @@ impl Dispatch for Catching<'_> {
     }
 }
 
-/// Runs `inspection`'s DAG on `workers` threads.
+/// Runs `inspection`'s DAG on `workers` threads (or, with SM-aware workers, on `workers_per_sm`
+/// threads for each SM of the set, each of the `workers` threads counting as one SM).
 pub(crate) fn execute(
     region: &Region<'_>,
     inspection: &Inspection,
@@ -121,7 +123,13 @@ pub(crate) fn execute(
             detail: "is resident on a GPU, which the CPU backend cannot reach: upload it with the CPU runtime",
         });
     }
-    let workers = options.workers.unwrap_or(workers).max(1);
+    // No SMs here: each worker thread the runtime would start stands for one, with no limit on
+    // the workers sharing it.
+    let sms = SmPlan::resolve(region.meta.name, options, workers, None, |_| 1)?;
+    let workers = match &sms {
+        Some(plan) => plan.workers(),
+        None => options.workers.unwrap_or(workers).max(1),
+    };
     let lanes = options.cpu_lanes.max(1);
     let n = inspection.task_count();
     let arrays: Vec<ArrayDesc> = region
@@ -187,6 +195,9 @@ pub(crate) fn execute(
                 block_words.iter().zip(scratch.iter_mut()).enumerate()
             {
                 let worker = worker as u32;
+                let sm = sms
+                    .as_ref()
+                    .map_or(worker % default_workers(), |p| p.sm_of(worker));
                 let group = (lanes > 1).then(|| LaneGroup::new(lanes));
                 let block_words = block_words.as_slice();
                 // Shared by the worker's lanes, as a block's shared memory is.
@@ -204,7 +215,7 @@ pub(crate) fn execute(
                             block_dim: lanes,
                             block: worker,
                             grid_dim: workers,
-                            sm: worker % default_workers(),
+                            sm,
                             group: group.clone(),
                         });
                         let catching = Catching {

@@ -113,6 +113,18 @@ pub enum Error {
         /// The first few unfinished tasks.
         first: Vec<TaskRef>,
     },
+    /// SM-aware workers ([`Region::workers_per_sm`](crate::Region::workers_per_sm),
+    /// [`Region::sms`](crate::Region::sms)) that the device cannot place: more workers per SM
+    /// than fit, SMs it does not have, an empty set, or a fixed worker count as well.
+    #[error("region `{region}`: `{option}` {reason}")]
+    SmOptions {
+        /// The region.
+        region: &'static str,
+        /// The option as set, such as `workers_per_sm(9)`.
+        option: String,
+        /// Why it cannot be met.
+        reason: String,
+    },
     /// A `DeviceArray` bound to a region lives where the region's backend cannot reach it.
     #[error("array `{array}` of region `{region}` {detail}")]
     ArrayElsewhere {

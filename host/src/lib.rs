@@ -15,6 +15,7 @@ mod region;
 mod report;
 mod resident;
 mod runtime;
+mod sm;
 mod submit;
 mod tables;
 

@@ -54,17 +54,23 @@ pub enum Policy {
     Steal,
     /// Run the freed child with the longest path to the end next; the rest by global round robin.
     Priority,
+    /// Send each freed child to the worker that ran its affine parent, the parent it shares the
+    /// most data with (run it next when that is this worker), unless that worker has work queued;
+    /// the rest by global round robin. See
+    /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
+    Affinity,
 }
 
 impl Policy {
     /// Every policy.
-    pub const ALL: [Policy; 6] = [
+    pub const ALL: [Policy; 7] = [
         Self::Lrr,
         Self::Grr,
         Self::Lf,
         Self::Local,
         Self::Steal,
         Self::Priority,
+        Self::Affinity,
     ];
 
     /// The policy's number in the device ABI.
@@ -77,6 +83,7 @@ impl Policy {
             Self::Local => policy::LOCAL,
             Self::Steal => policy::STEAL,
             Self::Priority => policy::PRIORITY,
+            Self::Affinity => policy::AFFINITY,
         }
     }
 
@@ -89,6 +96,7 @@ impl Policy {
             Self::Local => "local",
             Self::Steal => "steal",
             Self::Priority => "priority",
+            Self::Affinity => "affinity",
         }
     }
 }
@@ -101,7 +109,8 @@ impl std::str::FromStr for Policy {
             .find(|p| p.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown policy `{s}`: expected one of lrr, grr, lf, local, steal, priority"
+                    "unknown policy `{s}`: expected one of {}",
+                    Self::ALL.map(Self::name).join(", ")
                 )
             })
     }
@@ -118,6 +127,10 @@ pub struct Options {
     pub checked: bool,
     /// Worker count; `None` takes it from occupancy (GPU) or cores (CPU).
     pub workers: Option<u32>,
+    /// SM-aware workers: active workers per SM (see [`Region::workers_per_sm`]).
+    pub per_sm: Option<u32>,
+    /// SM-aware workers: the SMs the region may use (see [`Region::sms`]).
+    pub sm_set: Option<std::ops::Range<u32>>,
     /// Threads per emulated block on the CPU backend.
     pub cpu_lanes: u32,
     /// Bytes of shared scratch per block for `Block::shared`.
@@ -137,6 +150,8 @@ impl Default for Options {
             policy: Policy::default(),
             checked: true,
             workers: None,
+            per_sm: None,
+            sm_set: None,
             cpu_lanes: 1,
             shared_bytes: 8 * 1024,
             trace: false,
@@ -332,6 +347,36 @@ impl<'a> Region<'a> {
     /// A fixed worker count instead of one from occupancy or cores.
     pub fn workers(mut self, workers: u32) -> Self {
         self.options.workers = Some(workers.max(1));
+        self
+    }
+
+    /// SM-aware workers: `n` active workers on each SM the region uses (the SM-centric
+    /// transformation's filling-retreating, ICS'15). The persistent backend launches every block
+    /// that fits on the GPU at once; at kernel entry each block reads its SM and claims a rank on
+    /// it, the first `n` on each SM become workers `(sm - first) * n + rank` and the others
+    /// return at once. So worker `w` runs on SM `first + w / n`, and the worker count is the SMs
+    /// times `n`. Without [`Region::sms`], every SM is used.
+    ///
+    /// `n` above the kernel's occupancy (blocks of [`Region::threads`] threads and
+    /// [`Region::shared_bytes`] that fit on one SM) is an [`Error::SmOptions`], as is setting
+    /// [`Region::workers`] too.
+    ///
+    /// An SM that another kernel holds may get no block: the workers of its empty slots never
+    /// run, their queues are not drained, and the watchdog reports a stall instead of a hang.
+    /// The CPU backend has no SMs: it counts each of its default worker threads as one SM and
+    /// starts `n` threads for each SM of the set. The level-by-level, graph and streams backends
+    /// ignore the option.
+    pub fn workers_per_sm(mut self, n: u32) -> Self {
+        self.options.per_sm = Some(n);
+        self
+    }
+
+    /// SM-aware workers on the SMs `sms` only (a range of SM ids, `0..sm_count`), each with
+    /// [`Region::workers_per_sm`] workers (by default as many as the DAG's widest level needs,
+    /// spread over the set, within occupancy). An empty range, or one past the device's SMs, is
+    /// an [`Error::SmOptions`].
+    pub fn sms(mut self, sms: std::ops::Range<u32>) -> Self {
+        self.options.sm_set = Some(sms);
         self
     }
 

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use taskweave_device::abi::{Counters, RegionDesc};
+use taskweave_device::sched::affinity::NOT_RUN;
 use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
@@ -17,8 +18,8 @@ pub(crate) struct CounterWords(pub [AtomicU32; 64]);
 const _: () = assert!(size_of::<CounterWords>() == size_of::<Counters>());
 const _: () = assert!(std::mem::offset_of!(Counters, grr) == 32 * 4);
 
-/// The mutable tables of a run; the immutable ones (tasks, args, CSR, ranks) stay in the
-/// [`Inspection`].
+/// The mutable tables of a run; the immutable ones (tasks, args, CSR, ranks, affine parents) stay
+/// in the [`Inspection`].
 pub(crate) struct Tables<'i> {
     pub ins: &'i Inspection,
     pub pending: Vec<u32>,
@@ -30,6 +31,12 @@ pub(crate) struct Tables<'i> {
     /// The CSR children as the device reads them: a child with no other parent carries
     /// [`SOLE_PARENT`], so releasing it needs no atomic.
     pub children: Vec<u32>,
+    /// Under [`Policy::Affinity`], each task's affine parent ([`Inspection::affine_parents`]);
+    /// empty otherwise.
+    pub affine: &'i [u32],
+    /// Under [`Policy::Affinity`], the worker that ran each task, [`NOT_RUN`] before; empty
+    /// otherwise.
+    pub ran_by: Vec<u32>,
 }
 
 impl<'i> Tables<'i> {
@@ -65,8 +72,11 @@ impl<'i> Tables<'i> {
                 }
             })
             .collect();
+        let affinity = policy == Policy::Affinity;
         Self {
             ins,
+            affine: if affinity { ins.affine_parents() } else { &[] },
+            ran_by: vec![NOT_RUN; if affinity { n } else { 0 }],
             pending: in_degree.clone(),
             next,
             head,
@@ -94,6 +104,8 @@ impl<'i> Tables<'i> {
             tail: self.tail.as_mut_ptr() as u64,
             lock: self.lock.as_mut_ptr() as u64,
             counters: self.counters.0.as_ptr() as u64,
+            affine: table_ptr(self.affine.as_ptr(), self.affine.len()),
+            ran_by: table_ptr(self.ran_by.as_mut_ptr(), self.ran_by.len()),
             ..base
         }
     }
@@ -102,4 +114,9 @@ impl<'i> Tables<'i> {
     pub fn completed(&self) -> u32 {
         self.counters.0[0].load(Ordering::Relaxed)
     }
+}
+
+/// The address of a table the device uses only under some policies: 0 when it is empty.
+fn table_ptr(ptr: *const u32, len: usize) -> u64 {
+    if len == 0 { 0 } else { ptr as u64 }
 }

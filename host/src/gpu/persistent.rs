@@ -3,6 +3,8 @@
 //!
 //! 1. Size the grid from the occupancy of the compiled kernel: SMs × resident blocks per SM, so all
 //!    workers are resident at once and spinning on a queue can never starve an unlaunched block.
+//!    With SM-aware workers ([`crate::sm`]) every block that fits is launched, and each claims a
+//!    worker on its SM or retreats at kernel entry.
 //! 2. Stage the arrays and tables ([`Staged`]) and launch.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when
 //!    it stops moving for the watchdog timeout the host raises the abort flag.
@@ -21,6 +23,7 @@ use crate::error::Error;
 use crate::inspect::Inspection;
 use crate::region::Region;
 use crate::report::Report;
+use crate::sm::{self, SmPlan};
 
 /// Blocks of `function` that fit on the whole GPU at once with the region's block shape.
 pub(crate) fn resident_blocks(
@@ -59,6 +62,35 @@ pub(crate) fn default_workers(resident: u32, sms: u32, widest_level: usize) -> u
     u32::try_from(per_sm * sms).map_or(resident, |w| w.min(resident))
 }
 
+/// SM-aware workers: the kernel to launch (the uncapped twin when `per_sm` of its blocks fit on
+/// every SM), the plan, and how many blocks to launch: every one that fits at once, so that each
+/// SM gets its share before any retreats.
+fn on_sms(
+    gpu: &Gpu,
+    region: &Region<'_>,
+    widest: usize,
+) -> Result<(CudaFunction, SmPlan, u32), Error> {
+    let mut plan = Ok(None);
+    let (function, _) = gpu.pick(region, region.meta.kernel, |resident| {
+        let occupancy = resident / gpu.sms.max(1);
+        plan = SmPlan::resolve(
+            region.meta.name,
+            &region.options,
+            gpu.sms,
+            Some(occupancy),
+            // As without the option: the widest level, in whole SMs' worth of workers.
+            |sms| default_workers(occupancy * sms, sms, widest) / sms.max(1),
+        );
+        match &plan {
+            Ok(Some(p)) => p.per_sm * gpu.sms,
+            _ => resident,
+        }
+    })?;
+    let plan = plan?.expect("the region asks for SM-aware workers");
+    let blocks = resident_blocks(gpu, &function, region)?;
+    Ok((function, plan, blocks))
+}
+
 /// Runs `inspection`'s DAG on `gpu` with the persistent scheduler.
 pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
     let meta = &region.meta;
@@ -67,11 +99,17 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     let widest = ins.dag.max_level_width();
     // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
     // would deadlock the rest.
-    let (function, workers) = gpu.pick(region, meta.kernel, |resident| {
-        options
-            .workers
-            .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
-    })?;
+    let (function, workers, sms) = if sm::requested(options) {
+        let (function, plan, blocks) = on_sms(gpu, region, widest)?;
+        (function, plan.workers(), Some((plan, blocks)))
+    } else {
+        let (function, workers) = gpu.pick(region, meta.kernel, |resident| {
+            options
+                .workers
+                .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
+        })?;
+        (function, workers, None)
+    };
     // A submitted region follows the kernels of the runs it conflicts with on the device: its
     // stream will wait for their end events, so its upload overlaps them. They are taken before
     // the residency below, which an earlier run may still need for its own launch.
@@ -81,15 +119,22 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         .flat_map(|(after, _)| after.iter().filter_map(|d| d.wait_launched()))
         .collect();
     // Every worker must be resident: the launch waits until it fits beside the other kernels of
-    // that kind running now (regions submitted without waiting, on other lanes).
-    let per_sm = resident_blocks(gpu, &function, region)? / gpu.sms.max(1);
-    let _admitted = gpu.residency.reserve(gpu.sms, workers, per_sm);
-    let staged = Staged::new(gpu, region, ins, workers)?;
+    // that kind running now (regions submitted without waiting, on other lanes). SM-aware workers
+    // launch every block that fits, so they wait for the whole GPU.
+    let (blocks, per_sm) = match &sms {
+        Some((_, blocks)) => (*blocks, blocks / gpu.sms.max(1)),
+        None => (
+            workers,
+            resident_blocks(gpu, &function, region)? / gpu.sms.max(1),
+        ),
+    };
+    let _admitted = gpu.residency.reserve(gpu.sms, blocks, per_sm);
+    let staged = Staged::with_sms(gpu, region, ins, workers, sms.as_ref().map(|(p, _)| p))?;
 
     let mut kernel_time = Duration::ZERO;
     if n > 0 {
         let config = LaunchConfig {
-            grid_dim: (workers, 1, 1),
+            grid_dim: (blocks, 1, 1),
             block_dim: (options.threads, 1, 1),
             shared_mem_bytes: options.shared_bytes,
         };

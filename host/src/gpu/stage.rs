@@ -11,7 +11,8 @@ use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 use super::{Gpu, describe};
 use crate::error::{Error, TaskRef};
 use crate::inspect::Inspection;
-use crate::region::Region;
+use crate::region::{Policy, Region};
+use crate::sm::SmPlan;
 use crate::tables::Tables;
 
 /// The bytes of a slice of plain `repr(C)` records.
@@ -29,10 +30,15 @@ pub(crate) fn records<T: Copy>(bytes: &[u8]) -> Vec<T> {
         .collect()
 }
 
-/// The bytes [`Staged::new`] allocates for `region` with `workers` workers, at most: one buffer per
-/// array copied to the device, at least 8 bytes as [`Staged::put`] pads it, and the tables packed
-/// into one [`Arena`], each padded to its alignment.
-pub(crate) fn staging_bytes(region: &Region<'_>, ins: &Inspection, workers: u32) -> u64 {
+/// The bytes [`Staged::with_sms`] allocates for `region` with `workers` workers (placed by `sms`),
+/// at most: one buffer per array copied to the device, at least 8 bytes as [`Staged::put`] pads
+/// it, and the tables packed into one [`Arena`], each padded to its alignment.
+pub(crate) fn staging_bytes(
+    region: &Region<'_>,
+    ins: &Inspection,
+    workers: u32,
+    sms: Option<&SmPlan>,
+) -> u64 {
     let (n, w) = (ins.task_count(), workers as usize);
     let arrays = region
         .arrays
@@ -63,7 +69,23 @@ pub(crate) fn staging_bytes(region: &Region<'_>, ins: &Inspection, workers: u32)
         size_of::<ErrorRecord>(),
         size_of::<RegionDesc>(),
     ];
-    let arena: u64 = tables.iter().map(|&b| Arena::padded(b) as u64).sum();
+    // The affinity policy's tables (`affine`, `ran_by`), and SM-aware workers' slot counters.
+    let affinity = region.options.policy == Policy::Affinity && n > 0;
+    let optional = [
+        if affinity { n * 4 } else { 0 },
+        if affinity { n * 4 } else { 0 },
+        sms.map_or(0, |plan| plan.sm_count as usize * 4),
+    ];
+    let arena: u64 = tables
+        .iter()
+        .map(|&b| Arena::padded(b) as u64)
+        .chain(
+            optional
+                .iter()
+                .filter(|&&b| b > 0)
+                .map(|&b| Arena::padded(b) as u64),
+        )
+        .sum();
     arrays.map(|bytes| bytes.max(8) as u64).sum::<u64>() + arena
 }
 
@@ -134,6 +156,18 @@ impl<'g> Staged<'g> {
         ins: &Inspection,
         workers: u32,
     ) -> Result<Self, Error> {
+        Self::with_sms(gpu, region, ins, workers, None)
+    }
+
+    /// [`Staged::new`] with SM-aware workers placed by `sms`: its descriptor fields and a zeroed
+    /// slot counter per SM.
+    pub fn with_sms(
+        gpu: &'g Gpu,
+        region: &Region<'_>,
+        ins: &Inspection,
+        workers: u32,
+        sms: Option<&SmPlan>,
+    ) -> Result<Self, Error> {
         let meta = &region.meta;
         let options = &region.options;
         gpu.check_usable()?;
@@ -144,7 +178,7 @@ impl<'g> Staged<'g> {
         // Checked before anything is allocated, so a region that cannot fit fails with nothing
         // copied. The driver rounds allocations up, so staging may still run out near the limit:
         // `put` reports that as `Error::OutOfMemory`, and dropping `staged` frees what it got.
-        let needed = staging_bytes(region, ins, workers);
+        let needed = staging_bytes(region, ins, workers, sms);
         let free = gpu.free_memory()?;
         if needed > free {
             return Err(Error::DeviceOutOfMemory {
@@ -187,6 +221,7 @@ impl<'g> Staged<'g> {
         }
         let mut tables = Tables::new(ins, workers, options.policy);
         let host = tables.desc(options.desc(workers, arrays.len()));
+        let host = sms.map_or(host, |plan| plan.desc(host));
         let dag = &ins.dag;
         let counters: Vec<u32> = tables
             .counters
@@ -218,6 +253,10 @@ impl<'g> Staged<'g> {
             arena.put(bytes_of(&counters)),
             arena.zeros(8),
         ];
+        // The affinity policy's tables and SM-aware workers' slot counters, when the run has them.
+        let affine = (!tables.affine.is_empty()).then(|| arena.put(bytes_of(tables.affine)));
+        let ran_by = (!tables.ran_by.is_empty()).then(|| arena.put(bytes_of(&tables.ran_by)));
+        let sm_slots = sms.map(|plan| arena.zeros(plan.sm_count as usize * 4));
         let desc_at = arena.zeros(size_of::<RegionDesc>());
         // SAFETY: every byte of the allocation is written by the copy below before any kernel
         // reads it.
@@ -258,6 +297,9 @@ impl<'g> Staged<'g> {
             stats: at(stats),
             current: at(current),
             trace: trace.map_or(0, at),
+            affine: affine.map_or(0, at),
+            ran_by: ran_by.map_or(0, at),
+            sm_slots: sm_slots.map_or(0, at),
             ..host
         };
         arena.image[desc_at..desc_at + size_of::<RegionDesc>()]
