@@ -14,6 +14,7 @@
 //! loom has no scopes: it checks the orderings as if every operation were system-wide. What it
 //! cannot check (PTX fence cumulativity across `bar.sync`) is written down in `README.md`.
 
+use super::affinity::{self, NO_PARENT, NOT_RUN};
 use super::deps::{self, SOLE_PARENT};
 use super::queue::{self, NIL, Queues};
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu, fence};
@@ -694,4 +695,46 @@ fn loom_two_workers_diamond() {
 #[test]
 fn loom_two_workers_diamond_steal() {
     diamond(true);
+}
+
+/// g. The affinity policy's `ran_by`: child 2 waits for parents 0 and 1, run by workers 0 and 1;
+/// its affine parent is task 0. Each worker's leader records itself (a relaxed store) before the
+/// body, and another thread of its block releases the child after the block barrier (a join), as
+/// in the wide fan-out; the narrow fan-out, where the leader releases, is the same chain without
+/// the join. Whichever worker frees the child must find where task 0 ran (and task 1 too), with no
+/// ordering of `ran_by`'s own: the dependence counter's release sequence carries it.
+#[test]
+fn loom_ran_by_published_by_the_release() {
+    model(|| {
+        let t = Tables::new(3, &[&[], &[]], &[0, 0, 2]);
+        let ran_by = Arc::new([
+            AtomicU32::new(NOT_RUN),
+            AtomicU32::new(NOT_RUN),
+            AtomicU32::new(NOT_RUN),
+        ]);
+        let affine = [NO_PARENT, NO_PARENT, 0];
+        let workers: Vec<_> = [0u32, 1]
+            .into_iter()
+            .map(|w| {
+                let (t, ran_by) = (t.clone(), ran_by.clone());
+                // Worker `w` runs task `w`.
+                thread::spawn(move || {
+                    let leader = {
+                        let ran_by = ran_by.clone();
+                        thread::spawn(move || affinity::record(&ran_by[..], w, w))
+                    };
+                    leader.join().unwrap();
+                    deps::release(&t.pending, 2).map(|child| {
+                        assert_eq!(ran_by[1 - w as usize].load(Gpu, Relaxed), 1 - w);
+                        affinity::home(&affine, &ran_by[..], child, w, w)
+                    })
+                })
+            })
+            .collect();
+        let homes: Vec<_> = workers.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(
+            homes == [Some(Some(0)), None] || homes == [None, Some(Some(0))],
+            "{homes:?}"
+        );
+    });
 }
