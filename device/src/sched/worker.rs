@@ -230,9 +230,7 @@ impl<'a> Runtime<'a> {
             policy::LOCAL => 0,
             // The first child whose affine parent ran here.
             policy::AFFINITY => (0..freed)
-                .position(|i| {
-                    affinity::home(self.affine, self.ran_by, child(i), task, worker) == Some(worker)
-                })
+                .position(|i| self.home(child(i), task, worker) == worker)
                 .map_or(command::NONE, |i| i as u32),
             policy::PRIORITY => {
                 let mut best = 0;
@@ -263,6 +261,20 @@ impl<'a> Runtime<'a> {
         (keep, base % workers)
     }
 
+    /// AFFINITY: `child`'s home (see [`affinity::home`]), `NONE` for none. Out of line, like
+    /// [`Runtime::record`], so that the loop of the other policies does not carry the affinity
+    /// tables in registers.
+    #[inline(never)]
+    fn home(&self, child: u32, task: u32, worker: u32) -> u32 {
+        affinity::home(self.affine, self.ran_by, child, task, worker).unwrap_or(command::NONE)
+    }
+
+    /// AFFINITY: records that `worker` runs `task`.
+    #[inline(never)]
+    fn record(&self, task: u32, worker: u32) {
+        affinity::record(self.ran_by, task, worker);
+    }
+
     /// The queue of `child`, the `i`-th pushed child of `task`, counting from `base`. Under
     /// AFFINITY a child goes home (to the worker that ran its affine parent) when that worker's
     /// queue looks drained, and otherwise, like a child with no home, by round robin from `base`
@@ -271,14 +283,12 @@ impl<'a> Runtime<'a> {
     fn target(&self, base: u32, i: u32, child: u32, task: u32, worker: u32) -> u32 {
         match self.policy {
             policy::STEAL => base,
-            policy::AFFINITY => {
-                match affinity::home(self.affine, self.ran_by, child, task, worker) {
-                    // Without this guard every task would follow its affine parent, and each tree
-                    // of affine parents would run on one worker: a wavefront, serially.
-                    Some(home) if self.queues.looks_drained(home) => home,
-                    _ => (base + i) % self.queues.workers(),
-                }
-            }
+            policy::AFFINITY => match self.home(child, task, worker) {
+                // Without this guard every task would follow its affine parent, and each tree of
+                // affine parents would run on one worker: a wavefront, serially.
+                home if home != command::NONE && self.queues.looks_drained(home) => home,
+                _ => (base + i) % self.queues.workers(),
+            },
             _ => (base + i) % self.queues.workers(),
         }
     }
@@ -395,7 +405,9 @@ pub unsafe fn run_worker<D: Dispatch>(
                 slot.store(task, Gpu, Relaxed);
             }
             // AFFINITY: before the barrier after the body, so every release of a child follows it.
-            affinity::record(rt.ran_by, task, worker);
+            if rt.policy == policy::AFFINITY {
+                rt.record(task, worker);
+            }
             start = arch::clock64();
             if tracing {
                 start_ns = arch::global_timer_ns();
