@@ -82,10 +82,12 @@ pub fn geomean(values: &[f64]) -> f64 {
     (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
 }
 
-/// The label of a case: the backend that ran, with the policy where the backend has one.
+/// The label of a case: the backend that ran, with the policy where the backend has one, and the
+/// active workers per SM when set (`persistent/affinity/2-per-sm`).
 pub fn label(backend: &str, args: &RunArgs) -> String {
-    match backend {
-        "persistent" | "cpu" => format!("{backend}/{}", args.policy.name()),
+    match (backend, args.per_sm) {
+        ("persistent" | "cpu", None) => format!("{backend}/{}", args.policy.name()),
+        ("persistent" | "cpu", Some(n)) => format!("{backend}/{}/{n}-per-sm", args.policy.name()),
         _ => backend.to_owned(),
     }
 }
@@ -104,10 +106,13 @@ pub fn run_matrix(
     for workload in workloads.iter_mut() {
         for args in cases {
             progress.set_message(format!(
-                "{} {:?}/{}",
+                "{} {:?}/{}{}",
                 workload.name(),
                 args.backend,
-                args.policy.name()
+                args.policy.name(),
+                args.per_sm
+                    .map(|n| format!("/{n}-per-sm"))
+                    .unwrap_or_default()
             ));
             out.push(measure(workload.as_mut(), args, reps, runtime, progress));
         }

@@ -28,12 +28,16 @@ pub struct RunArgs {
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// Scheduling policy: lrr, grr, lf, local, steal, priority.
+    /// Scheduling policy: lrr, grr, lf, local, steal, priority, affinity.
     #[arg(long, default_value = "grr")]
     pub policy: Policy,
     /// Worker count (default: from occupancy on the GPU, cores on the CPU).
     #[arg(long)]
     pub workers: Option<u32>,
+    /// SM-aware workers: this many active workers on every SM, the rest of the resident blocks
+    /// retreating (persistent and CPU backends; not with --workers).
+    #[arg(long, value_name = "N")]
+    pub per_sm: Option<u32>,
     /// Threads per task block.
     #[arg(long, default_value_t = 128)]
     pub threads: u32,
@@ -81,6 +85,10 @@ impl RunArgs {
             BackendArg::Graph => region.backend(taskweave::Backend::Graph),
             BackendArg::Streams => region.backend(taskweave::Backend::Streams),
             BackendArg::Auto | BackendArg::Persistent | BackendArg::Cpu => region,
+        };
+        let region = match self.per_sm {
+            Some(n) => region.workers_per_sm(n),
+            None => region,
         };
         match self.workers {
             Some(w) => region.workers(w),

@@ -50,6 +50,7 @@ fn args(policy: Policy, trace: bool) -> RunArgs {
         backend: BackendArg::Cpu,
         policy,
         workers: Some(2),
+        per_sm: None,
         threads: 32,
         cpu_lanes: 1,
         unchecked: false,
@@ -107,6 +108,38 @@ fn the_matrix_times_verifies_and_tabulates_every_case() {
     assert!(table.contains("FAIL: grid differs"));
     let csv = bench::csv(&all);
     assert_eq!(csv.lines().count(), 1 + 4 * 3);
+}
+
+#[test]
+fn cases_with_workers_per_sm_are_labelled_and_run_that_many_workers() {
+    let mut workloads: Vec<Box<dyn Workload>> = vec![Box::new(Wavefront {
+        t: 8,
+        grid: vec![0; 64],
+        broken: false,
+    })];
+    let cases: Vec<RunArgs> = [1, 2]
+        .map(|n| RunArgs {
+            workers: None,
+            per_sm: Some(n),
+            ..args(Policy::Affinity, false)
+        })
+        .into();
+    let all = bench::run_matrix(
+        &mut workloads,
+        &cases,
+        1,
+        &Runtime::cpu_with(2),
+        &indicatif::ProgressBar::hidden(),
+    );
+    let labels: Vec<&str> = all.iter().map(|m| m.label.as_str()).collect();
+    assert_eq!(labels, ["cpu/affinity/1-per-sm", "cpu/affinity/2-per-sm"]);
+    // Two "SMs" on the CPU backend with two worker threads.
+    let workers: Vec<u32> = all
+        .iter()
+        .map(|m| m.last.as_ref().unwrap().workers)
+        .collect();
+    assert_eq!(workers, [2, 4]);
+    assert!(all.iter().all(Measurement::passed));
 }
 
 #[test]

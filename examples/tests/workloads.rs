@@ -11,6 +11,7 @@ fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
         backend: BackendArg::Cpu,
         policy,
         workers: Some(workers),
+        per_sm: None,
         threads,
         cpu_lanes: lanes,
         unchecked: false,
@@ -84,6 +85,35 @@ fn every_workload_matches_its_reference_under_every_policy() {
                 "{} ({}) under {}: {verdict}",
                 w.name(),
                 w.size(),
+                policy.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_workload_matches_its_reference_with_sm_aware_workers() {
+    // Three "SMs" (the CPU backend's worker threads); two workers on each of SMs 1 and 2.
+    let runtime = Runtime::cpu_with(3);
+    for mut w in small() {
+        for (i, policy) in [Policy::Grr, Policy::Affinity].into_iter().enumerate() {
+            let args = RunArgs {
+                workers: None,
+                per_sm: Some(2),
+                ..args(policy, 32, 1 + 2 * i as u32, 0)
+            };
+            let report = args
+                .apply(w.fresh())
+                .sms(1..3)
+                .run(&runtime)
+                .unwrap_or_else(|e| panic!("{} under {}: {e}", w.name(), policy.name()));
+            assert_eq!(report.workers, 4, "{}", w.name());
+            assert_eq!(report.sm_spread(), (2, 2, 2), "{}", w.name());
+            let verdict = w.verify();
+            assert!(
+                verdict.passed(),
+                "{} under {}: {verdict}",
+                w.name(),
                 policy.name()
             );
         }
@@ -186,6 +216,16 @@ fn the_program_runs_every_subcommand_and_fails_on_bad_sizes() {
         let reps = if args.contains(&"--reps") { 2 } else { 1 };
         assert_eq!(out.matches("region `").count(), reps, "{args:?}: {out}");
     }
+    // SM-aware workers: each of the CPU backend's worker threads counts as an SM.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_workload"))
+        .args(["heat-sim", "--n", "32", "--tile", "8", "--steps", "2"])
+        .args(["--backend", "cpu", "--policy", "affinity", "--per-sm", "2"])
+        .output()
+        .expect("the workload program starts");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("check: PASS"), "{text}");
+    assert!(text.contains("2 to 2 workers on each"), "{text}");
     let (ok, out) = program(&["sm-w", "--n", "100", "--tile", "32"]);
     assert!(!ok, "{out}");
     assert!(out.contains("multiple of --tile"), "{out}");

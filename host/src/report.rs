@@ -132,6 +132,23 @@ impl Report {
             .unwrap_or("task")
     }
 
+    /// Where the workers ran: how many SMs (cores on the CPU) held at least one, and the fewest and
+    /// most workers on one of those. With `workers_per_sm(n)` on the GPU every SM of the set holds
+    /// `n`; a worker whose slot no block claimed never writes its statistics, which stay zero and
+    /// so count on SM 0.
+    pub fn sm_spread(&self) -> (usize, u32, u32) {
+        let mut per_sm = std::collections::BTreeMap::new();
+        for s in &self.worker_stats {
+            *per_sm.entry(s.sm).or_insert(0u32) += 1;
+        }
+        let counts = per_sm.values().copied();
+        (
+            per_sm.len(),
+            counts.clone().min().unwrap_or(0),
+            counts.max().unwrap_or(0),
+        )
+    }
+
     /// Nanoseconds of execution per task.
     pub fn ns_per_task(&self) -> f64 {
         self.execute_time.as_nanos() as f64 / self.tasks.max(1) as f64

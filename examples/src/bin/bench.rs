@@ -31,6 +31,11 @@ struct Cli {
     /// Worker count for the persistent scheduler (default: from occupancy).
     #[arg(long)]
     workers: Option<u32>,
+    /// SM-aware workers: each of these counts of active workers per SM is a case of its own for
+    /// the persistent (or CPU) scheduler under every policy, e.g. `--per-sm 1,2,3,4` (not with
+    /// --workers).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    per_sm: Vec<u32>,
     /// Threads per task block.
     #[arg(long, default_value_t = 128)]
     threads: u32,
@@ -78,6 +83,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         backend: BackendArg::Auto,
         policy: Policy::Grr,
         workers: cli.workers,
+        per_sm: None,
         threads: cli.threads,
         cpu_lanes: 1,
         unchecked: !cli.checked,
@@ -89,12 +95,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             backend,
             BackendArg::Persistent | BackendArg::Cpu | BackendArg::Auto
         ) {
+            // Without --per-sm, one case per policy with the default workers.
+            let per_sm: Vec<Option<u32>> = if cli.per_sm.is_empty() {
+                vec![None]
+            } else {
+                cli.per_sm.iter().copied().map(Some).collect()
+            };
             for &policy in &cli.policies {
-                cases.push(RunArgs {
-                    backend,
-                    policy,
-                    ..base.clone()
-                });
+                for &per_sm in &per_sm {
+                    cases.push(RunArgs {
+                        backend,
+                        policy,
+                        per_sm,
+                        ..base.clone()
+                    });
+                }
             }
         } else {
             cases.push(RunArgs {

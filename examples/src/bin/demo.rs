@@ -94,6 +94,7 @@ fn run() -> Result<()> {
                 backend: backend_arg(backend),
                 policy: cli.policy,
                 workers: None,
+                per_sm: None,
                 threads: 128,
                 cpu_lanes: 1,
                 unchecked: false,

@@ -97,6 +97,10 @@ fn execute(
     for _ in 0..reps.max(1) {
         let report = w.run(&runtime, args)?;
         println!("{report}");
+        if args.per_sm.is_some() {
+            let (sms, fewest, most) = report.sm_spread();
+            println!("SMs: {sms} with workers, {fewest} to {most} workers on each");
+        }
         args.write_trace(&report)?;
     }
     let verdict = w.verify();
