@@ -3,7 +3,7 @@
 //!
 //! 1. Size the grid from the occupancy of the compiled kernel: SMs × resident blocks per SM, so all
 //!    workers are resident at once and spinning on a queue can never starve an unlaunched block.
-//!    With SM-aware workers ([`crate::sm`]) every block that fits is launched, and each claims a
+//!    With SM-aware workers (`crate::sm`) every block that fits is launched, and each claims a
 //!    worker on its SM or retreats at kernel entry.
 //! 2. Stage the arrays and tables ([`Staged`]) and launch.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when

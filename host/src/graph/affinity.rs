@@ -138,9 +138,9 @@ impl TaskRanges {
     }
 }
 
-/// Each task's affine parent (see the [module docs](self)): the parent in `dag` it shares the
-/// most bytes of accessed ranges with (`ranges`, element sizes `elem_bytes` per array slot), ties
-/// to the latest parent, [`NO_AFFINE_PARENT`] for none. `O(edges × ranges per task)`.
+/// Each task's affine parent: the parent in `dag` it shares the most bytes of accessed ranges with
+/// (`ranges`, element sizes `elem_bytes` per array slot), ties to the latest parent,
+/// [`NO_AFFINE_PARENT`] for none. `O(edges × ranges per task)`.
 pub fn affine_parents(dag: &Dag, ranges: &TaskRanges, elem_bytes: &[usize]) -> Vec<u32> {
     assert_eq!(
         ranges.task_count(),
