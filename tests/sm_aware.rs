@@ -156,7 +156,15 @@ fn a_wavefront_tile_has_its_left_neighbour_as_affine_parent() {
     let (n, s) = (4, 2);
     let mut g = vec![0u32; n * n * s * s];
     let ins = wavefront(&mut g, n, s).inspect().expect("inspection");
-    let parents = ins.affine_parents();
+    assert!(
+        ins.affine_parents().is_none(),
+        "only the affinity policy records the ranges"
+    );
+    let ins = wavefront(&mut g, n, s)
+        .policy(Policy::Affinity)
+        .inspect()
+        .expect("inspection");
+    let parents = ins.affine_parents().expect("the ranges were recorded");
     for i in 0..n {
         for j in 0..n {
             let want = match (i, j) {
@@ -216,11 +224,12 @@ fn affinity_sends_a_child_to_the_worker_that_ran_its_affine_parent() {
     }
     let (mut x, mut y, mut z) = (vec![0u32; 8], vec![0u32; 1], vec![0u32; 1]);
     let ins = two_roots(&mut x, &mut y, &mut z)
+        .policy(Policy::Affinity)
         .inspect()
         .expect("inspection");
     assert_eq!(
         ins.affine_parents(),
-        [NO_AFFINE_PARENT, NO_AFFINE_PARENT, 1]
+        Some(&[NO_AFFINE_PARENT, NO_AFFINE_PARENT, 1][..])
     );
 }
 

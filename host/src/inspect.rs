@@ -125,7 +125,8 @@ pub struct Recorder {
     kinds: &'static [&'static str],
     arrays: Vec<ArrayInfo>,
     tracker: DepTracker,
-    ranges: TaskRanges,
+    /// Each task's ranges, when the region runs under the affinity policy.
+    ranges: Option<TaskRanges>,
     tasks: Vec<TaskRecord>,
     args: Vec<u64>,
     locations: Vec<&'static Location<'static>>,
@@ -154,10 +155,18 @@ impl Recorder {
             args: Vec::new(),
             locations: Vec::new(),
             scratch: Vec::new(),
-            ranges: TaskRanges::default(),
+            ranges: None,
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
         }
+    }
+
+    /// Keeps each task's ranges, for [`Inspection::affine_parents`]. Only the affinity policy
+    /// needs them, so that other regions do not pay for the recording (about 30 ns and 24 bytes
+    /// per range).
+    pub(crate) fn with_ranges(mut self) -> Self {
+        self.ranges = Some(TaskRanges::default());
+        self
     }
 
     fn task_ref(&self, kind: u32, words: &[u64], location: &'static Location<'static>) -> TaskRef {
@@ -233,11 +242,13 @@ impl Recorder {
             (a.slot, a.range.clone(), mode)
         }));
         self.tracker.add_task(&self.scratch);
-        self.ranges.push_task(
-            self.scratch
-                .iter()
-                .map(|(slot, range, _)| (*slot, range.clone())),
-        );
+        if let Some(ranges) = &mut self.ranges {
+            ranges.push_task(
+                self.scratch
+                    .iter()
+                    .map(|(slot, range, _)| (*slot, range.clone())),
+            );
+        }
         self.tasks.push(TaskRecord {
             kind,
             args: self.args.len() as u32,
@@ -309,8 +320,9 @@ pub struct Inspection {
     pub arrays: Vec<ArrayInfo>,
     /// The dependence DAG.
     pub dag: Dag,
-    /// Each task's declared ranges, merged per array whatever the access mode.
-    pub ranges: TaskRanges,
+    /// Each task's declared ranges, merged per array whatever the access mode; recorded only when
+    /// the region was inspected under [`Policy::Affinity`](crate::Policy::Affinity).
+    pub ranges: Option<TaskRanges>,
     /// [`Inspection::affine_parents`], computed on first use.
     affine: OnceLock<Vec<u32>>,
     /// One record per task, plus a sentinel whose `args` ends the last task's words.
@@ -333,12 +345,17 @@ impl Inspection {
 
     /// Per task, the parent it shares the most bytes of declared ranges with, or
     /// [`NO_AFFINE_PARENT`](graph::NO_AFFINE_PARENT) (see [`graph::affine_parents`]): where the
-    /// affinity policy sends the task. Computed on the first call, `O(edges × ranges per task)`.
-    pub fn affine_parents(&self) -> &[u32] {
-        self.affine.get_or_init(|| {
+    /// affinity policy sends the task. `None` unless the region was inspected under
+    /// [`Policy::Affinity`](crate::Policy::Affinity) (`region.policy(Policy::Affinity).inspect()`),
+    /// the only policy that records the ranges. Computed on the first call,
+    /// `O(edges × ranges per task)`.
+    pub fn affine_parents(&self) -> Option<&[u32]> {
+        let ranges = self.ranges.as_ref()?;
+        let affine = self.affine.get_or_init(|| {
             let elem_bytes: Vec<usize> = self.arrays.iter().map(|a| a.elem_bytes).collect();
-            graph::affine_parents(&self.dag, &self.ranges, &elem_bytes)
-        })
+            graph::affine_parents(&self.dag, ranges, &elem_bytes)
+        });
+        Some(affine)
     }
 
     /// Task `index` as errors name it.

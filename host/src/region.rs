@@ -424,6 +424,9 @@ impl<'a> Region<'a> {
         let start = Instant::now();
         let arrays = self.arrays.iter().map(|b| b.info).collect();
         let mut recorder = Recorder::new(self.meta.name, self.meta.kinds, arrays);
+        if self.options.policy == Policy::Affinity {
+            recorder = recorder.with_ranges();
+        }
         if let Some(body) = self.body.take() {
             body(&mut recorder)?;
         }

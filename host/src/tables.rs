@@ -75,7 +75,12 @@ impl<'i> Tables<'i> {
         let affinity = policy == Policy::Affinity;
         Self {
             ins,
-            affine: if affinity { ins.affine_parents() } else { &[] },
+            affine: if affinity {
+                ins.affine_parents()
+                    .expect("a region inspected under the affinity policy has its ranges")
+            } else {
+                &[]
+            },
             ran_by: vec![NOT_RUN; if affinity { n } else { 0 }],
             pending: in_degree.clone(),
             next,
