@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs the tests that exercise the host crates' `unsafe` code under Miri (about 3 minutes on 2 cores,
-# a minute of which builds Miri's sysroot on a fresh machine):
+# Runs the tests that exercise the host crates' `unsafe` code under Miri (about 3.5 minutes on 2
+# cores, a minute of which builds Miri's sysroot on a fresh machine):
 #   - taskweave-device: views, the block's shared scratch, scalars (every unit test);
 #   - taskweave-host: the CPU backend on a hand-built region, the recorder's limits, the GPU helpers
 #     that need no GPU;
 #   - cross-crate: every CPU-backend test, threads sharing a runtime, inferred accesses (with fewer
-#     property cases under `cfg(miri)`).
+#     property cases under `cfg(miri)`), SM-aware workers and the affinity policy's tables (fewer
+#     policies and rounds under `cfg(miri)`).
 # The graph module is safe code and its property tests are too slow to interpret. Two tests are
 # `#[cfg_attr(miri, ignore)]`: one probes for libcuda (dlopen), one times a stall against the clock.
 #
@@ -20,4 +21,4 @@ cargo miri setup
 cargo miri test -p taskweave-device --lib
 cargo miri test -p taskweave-host --lib -- cpu:: inspect:: gpu::
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
-    --test inferred_access -- --test-threads=1
+    --test inferred_access --test sm_aware -- --test-threads=1
