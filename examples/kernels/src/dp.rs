@@ -40,10 +40,11 @@ pub trait Recurrence: Copy {
 
 /// Calls `f(r, c)` for every cell of an `n × n` tile, one anti-diagonal at a time, spread over the
 /// block's threads with a barrier after each diagonal: when `f(r, c)` runs, every cell above or
-/// left of it is done.
+/// left of it is done. Tile coordinates are `u32`: a tile is small, and on the GPU 32-bit index
+/// arithmetic takes half the registers and instructions of `usize`.
 #[inline(always)]
-pub fn anti_diagonals(b: &Block, n: usize, mut f: impl FnMut(usize, usize)) {
-    for d in 0..2 * n - 1 {
+pub fn anti_diagonals(b: &Block, n: u32, mut f: impl FnMut(u32, u32)) {
+    for d in 0..(2 * n).saturating_sub(1) {
         let lo = d.saturating_sub(n - 1);
         let hi = d.min(n - 1);
         b.par_for(lo..hi + 1, |r| f(r, d - r));
@@ -66,8 +67,13 @@ pub fn tile<R: Recurrence, const C: bool>(
     nb: usize,
     bs: usize,
 ) {
-    assert!(bs <= MAX_TILE, "DP tiles are at most 64 cells wide");
-    let w = grid::diagonal_stride(bs + 1);
+    assert!(
+        (1..=MAX_TILE).contains(&bs),
+        "DP tiles are 1 to 64 cells wide"
+    );
+    // Inside the tile everything is a `u32` (at most `WORDS`); array indices stay `usize`.
+    let n = bs as u32;
+    let w = grid::diagonal_stride(bs + 1) as u32;
     let h = b.shared::<i32, WORDS>();
     let xs = b.shared::<u8, MAX_TILE>();
     let ys = b.shared::<u8, MAX_TILE>();
@@ -75,27 +81,29 @@ pub fn tile<R: Recurrence, const C: bool>(
     let up = grid::above(ti, tj, nb, bs, 1).start;
     let before = grid::left(ti, tj, nb, bs).start;
     let corner = grid::corner(ti, tj, nb, bs, 1).start;
-    // 1. The boundary row (k < bs), the boundary column (bs <= k < 2bs) and the corner.
-    b.par_for(0..2 * bs + 1, |k| {
-        if k < bs {
+    let cell = |r: u32, c: u32| ((r + 1) * w + c + 1) as usize;
+    // 1. The boundary row (k < n), the boundary column (n <= k < 2n) and the corner.
+    b.par_for(0..2 * n + 1, |k| {
+        let ku = k as usize;
+        if k < n {
             h.set(
-                k + 1,
+                ku + 1,
                 if ti == 0 {
-                    rec.top(c0 + k + 1)
+                    rec.top(c0 + ku + 1)
                 } else {
-                    m[up + k]
+                    m[up + ku]
                 },
             );
-            xs.set(k, x[r0 + k]);
-            ys.set(k, y[c0 + k]);
-        } else if k < 2 * bs {
-            let r = k - bs;
+            xs.set(ku, x[r0 + ku]);
+            ys.set(ku, y[c0 + ku]);
+        } else if k < 2 * n {
+            let r = k - n;
             let v = if tj == 0 {
-                rec.left(r0 + r + 1)
+                rec.left(r0 + r as usize + 1)
             } else {
-                cols[before + r]
+                cols[before + r as usize]
             };
-            h.set((r + 1) * w, v);
+            h.set(cell(r, 0) - 1, v);
         } else {
             let v = if ti == 0 {
                 rec.top(c0)
@@ -108,28 +116,57 @@ pub fn tile<R: Recurrence, const C: bool>(
         }
     });
     // 2. The cells, one anti-diagonal at a time.
-    anti_diagonals(b, bs, |r, c| {
-        let at = (r + 1) * w + c + 1;
-        let v = rec.cell(
-            h.get(at - w - 1),
-            h.get(at - w),
-            h.get(at - 1),
-            xs.get(r),
-            ys.get(c),
-        );
-        h.set(at, v);
+    anti_diagonals(b, n, |r, c| {
+        let at = cell(r, c);
+        let w = w as usize;
+        // SAFETY: `r, c < n <= MAX_TILE` and `w <= STRIDE`, so `w + 1 <= at` and
+        // `at <= MAX_TILE * STRIDE + MAX_TILE < WORDS`: every index is in bounds, and the checks
+        // would be six compares and branches in a loop of about twenty instructions.
+        let v = unsafe {
+            rec.cell(
+                h.get_unchecked(at - w - 1),
+                h.get_unchecked(at - w),
+                h.get_unchecked(at - 1),
+                xs.get_unchecked(r as usize),
+                ys.get_unchecked(c as usize),
+            )
+        };
+        // SAFETY: as above.
+        unsafe { h.set_unchecked(at, v) };
     });
-    // 3. The tile, row by row, and its last column.
+    // 3. The tile row by row (coalesced), then its last column.
     let out = grid::tile(ti, tj, nb, bs * bs).start;
     let edge = grid::edge(ti, tj, 0, 1, nb, bs).start;
-    b.par_for(0..bs * bs + bs, |k| {
-        if k < bs * bs {
-            m[out + k] = h.get((k / bs + 1) * w + k % bs + 1);
+    let (first, step) = (b.thread() as u32, b.threads() as u32);
+    rows_then_column(n, first, step, |k, r, c| {
+        if r < n {
+            m[out + k as usize] = h.get(cell(r, c));
         } else {
-            let r = k - bs * bs;
-            cols[edge + r] = h.get((r + 1) * w + bs);
+            cols[edge + c as usize] = h.get(cell(c, n - 1));
         }
     });
+    b.sync();
+}
+
+/// Calls `f(k, r, c)` for `k = first, first + step, …` below `n² + n`, where `k = r·n + c`: the
+/// cells `(r, c)` of an `n × n` tile row by row, then (`r == n`) the `n` rows `c` of its last
+/// column. `(r, c)` steps along with `k`: no division by `n` per element, which in 64 bits is a
+/// long instruction sequence on the GPU.
+#[inline(always)]
+pub fn rows_then_column(n: u32, first: u32, step: u32, mut f: impl FnMut(u32, u32, u32)) {
+    let (mut r, mut c) = (first / n, first % n);
+    let (dr, dc) = (step / n, step % n);
+    let mut k = first;
+    while r <= n {
+        f(k, r, c);
+        k += step;
+        r += dr;
+        c += dc;
+        if c >= n {
+            c -= n;
+            r += 1;
+        }
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -168,5 +205,25 @@ pub mod host {
             }
         }
         cols
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_then_column;
+
+    #[test]
+    fn rows_then_column_visits_what_division_gives() {
+        for n in 1..=64 {
+            for step in [1, 3, 31, 32, 33, 64, 96, 128, 130] {
+                let mut seen = Vec::new();
+                for first in 0..step {
+                    rows_then_column(n, first, step, |k, r, c| seen.push((k, r, c)));
+                }
+                seen.sort_unstable();
+                let want: Vec<_> = (0..n * n + n).map(|k| (k, k / n, k % n)).collect();
+                assert_eq!(seen, want, "n {n}, step {step}");
+            }
+        }
     }
 }
