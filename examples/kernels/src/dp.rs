@@ -12,6 +12,8 @@
 //!    rows are [`grid::diagonal_stride`] words apart, so a diagonal touches 32 distinct banks;
 //! 3. writes the tile back row by row (coalesced) and its last column to the edge array.
 
+use core::num::NonZeroU32;
+
 use taskweave::{Block, View, ViewMut};
 
 use crate::grid;
@@ -81,21 +83,30 @@ pub fn tile<R: Recurrence, const C: bool>(
     let up = grid::above(ti, tj, nb, bs, 1).start;
     let before = grid::left(ti, tj, nb, bs).start;
     let corner = grid::corner(ti, tj, nb, bs, 1).start;
+    // The shared accesses below skip their bounds checks, which would cost six compares and
+    // branches in a cell loop of about twenty instructions, and keep registers live across a
+    // panic call at every access. They are in bounds: every index into `h` is `cell(r, c)` or its
+    // neighbour up, left or up-left, with `r, c < n`, or a boundary cell `k + 1` or
+    // `(k + 1)·w` with `k < n`, or 0; with `n <= MAX_TILE` and `w <= STRIDE` all of them lie in
+    // `0..=n·w + n`, below `WORDS = (MAX_TILE + 1)·STRIDE`. Every index into `xs` and `ys` is
+    // below `n <= MAX_TILE`.
     let cell = |r: u32, c: u32| ((r + 1) * w + c + 1) as usize;
     // 1. The boundary row (k < n), the boundary column (n <= k < 2n) and the corner.
     b.par_for(0..2 * n + 1, |k| {
         let ku = k as usize;
         if k < n {
-            h.set(
-                ku + 1,
-                if ti == 0 {
-                    rec.top(c0 + ku + 1)
-                } else {
-                    m[up + ku]
-                },
-            );
-            xs.set(ku, x[r0 + ku]);
-            ys.set(ku, y[c0 + ku]);
+            let v = if ti == 0 {
+                rec.top(c0 + ku + 1)
+            } else {
+                m[up + ku]
+            };
+            let (xv, yv) = (x[r0 + ku], y[c0 + ku]);
+            // SAFETY: tile indices (see above).
+            unsafe {
+                h.set_unchecked(ku + 1, v);
+                xs.set_unchecked(ku, xv);
+                ys.set_unchecked(ku, yv);
+            }
         } else if k < 2 * n {
             let r = k - n;
             let v = if tj == 0 {
@@ -103,7 +114,8 @@ pub fn tile<R: Recurrence, const C: bool>(
             } else {
                 cols[before + r as usize]
             };
-            h.set(cell(r, 0) - 1, v);
+            // SAFETY: tile indices (see above).
+            unsafe { h.set_unchecked(cell(r, 0) - 1, v) };
         } else {
             let v = if ti == 0 {
                 rec.top(c0)
@@ -112,37 +124,38 @@ pub fn tile<R: Recurrence, const C: bool>(
             } else {
                 cols[corner]
             };
-            h.set(0, v);
+            // SAFETY: tile indices (see above).
+            unsafe { h.set_unchecked(0, v) };
         }
     });
     // 2. The cells, one anti-diagonal at a time.
     anti_diagonals(b, n, |r, c| {
-        let at = cell(r, c);
-        let w = w as usize;
-        // SAFETY: `r, c < n <= MAX_TILE` and `w <= STRIDE`, so `w + 1 <= at` and
-        // `at <= MAX_TILE * STRIDE + MAX_TILE < WORDS`: every index is in bounds, and the checks
-        // would be six compares and branches in a loop of about twenty instructions.
-        let v = unsafe {
-            rec.cell(
+        let (at, w) = (cell(r, c), w as usize);
+        // SAFETY: tile indices (see above).
+        unsafe {
+            let v = rec.cell(
                 h.get_unchecked(at - w - 1),
                 h.get_unchecked(at - w),
                 h.get_unchecked(at - 1),
                 xs.get_unchecked(r as usize),
                 ys.get_unchecked(c as usize),
-            )
-        };
-        // SAFETY: as above.
-        unsafe { h.set_unchecked(at, v) };
+            );
+            h.set_unchecked(at, v);
+        }
     });
     // 3. The tile row by row (coalesced), then its last column.
     let out = grid::tile(ti, tj, nb, bs * bs).start;
     let edge = grid::edge(ti, tj, 0, 1, nb, bs).start;
     let (first, step) = (b.thread() as u32, b.threads() as u32);
-    rows_then_column(n, first, step, |k, r, c| {
+    // `n >= 1` (asserted above); the fallback only spares the division its zero check.
+    let n1 = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+    rows_then_column(n1, first, step, |k, r, c| {
         if r < n {
-            m[out + k as usize] = h.get(cell(r, c));
+            // SAFETY: tile indices (see above).
+            m[out + k as usize] = unsafe { h.get_unchecked(cell(r, c)) };
         } else {
-            cols[edge + c as usize] = h.get(cell(c, n - 1));
+            // SAFETY: tile indices (see above).
+            cols[edge + c as usize] = unsafe { h.get_unchecked(cell(c, n - 1)) };
         }
     });
     b.sync();
@@ -153,9 +166,10 @@ pub fn tile<R: Recurrence, const C: bool>(
 /// column. `(r, c)` steps along with `k`: no division by `n` per element, which in 64 bits is a
 /// long instruction sequence on the GPU.
 #[inline(always)]
-pub fn rows_then_column(n: u32, first: u32, step: u32, mut f: impl FnMut(u32, u32, u32)) {
+pub fn rows_then_column(n: NonZeroU32, first: u32, step: u32, mut f: impl FnMut(u32, u32, u32)) {
     let (mut r, mut c) = (first / n, first % n);
     let (dr, dc) = (step / n, step % n);
+    let n = n.get();
     let mut k = first;
     while r <= n {
         f(k, r, c);
@@ -211,6 +225,7 @@ pub mod host {
 #[cfg(test)]
 mod tests {
     use super::rows_then_column;
+    use core::num::NonZeroU32;
 
     #[test]
     fn rows_then_column_visits_what_division_gives() {
@@ -218,7 +233,8 @@ mod tests {
             for step in [1, 3, 31, 32, 33, 64, 96, 128, 130] {
                 let mut seen = Vec::new();
                 for first in 0..step {
-                    rows_then_column(n, first, step, |k, r, c| seen.push((k, r, c)));
+                    let nz = NonZeroU32::new(n).unwrap();
+                    rows_then_column(nz, first, step, |k, r, c| seen.push((k, r, c)));
                 }
                 seen.sort_unstable();
                 let want: Vec<_> = (0..n * n + n).map(|k| (k, k / n, k % n)).collect();
