@@ -3,8 +3,9 @@
 
     scripts/kernel-stats.py KERNEL...                  the PTX the host binaries embed
     scripts/kernel-stats.py --ptx FILE KERNEL...       another PTX (e.g. one staged for an A/B)
-    scripts/kernel-stats.py --loop MNMX KERNEL...      also the innermost loop whose SASS matches
-                                                       the regular expression (MNMX: the NW cell)
+    scripts/kernel-stats.py --loop VIADDMNMX KERNEL... also the innermost loop whose SASS matches
+                                                       the regular expression (VIADDMNMX: the NW
+                                                       cell), with its local-memory accesses
     scripts/kernel-stats.py --maxnreg 40 KERNEL...     as if the kernels were capped at 40
 
 Only the named entries are assembled (ptxas -arch=sm_90 -v), which takes a second where the
@@ -130,7 +131,11 @@ def main():
             line = f"{name:50s} {s.get('regs', '?'):>4} registers  stack {s.get('stack', '?'):>4} B  spills {s.get('spill_st', '?')}/{s.get('spill_ld', '?')} B"
             if cuobjdump:
                 loop = innermost_loop(sass_lines(cuobjdump, cubin, name), args.loop)
-                line += f"  loop: {len(loop)} instructions" if loop else "  loop: none matches"
+                if loop:
+                    local = sum(1 for _, i in loop if re.match(r"(@!?U?P\d+ )?(LDL|STL)", i))
+                    line += f"  loop: {len(loop)} instructions, {local} local-memory"
+                else:
+                    line += "  loop: none matches"
                 print(line)
                 if loop and args.list:
                     for at, ins in loop:
