@@ -4,6 +4,8 @@
 #
 #   scripts/stage-gpu.sh            # build and stage every example binary in ./stage
 #   scripts/stage-gpu.sh stage-main # the same into ./stage-main (also ignored), e.g. for an A/B
+#   scripts/stage-gpu.sh stage-main tile_bench   # only the named binaries (a stage of all ten
+#                                                # binaries is about 70 MB)
 #   (on the GPU machine) stage/run.sh selfcheck
 #   (on the GPU machine) stage/run.sh lu --nb 15 --bs 32
 #
@@ -11,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:-stage}
+shift $(($# > 0 ? 1 : 0))
 case "$stage" in
 stage | stage-*) ;;
 *)
@@ -18,11 +21,17 @@ stage | stage-*) ;;
     exit 2
     ;;
 esac
-cargo build --release -p taskweave-examples --bins
+if [ "$#" -gt 0 ]; then
+    bins=("$@")
+    cargo build --release -p taskweave-examples "${bins[@]/#/--bin=}"
+else
+    mapfile -t bins < <(cargo metadata --no-deps --format-version 1 \
+        | python3 -c 'import json,sys; m=json.load(sys.stdin); print("\n".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))')
+    cargo build --release -p taskweave-examples --bins
+fi
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/ptx"
-for bin in $(cargo metadata --no-deps --format-version 1 \
-    | python3 -c 'import json,sys; m=json.load(sys.stdin); print(" ".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))'); do
+for bin in "${bins[@]}"; do
     cp "target/release/$bin" "$stage/bin/"
     strip --strip-debug "$stage/bin/$bin"
 done
