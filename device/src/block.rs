@@ -31,7 +31,8 @@ impl Block {
     ///
     /// # Safety
     /// `scratch` must point to `scratch_bytes` bytes, aligned to 16, shared by every thread of the
-    /// block and used by nothing else while the task runs.
+    /// block and used by nothing else while the task runs. On the GPU it must be the block's shared
+    /// memory: [`SharedArray`] reaches it with `ld.shared` / `st.shared`.
     pub unsafe fn new(task: u32, worker: u32, scratch: *mut u8, scratch_bytes: usize) -> Self {
         Self {
             task,
