@@ -2,23 +2,41 @@
 # Builds the release binaries here and stages them, with the PTX they embed, in ./stage (ignored by
 # git), ready to be copied to a GPU machine that has CUDA but no Rust.
 #
-#   scripts/stage-gpu.sh            # build and stage every example binary
+#   scripts/stage-gpu.sh            # build and stage every example binary in ./stage
+#   scripts/stage-gpu.sh stage-main # the same into ./stage-main (also ignored), e.g. for an A/B
+#   scripts/stage-gpu.sh stage-main tile_bench   # only the named binaries (a stage of all ten
+#                                                # binaries is about 70 MB)
 #   (on the GPU machine) stage/run.sh selfcheck
 #   (on the GPU machine) stage/run.sh lu --nb 15 --bs 32
 #
 # The binaries load libcuda at run time, so they need nothing else there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p taskweave-examples --bins
-rm -rf stage
-mkdir -p stage/bin stage/ptx
-for bin in $(cargo metadata --no-deps --format-version 1 \
-    | python3 -c 'import json,sys; m=json.load(sys.stdin); print(" ".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))'); do
-    cp "target/release/$bin" stage/bin/
-    strip --strip-debug "stage/bin/$bin"
+stage=${1:-stage}
+shift $(($# > 0 ? 1 : 0))
+case "$stage" in
+stage | stage-*) ;;
+*)
+    echo "stage-gpu: the folder must be stage or stage-NAME (the names git ignores)" >&2
+    exit 2
+    ;;
+esac
+if [ "$#" -gt 0 ]; then
+    bins=("$@")
+    cargo build --release -p taskweave-examples "${bins[@]/#/--bin=}"
+else
+    mapfile -t bins < <(cargo metadata --no-deps --format-version 1 \
+        | python3 -c 'import json,sys; m=json.load(sys.stdin); print("\n".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))')
+    cargo build --release -p taskweave-examples --bins
+fi
+rm -rf "$stage"
+mkdir -p "$stage/bin" "$stage/ptx"
+for bin in "${bins[@]}"; do
+    cp "target/release/$bin" "$stage/bin/"
+    strip --strip-debug "$stage/bin/$bin"
 done
-cp target/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx stage/ptx/
-cat > stage/run.sh <<'RUN'
+cp target/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx "$stage/ptx/"
+cat > "$stage/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs one staged binary: stage/run.sh NAME [ARGS...]. Prints the device, the date and the command first.
 set -euo pipefail
@@ -28,5 +46,5 @@ echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_vers
 echo "# command: $name $*"
 exec "$here/bin/$name" "$@"
 RUN
-chmod +x stage/run.sh
-du -sh stage
+chmod +x "$stage/run.sh"
+du -sh "$stage"

@@ -91,7 +91,12 @@ pub fn store_text(buf: &mut [u8; TEXT_BYTES], text: &str) {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    buf[..end].copy_from_slice(&text.as_bytes()[..end]);
+    // Element by element, not `buf[..end].copy_from_slice(..)`: the slice bounds checks would make
+    // core's integer formatting reachable from every kernel's panic path, and ptxas sizes a
+    // kernel's registers for everything it can call (54 registers for `Display for u64`).
+    for (dst, &src) in buf.iter_mut().zip(text.as_bytes()).take(end) {
+        *dst = src;
+    }
 }
 
 /// Binds the calling block to its launch's error record and abort flag, which [`raise`] uses.

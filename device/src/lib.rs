@@ -28,6 +28,6 @@ pub mod sched;
 pub mod shared;
 pub mod view;
 
-pub use block::Block;
+pub use block::{Block, LoopIndex};
 pub use scalar::Scalar;
 pub use view::{View, ViewMut};

@@ -7,13 +7,16 @@
 //! 2. A `View` has no write method: writing an array the task only reads does not compile.
 //! 3. In checked mode (`CHECKED = true`, the default) every index is tested against the declared
 //!    ranges. A miss records an [`error`](crate::error) naming the task, the array and the index;
-//!    on the host that is a panic, on the GPU the access is redirected to a dummy element and the
-//!    region ends with the error once the task returns. In unchecked mode the test compiles away.
+//!    on the host that is a panic, on the GPU the access is redirected to a dummy element, the
+//!    thread notes the miss in its [`Misses`], and the task's wrapper reports it once the body
+//!    returns ([`Misses::report`]); the region then ends with the error. In unchecked mode the test
+//!    compiles away.
 //!
 //! Views are per thread: each thread of a block holds its own copy over the same memory, as each
 //! CUDA thread holds its own pointer. Two threads writing one element without a barrier between
 //! them is a data race, exactly as in CUDA.
 
+use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut, Range};
 
@@ -56,18 +59,111 @@ pub struct Declared<'a> {
     pub name: &'static str,
     /// The task's name, for host panics.
     pub task: &'static str,
+    /// Where the calling thread notes a miss on the GPU.
+    pub misses: &'a Misses,
+}
+
+/// The first access outside its declared ranges that a thread made during one task, on the GPU.
+///
+/// A miss in a task body only notes the slot and the index here, a few register moves. The task's
+/// wrapper calls [`Misses::report`] after the body returns, which records the error: a call to
+/// [`error::raise`](crate::error) from inside the body's loops would keep every value live there
+/// in registers across the call, and a kernel's register count (which bounds how many blocks an
+/// SM holds) is that of its worst path, checked or not. A body that panics after a miss reports
+/// the panic instead.
+#[derive(Debug, Default)]
+pub struct Misses {
+    slot: Cell<Option<u32>>,
+    index: Cell<u64>,
+    write: Cell<bool>,
+}
+
+impl Misses {
+    /// No miss yet.
+    pub const fn new() -> Self {
+        Self {
+            slot: Cell::new(None),
+            index: Cell::new(0),
+            write: Cell::new(false),
+        }
+    }
+
+    /// Notes a miss at `index` of array `slot`, unless one is noted already.
+    #[inline(always)]
+    pub fn note(&self, slot: u32, index: usize, write: bool) {
+        if self.slot.get().is_none() {
+            self.slot.set(Some(slot));
+            self.index.set(index as u64);
+            self.write.set(write);
+        }
+    }
+
+    /// Records the noted miss, if any, as the running task's error (see [`crate::error`]).
+    #[inline(always)]
+    pub fn report(&self) {
+        if let Some(slot) = self.slot.get() {
+            raise_miss(slot, self.index.get(), self.write.get());
+        }
+    }
+}
+
+/// Records an out-of-range access at `index` of array `slot` for the running task.
+#[cold]
+#[inline(never)]
+fn raise_miss(slot: u32, index: u64, write: bool) {
+    #[cfg(target_arch = "nvptx64")]
+    error::raise(Fault {
+        // The record's `array` slot and `index` say which access; the kind is in the message.
+        code: CODE_OUT_OF_RANGE,
+        array: slot,
+        index,
+        location: None,
+        message: Some(if write {
+            "write outside declared ranges"
+        } else {
+            "read outside declared ranges"
+        }),
+    });
+    // On the host a miss panics at the access; nothing is ever noted.
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = (slot, index, write);
 }
 
 impl Declared<'_> {
     #[inline(always)]
     fn contains(ranges: &[Range<usize>], i: usize) -> bool {
-        ranges.iter().any(|r| r.start <= i && i < r.end)
+        // On the GPU the bounds are read where they are checked, from the task's range arrays in
+        // local memory (L1): kept in registers they would be live across the whole task body, and
+        // a kernel's register count, which sets how many blocks fit on an SM, is its worst path's.
+        #[cfg(target_arch = "nvptx64")]
+        return ranges.iter().any(|r| {
+            // SAFETY: `r` is a valid reference; a volatile read only keeps the load in place.
+            let (start, end) = unsafe {
+                (
+                    core::ptr::read_volatile(&r.start),
+                    core::ptr::read_volatile(&r.end),
+                )
+            };
+            start <= i && i < end
+        });
+        #[cfg(not(target_arch = "nvptx64"))]
+        return ranges.iter().any(|r| r.start <= i && i < r.end);
     }
 
-    #[cold]
-    #[inline(never)]
+    /// Reports an access at `i` outside the declared ranges: a panic on the host, a note in
+    /// [`Misses`] on the GPU.
+    #[inline(always)]
     fn miss(&self, i: usize, write: bool) {
         #[cfg(not(target_arch = "nvptx64"))]
+        self.panic(i, write);
+        #[cfg(target_arch = "nvptx64")]
+        self.misses.note(self.slot, i, write);
+    }
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[cold]
+    #[inline(never)]
+    fn panic(&self, i: usize, write: bool) {
         std::panic!(
             "task `{}`: {} index {i} of array `{}` is outside its declared {} ranges {:?}",
             self.task,
@@ -76,19 +172,6 @@ impl Declared<'_> {
             if write { "write" } else { "access" },
             if write { self.writes } else { self.ranges }
         );
-        #[cfg(target_arch = "nvptx64")]
-        error::raise(Fault {
-            // The record's `array` slot and `index` say which access; the kind is in the message.
-            code: CODE_OUT_OF_RANGE,
-            array: self.slot,
-            index: i as u64,
-            location: None,
-            message: Some(if write {
-                "write outside declared ranges"
-            } else {
-                "read outside declared ranges"
-            }),
-        });
     }
 }
 
@@ -229,11 +312,12 @@ fn dummy<'a, T>() -> &'a mut T {
     reason = "declared ranges are lists of ranges, often of one"
 )]
 mod tests {
-    use super::{Declared, View, ViewMut};
+    use super::{Declared, Misses, View, ViewMut};
 
     fn declared<'a>(
         ranges: &'a [core::ops::Range<usize>],
         writes: &'a [core::ops::Range<usize>],
+        misses: &'a Misses,
     ) -> Declared<'a> {
         Declared {
             ranges,
@@ -241,21 +325,31 @@ mod tests {
             slot: 0,
             name: "x",
             task: "t",
+            misses,
         }
     }
 
     #[test]
     fn views_read_and_write_inside_their_declared_ranges() {
         let mut data = [1u32, 2, 3, 4, 5, 6];
+        let misses = Misses::new();
         let (ranges, writes) = ([0..2, 3..6], [3..5]);
         // SAFETY: `data` outlives both views, and every declared range lies within it.
         let read = unsafe {
-            View::<u32, true>::new(data.as_ptr(), data.len(), declared(&ranges, &writes))
+            View::<u32, true>::new(
+                data.as_ptr(),
+                data.len(),
+                declared(&ranges, &writes, &misses),
+            )
         };
         assert_eq!((read[0], read.get(1), read[5], read.len()), (1, 2, 6, 6));
         // SAFETY: as above; the read view is not used while this one writes.
         let mut write = unsafe {
-            ViewMut::<u32, true>::new(data.as_mut_ptr(), data.len(), declared(&ranges, &writes))
+            ViewMut::<u32, true>::new(
+                data.as_mut_ptr(),
+                data.len(),
+                declared(&ranges, &writes, &misses),
+            )
         };
         write[3] += 10;
         write.set(4, write[5] * 2);
@@ -267,8 +361,10 @@ mod tests {
     #[should_panic(expected = "read at index 2 of array `x` is outside its declared access ranges")]
     fn a_checked_read_outside_the_ranges_panics_on_the_host() {
         let data = [1u32, 2, 3];
+        let misses = Misses::new();
         // SAFETY: `data` outlives the view; the declared range lies within it.
-        let view = unsafe { View::<u32, true>::new(data.as_ptr(), 3, declared(&[0..2], &[])) };
+        let view =
+            unsafe { View::<u32, true>::new(data.as_ptr(), 3, declared(&[0..2], &[], &misses)) };
         let _ = view[2];
     }
 
@@ -278,18 +374,22 @@ mod tests {
     )]
     fn a_checked_write_outside_the_write_ranges_panics_on_the_host() {
         let mut data = [1u32, 2, 3];
+        let misses = Misses::new();
         // SAFETY: as above.
-        let mut view =
-            unsafe { ViewMut::<u32, true>::new(data.as_mut_ptr(), 3, declared(&[0..3], &[2..3])) };
+        let mut view = unsafe {
+            ViewMut::<u32, true>::new(data.as_mut_ptr(), 3, declared(&[0..3], &[2..3], &misses))
+        };
         view[1] = 0;
     }
 
     #[test]
     fn unchecked_views_reach_the_whole_array() {
         let mut data = [1u32, 2, 9];
+        let misses = Misses::new();
         // SAFETY: the whole array is valid, which is all unchecked mode needs.
-        let mut view =
-            unsafe { ViewMut::<u32, false>::new(data.as_mut_ptr(), 3, declared(&[], &[])) };
+        let mut view = unsafe {
+            ViewMut::<u32, false>::new(data.as_mut_ptr(), 3, declared(&[], &[], &misses))
+        };
         view[2] = view[0] + view[1];
         assert_eq!(data, [1, 2, 3]);
     }

@@ -16,7 +16,7 @@
 extern crate std;
 
 pub use taskweave_device::shared::SharedArray;
-pub use taskweave_device::{Block, Scalar, View, ViewMut};
+pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
 pub use taskweave_macros::{task, task_region};
 
 #[cfg(not(target_arch = "nvptx64"))]

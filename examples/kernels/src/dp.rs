@@ -12,6 +12,8 @@
 //!    rows are [`grid::diagonal_stride`] words apart, so a diagonal touches 32 distinct banks;
 //! 3. writes the tile back row by row (coalesced) and its last column to the edge array.
 
+use core::num::NonZeroU32;
+
 use taskweave::{Block, View, ViewMut};
 
 use crate::grid;
@@ -40,10 +42,11 @@ pub trait Recurrence: Copy {
 
 /// Calls `f(r, c)` for every cell of an `n × n` tile, one anti-diagonal at a time, spread over the
 /// block's threads with a barrier after each diagonal: when `f(r, c)` runs, every cell above or
-/// left of it is done.
+/// left of it is done. Tile coordinates are `u32`: a tile is small, and on the GPU 32-bit index
+/// arithmetic takes half the registers and instructions of `usize`.
 #[inline(always)]
-pub fn anti_diagonals(b: &Block, n: usize, mut f: impl FnMut(usize, usize)) {
-    for d in 0..2 * n - 1 {
+pub fn anti_diagonals(b: &Block, n: u32, mut f: impl FnMut(u32, u32)) {
+    for d in 0..(2 * n).saturating_sub(1) {
         let lo = d.saturating_sub(n - 1);
         let hi = d.min(n - 1);
         b.par_for(lo..hi + 1, |r| f(r, d - r));
@@ -66,8 +69,13 @@ pub fn tile<R: Recurrence, const C: bool>(
     nb: usize,
     bs: usize,
 ) {
-    assert!(bs <= MAX_TILE, "DP tiles are at most 64 cells wide");
-    let w = grid::diagonal_stride(bs + 1);
+    assert!(
+        (1..=MAX_TILE).contains(&bs),
+        "DP tiles are 1 to 64 cells wide"
+    );
+    // Inside the tile everything is a `u32` (at most `WORDS`); array indices stay `usize`.
+    let n = bs as u32;
+    let w = grid::diagonal_stride(bs + 1) as u32;
     let h = b.shared::<i32, WORDS>();
     let xs = b.shared::<u8, MAX_TILE>();
     let ys = b.shared::<u8, MAX_TILE>();
@@ -75,27 +83,39 @@ pub fn tile<R: Recurrence, const C: bool>(
     let up = grid::above(ti, tj, nb, bs, 1).start;
     let before = grid::left(ti, tj, nb, bs).start;
     let corner = grid::corner(ti, tj, nb, bs, 1).start;
-    // 1. The boundary row (k < bs), the boundary column (bs <= k < 2bs) and the corner.
-    b.par_for(0..2 * bs + 1, |k| {
-        if k < bs {
-            h.set(
-                k + 1,
-                if ti == 0 {
-                    rec.top(c0 + k + 1)
-                } else {
-                    m[up + k]
-                },
-            );
-            xs.set(k, x[r0 + k]);
-            ys.set(k, y[c0 + k]);
-        } else if k < 2 * bs {
-            let r = k - bs;
-            let v = if tj == 0 {
-                rec.left(r0 + r + 1)
+    // The shared accesses below skip their bounds checks, which would cost six compares and
+    // branches in a cell loop of about twenty instructions, and keep registers live across a
+    // panic call at every access. They are in bounds: every index into `h` is `cell(r, c)` or its
+    // neighbour up, left or up-left, with `r, c < n`, or a boundary cell `k + 1` or
+    // `(k + 1)·w` with `k < n`, or 0; with `n <= MAX_TILE` and `w <= STRIDE` all of them lie in
+    // `0..=n·w + n`, below `WORDS = (MAX_TILE + 1)·STRIDE`. Every index into `xs` and `ys` is
+    // below `n <= MAX_TILE`.
+    let cell = |r: u32, c: u32| ((r + 1) * w + c + 1) as usize;
+    // 1. The boundary row (k < n), the boundary column (n <= k < 2n) and the corner.
+    b.par_for(0..2 * n + 1, |k| {
+        let ku = k as usize;
+        if k < n {
+            let v = if ti == 0 {
+                rec.top(c0 + ku + 1)
             } else {
-                cols[before + r]
+                m[up + ku]
             };
-            h.set((r + 1) * w, v);
+            let (xv, yv) = (x[r0 + ku], y[c0 + ku]);
+            // SAFETY: tile indices (see above).
+            unsafe {
+                h.set_unchecked(ku + 1, v);
+                xs.set_unchecked(ku, xv);
+                ys.set_unchecked(ku, yv);
+            }
+        } else if k < 2 * n {
+            let r = k - n;
+            let v = if tj == 0 {
+                rec.left(r0 + r as usize + 1)
+            } else {
+                cols[before + r as usize]
+            };
+            // SAFETY: tile indices (see above).
+            unsafe { h.set_unchecked(cell(r, 0) - 1, v) };
         } else {
             let v = if ti == 0 {
                 rec.top(c0)
@@ -104,32 +124,63 @@ pub fn tile<R: Recurrence, const C: bool>(
             } else {
                 cols[corner]
             };
-            h.set(0, v);
+            // SAFETY: tile indices (see above).
+            unsafe { h.set_unchecked(0, v) };
         }
     });
     // 2. The cells, one anti-diagonal at a time.
-    anti_diagonals(b, bs, |r, c| {
-        let at = (r + 1) * w + c + 1;
-        let v = rec.cell(
-            h.get(at - w - 1),
-            h.get(at - w),
-            h.get(at - 1),
-            xs.get(r),
-            ys.get(c),
-        );
-        h.set(at, v);
-    });
-    // 3. The tile, row by row, and its last column.
-    let out = grid::tile(ti, tj, nb, bs * bs).start;
-    let edge = grid::edge(ti, tj, 0, 1, nb, bs).start;
-    b.par_for(0..bs * bs + bs, |k| {
-        if k < bs * bs {
-            m[out + k] = h.get((k / bs + 1) * w + k % bs + 1);
-        } else {
-            let r = k - bs * bs;
-            cols[edge + r] = h.get((r + 1) * w + bs);
+    anti_diagonals(b, n, |r, c| {
+        let (at, w) = (cell(r, c), w as usize);
+        // SAFETY: tile indices (see above).
+        unsafe {
+            let v = rec.cell(
+                h.get_unchecked(at - w - 1),
+                h.get_unchecked(at - w),
+                h.get_unchecked(at - 1),
+                xs.get_unchecked(r as usize),
+                ys.get_unchecked(c as usize),
+            );
+            h.set_unchecked(at, v);
         }
     });
+    // 3. The tile row by row (coalesced), then its last column.
+    let out = grid::tile(ti, tj, nb, bs * bs).start;
+    let edge = grid::edge(ti, tj, 0, 1, nb, bs).start;
+    let (first, step) = (b.thread() as u32, b.threads() as u32);
+    // `n >= 1` (asserted above); the fallback only spares the division its zero check.
+    let n1 = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+    rows_then_column(n1, first, step, |k, r, c| {
+        if r < n {
+            // SAFETY: tile indices (see above).
+            m[out + k as usize] = unsafe { h.get_unchecked(cell(r, c)) };
+        } else {
+            // SAFETY: tile indices (see above).
+            cols[edge + c as usize] = unsafe { h.get_unchecked(cell(c, n - 1)) };
+        }
+    });
+    b.sync();
+}
+
+/// Calls `f(k, r, c)` for `k = first, first + step, …` below `n² + n`, where `k = r·n + c`: the
+/// cells `(r, c)` of an `n × n` tile row by row, then (`r == n`) the `n` rows `c` of its last
+/// column. `(r, c)` steps along with `k`: no division by `n` per element, which in 64 bits is a
+/// long instruction sequence on the GPU.
+#[inline(always)]
+pub fn rows_then_column(n: NonZeroU32, first: u32, step: u32, mut f: impl FnMut(u32, u32, u32)) {
+    let (mut r, mut c) = (first / n, first % n);
+    let (dr, dc) = (step / n, step % n);
+    let n = n.get();
+    let mut k = first;
+    while r <= n {
+        f(k, r, c);
+        k += step;
+        r += dr;
+        c += dc;
+        if c >= n {
+            c -= n;
+            r += 1;
+        }
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -168,5 +219,27 @@ pub mod host {
             }
         }
         cols
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_then_column;
+    use core::num::NonZeroU32;
+
+    #[test]
+    fn rows_then_column_visits_what_division_gives() {
+        for n in 1..=64 {
+            for step in [1, 3, 31, 32, 33, 64, 96, 128, 130] {
+                let mut seen = Vec::new();
+                for first in 0..step {
+                    let nz = NonZeroU32::new(n).unwrap();
+                    rows_then_column(nz, first, step, |k, r, c| seen.push((k, r, c)));
+                }
+                seen.sort_unstable();
+                let want: Vec<_> = (0..n * n + n).map(|k| (k, k / n, k % n)).collect();
+                assert_eq!(seen, want, "n {n}, step {step}");
+            }
+        }
     }
 }

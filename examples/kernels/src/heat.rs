@@ -140,8 +140,8 @@ pub fn heat_tile(
     });
     // In place: on anti-diagonal d, the cells above and left are already this step's (d − 1),
     // those below and right still the previous step's (d + 1).
-    anti_diagonals(b, bs, |r, c| {
-        let at = (r + 1) * w + c + 1;
+    anti_diagonals(b, bs as u32, |r, c| {
+        let at = (r as usize + 1) * w + c as usize + 1;
         let v = g.get(at);
         let sum = (g.get(at - w) + g.get(at - 1)) + (g.get(at + w) + g.get(at + 1));
         g.set(at, v + alpha * (sum - 4.0 * v));

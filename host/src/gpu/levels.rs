@@ -63,7 +63,10 @@ pub(crate) fn execute(
     let widest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
     let function = match strategy {
         Strategy::Launches => gpu.listed_kernel(region, widest)?,
-        Strategy::GridBarrier => gpu.function(ptx, &format!("taskweave_levels_{}", meta.name))?,
+        Strategy::GridBarrier => {
+            let name = gpu.variant(region, ptx, &format!("taskweave_levels_{}", meta.name));
+            gpu.function(ptx, &name)?
+        }
     };
     // The grid barrier needs every block resident: its launch is admitted beside the others only
     // when they all fit (see `Residency`). One launch per level needs no such guarantee.

@@ -386,11 +386,30 @@ impl Gpu {
         Ok(function)
     }
 
+    /// Kernel `name`, or its `<name>__unchecked` variant for a run with index checks off when the
+    /// PTX has one: the same kernel without the checked task bodies, whose registers would
+    /// otherwise count for unchecked runs too (a kernel's register count, which bounds how many
+    /// of its blocks an SM holds, is that of its heaviest path).
+    pub(crate) fn variant(
+        &self,
+        region: &crate::Region<'_>,
+        ptx: &'static str,
+        name: &str,
+    ) -> String {
+        let unchecked = format!("{name}__unchecked");
+        if !region.options.checked && self.function(ptx, &unchecked).is_ok() {
+            unchecked
+        } else {
+            name.to_owned()
+        }
+    }
+
     /// Kernel `name` of `region`, or its uncapped twin, and how many blocks to launch: the ones
     /// `wanted` asks for, at least one and at most what fits on the GPU at once. The builder caps
     /// the scheduler kernels' registers, which buys resident blocks with spills in the task bodies,
     /// and adds an uncapped twin of each (`<name>__uncapped`). `wanted` gets the capped kernel's
-    /// residency; when that many blocks of the twin fit, the twin runs.
+    /// residency; when that many blocks of the twin fit, the twin runs. An unchecked run takes
+    /// the [`Gpu::variant`] without checked bodies, and its twin.
     pub(crate) fn pick(
         &self,
         region: &crate::Region<'_>,
@@ -404,6 +423,7 @@ impl Gpu {
         self.ctx
             .bind_to_thread()
             .map_err(Error::cuda("binding the CUDA context"))?;
+        let name = &self.variant(region, ptx, name);
         let capped = self.function(ptx, name)?;
         let resident = persistent::resident_blocks(self, &capped, region)?;
         let wanted = wanted(resident);

@@ -227,6 +227,21 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
             (#kind, false) => #path::__tw_run::<false>(block, args, arrays),
         }
     });
+    let unchecked_arms = kinds.iter().enumerate().map(|(kind, path)| {
+        let kind = kind as u32;
+        quote!(#kind => #path::__tw_run::<false>(block, args, arrays),)
+    });
+    let dispatch_unchecked = format_ident!("__taskweave_dispatch_unchecked_{}", name);
+    let checked_kernels = kernels(&kernel, &listed, &levels, &dispatch, "");
+    let unchecked_kernels = kernels(
+        &format_ident!("{}__unchecked", kernel),
+        &format_ident!("{}__unchecked", listed),
+        &format_ident!("{}__unchecked", levels),
+        &dispatch_unchecked,
+        "\n\nFor runs with index checks off: the checked task bodies are not compiled in, so \
+         their registers do not count (a kernel's register count, which bounds the blocks an SM \
+         holds, is that of its heaviest path).",
+    );
 
     let mut fn_params = Vec::new();
     let mut binds = quote!();
@@ -298,45 +313,29 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
             }
         }
 
-        /// The region's kernel: persistent workers running its DAG.
-        ///
-        /// # Safety
-        /// `desc` must describe this region's DAG and arrays; the host runtime guarantees it.
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #kernel(desc: *const #p::device::abi::RegionDesc) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { #p::device::sched::gpu_entry(desc, &#dispatch) }
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #vis struct #dispatch_unchecked;
+
+        impl #p::device::sched::Dispatch for #dispatch_unchecked {
+            #[inline(always)]
+            fn run(
+                &self,
+                block: &#p::device::Block,
+                kind: u32,
+                args: &[u64],
+                arrays: &[#p::device::abi::ArrayDesc],
+                _checked: bool,
+            ) {
+                match kind {
+                    #(#unchecked_arms)*
+                    _ => {}
+                }
+            }
         }
 
-        /// The region's one-launch-per-level kernel: block `b` runs task `list[b]`.
-        ///
-        /// # Safety
-        /// `desc` must describe this region; `list` holds one task index per block.
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #listed(desc: *const #p::device::abi::RegionDesc, list: *const u32) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { #p::device::sched::gpu_listed(desc, list, &#dispatch) }
-        }
-
-        /// The region's one-launch kernel with a grid barrier between levels.
-        ///
-        /// # Safety
-        /// `desc` must describe this region; `offsets`/`tasks` list its levels; `barrier` is two
-        /// zeroed words; every block must be resident.
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #levels(
-            desc: *const #p::device::abi::RegionDesc,
-            offsets: *const u32,
-            tasks: *const u32,
-            levels: u32,
-            barrier: *mut u32,
-        ) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { #p::device::sched::gpu_levels(desc, offsets, tasks, levels, barrier, &#dispatch) }
-        }
+        #checked_kernels
+        #unchecked_kernels
 
         #(#attrs)*
         #[cfg(not(target_arch = "nvptx64"))]
@@ -364,4 +363,63 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
             })
         }
     })
+}
+
+/// The region's three kernel entries, named `kernel`, `listed` and `levels`, over `dispatch`;
+/// `note` ends their docs.
+fn kernels(
+    kernel: &syn::Ident,
+    listed: &syn::Ident,
+    levels: &syn::Ident,
+    dispatch: &syn::Ident,
+    note: &str,
+) -> TokenStream {
+    let p = quote!(::taskweave::__private);
+    let doc = |text: &str| format!("{text}{note}");
+    let (kernel_doc, listed_doc, levels_doc) = (
+        doc("The region's kernel: persistent workers running its DAG."),
+        doc("The region's one-launch-per-level kernel: block `b` runs task `list[b]`."),
+        doc("The region's one-launch kernel with a grid barrier between levels."),
+    );
+    quote! {
+        #[doc = #kernel_doc]
+        ///
+        /// # Safety
+        /// `desc` must describe this region's DAG and arrays; the host runtime guarantees it.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn #kernel(desc: *const #p::device::abi::RegionDesc) {
+            // SAFETY: forwarded from this kernel's contract.
+            unsafe { #p::device::sched::gpu_entry(desc, &#dispatch) }
+        }
+
+        #[doc = #listed_doc]
+        ///
+        /// # Safety
+        /// `desc` must describe this region; `list` holds one task index per block.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn #listed(desc: *const #p::device::abi::RegionDesc, list: *const u32) {
+            // SAFETY: forwarded from this kernel's contract.
+            unsafe { #p::device::sched::gpu_listed(desc, list, &#dispatch) }
+        }
+
+        #[doc = #levels_doc]
+        ///
+        /// # Safety
+        /// `desc` must describe this region; `offsets`/`tasks` list its levels; `barrier` is two
+        /// zeroed words; every block must be resident.
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn #levels(
+            desc: *const #p::device::abi::RegionDesc,
+            offsets: *const u32,
+            tasks: *const u32,
+            levels: u32,
+            barrier: *mut u32,
+        ) {
+            // SAFETY: forwarded from this kernel's contract.
+            unsafe { #p::device::sched::gpu_levels(desc, offsets, tasks, levels, barrier, &#dispatch) }
+        }
+    }
 }

@@ -153,6 +153,7 @@ fn generate(task: &Task) -> TokenStream {
                         slot: #slot as u32,
                         name: #ident_str,
                         task: #name_str,
+                        misses: &__tw_misses,
                     },
                 )
             };
@@ -245,8 +246,14 @@ fn generate(task: &Task) -> TokenStream {
                     __tw_arrays: &[#p::device::abi::ArrayDesc],
                 ) {
                     #unpack
+                    let __tw_misses = #p::device::view::Misses::new();
                     #views
-                    #call
+                    #call;
+                    // A checked access outside the declared ranges is reported here, once the
+                    // body has returned (see `Misses`).
+                    if __TW_CHECKED {
+                        __tw_misses.report();
+                    }
                 }
 
                 /// `spawn!(task(args…))` calls `task::__tw_spawner(rec, kind).__tw_spawn(args…)`,
