@@ -57,9 +57,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             let sample = free()?;
             if let Some(bytes) = sample {
                 println!(
-                    "after region {:>6}: {:>12} bytes of device memory free",
+                    "after region {:>6}: {:>12} bytes of device memory free, {:>8.3} s",
                     i + 1,
-                    bytes
+                    bytes,
+                    start.elapsed().as_secs_f64()
                 );
                 samples.push(bytes);
             }

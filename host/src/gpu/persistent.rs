@@ -120,9 +120,10 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         .collect();
     // Every worker must be resident: the launch waits until it fits beside the other kernels of
     // that kind running now (regions submitted without waiting, on other lanes). SM-aware workers
-    // launch every block that fits, so they wait for the whole GPU.
+    // launch every block that fits, but the blocks beyond their set and share retreat at once:
+    // they hold the set's share, so two regions on disjoint sets run side by side.
     let (blocks, per_sm) = match &sms {
-        Some((_, blocks)) => (*blocks, blocks / gpu.sms.max(1)),
+        Some((_, blocks)) => (workers, blocks / gpu.sms.max(1)),
         None => (
             workers,
             resident_blocks(gpu, &function, region)? / gpu.sms.max(1),
