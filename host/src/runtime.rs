@@ -261,6 +261,10 @@ fn execute(
     if !matches!((lane, backend), (Lane::Gpu(_), Backend::Persistent)) {
         region.wait_for_earlier();
     }
+    let _stream = match lane {
+        Lane::Gpu(gpu) if backend.needs_gpu() => Some(gpu.stream_turn()),
+        _ => None,
+    };
     let _turn = match lane {
         Lane::Gpu(gpu) if backend.needs_gpu() => {
             gpu.check_usable()?;

@@ -58,6 +58,8 @@ pub struct Gpu {
     device: Arc<Device>,
     stream: Arc<CudaStream>,
     control: Arc<CudaStream>,
+    /// Held by the region running on this handle's stream: see [`Gpu::stream_turn`].
+    turn: Mutex<()>,
 }
 
 impl std::ops::Deref for Gpu {
@@ -175,6 +177,7 @@ impl Gpu {
             }),
             stream,
             control,
+            turn: Mutex::new(()),
         })
     }
 
@@ -194,6 +197,7 @@ impl Gpu {
                 .ctx
                 .new_stream()
                 .map_err(Error::cuda("creating a control stream"))?,
+            turn: Mutex::new(()),
         })
     }
 
@@ -219,6 +223,14 @@ impl Gpu {
             .mem_get_info()
             .map_err(Error::cuda("querying free device memory"))?;
         Ok(free as u64)
+    }
+
+    /// The right to run a region on this handle's stream, until the guard drops. Regions from
+    /// several host threads on one handle take turns: on one stream a kernel would queue behind
+    /// another's, and its watchdog would fire on a region that has not started. (Submitted
+    /// regions run on helper lanes, each with its own stream, and overlap.)
+    pub(crate) fn stream_turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The right to run a region on this GPU alone, until the guard drops: for the backends whose
