@@ -15,7 +15,9 @@
 //! drained, the completed count stops, and the host's watchdog reports a stall instead of a hang.
 //! Filling must also end before the first block retreats (the paper never saw otherwise; the
 //! blocks here retreat only after copying the array table, which gives the block scheduler a
-//! head start). `%smid` is taken once: taskweave kernels request no preemption, which is what
+//! head start). Two SM-aware launches filling at once break that: on the H100 two partitioned
+//! regions launched together left one with empty slots. The host therefore lets one SM-aware
+//! launch fill at a time (it watches the slot counters). `%smid` is taken once: taskweave kernels request no preemption, which is what
 //! could move a block.
 
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};

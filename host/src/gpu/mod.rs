@@ -49,6 +49,9 @@ pub struct Device {
     pub(crate) graphs: graph::GraphCache,
     /// The share of the GPU held by running kernels whose blocks must all be resident.
     pub(crate) residency: Residency,
+    /// Held by an SM-aware launch until its blocks have filled their SMs: see
+    /// [`Gpu::filling`].
+    filling: Mutex<()>,
 }
 
 /// One GPU as one region run sees it: the shared [`Device`], the stream its regions run on, and a
@@ -174,6 +177,7 @@ impl Gpu {
                 stuck: Mutex::new(None),
                 graphs: graph::GraphCache::default(),
                 residency: Residency::default(),
+                filling: Mutex::new(()),
             }),
             stream,
             control,
@@ -231,6 +235,16 @@ impl Gpu {
     /// regions run on helper lanes, each with its own stream, and overlap.)
     pub(crate) fn stream_turn(&self) -> MutexGuard<'_, ()> {
         self.turn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The right to launch an SM-aware region and let its blocks fill their SMs, until the guard
+    /// drops: launches that fill at once churn through each other's SMs, and one of them can run
+    /// out of blocks before its set is filled.
+    pub(crate) fn filling(&self) -> MutexGuard<'_, ()> {
+        self.device
+            .filling
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The right to run a region on this GPU alone, until the guard drops: for the backends whose

@@ -144,6 +144,11 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
                 .wait(end)
                 .map_err(Error::cuda("ordering a region after an earlier one"))?;
         }
+        // SM-aware launches fill one at a time: a launch's blocks must reach every SM of its set
+        // before they run out, which only holds if no other filling launch churns through the
+        // same SMs meanwhile (measured: two partitioned regions launched at once left one with
+        // empty slots, and it stalled).
+        let filling = sms.as_ref().map(|_| gpu.filling());
         let mut launch = gpu.stream.launch_builder(&function);
         launch.arg(&staged.desc_ptr);
         launch.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
@@ -152,6 +157,10 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         let events = unsafe { launch.launch(config) }
             .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
         let (start, end) = events.expect("launch events were requested");
+        if filling.is_some() {
+            wait_filled(gpu, &end, &staged.desc, options.watchdog);
+        }
+        drop(filling);
         let end = std::sync::Arc::new(end);
         if let Some((_, done)) = &region.order {
             done.launched(end.clone());
@@ -277,6 +286,25 @@ pub(crate) fn watch(
         }
     }
     None
+}
+
+/// Waits until every SM of an SM-aware launch's set has its workers (each slot counter has reached
+/// `per_sm`), the kernel has ended, or `timeout` has passed (the watchdog then reports the stall).
+fn wait_filled(gpu: &Gpu, end: &CudaEvent, desc: &RegionDesc, timeout: Duration) {
+    let start = Instant::now();
+    let set = desc.sm_first as usize..(desc.sm_first + desc.sm_len) as usize;
+    while !end.is_complete() && start.elapsed() < timeout {
+        let Some(slots) = peek(gpu, desc.sm_slots, desc.sm_count as usize) else {
+            return;
+        };
+        if slots
+            .get(set.clone())
+            .is_some_and(|s| s.iter().all(|&n| n >= desc.per_sm))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
 }
 
 fn wait_done(end: &CudaEvent, grace: Duration) -> bool {
