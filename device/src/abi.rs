@@ -20,7 +20,7 @@
 //! | `stats` | `n_workers` | workers | [`WorkerStats`] |
 //! | `current` | `n_workers` | workers | the task each worker runs, for the watchdog |
 //! | `trace` | `n_tasks` or null | workers | [`TraceRecord`] per task |
-//! | `sm_slots` | `sm_count` or null | blocks, at kernel entry | the rank counter of each SM (SM-aware workers) |
+//! | `sm_slots` | `sm_count + 1` or null | blocks, at kernel entry | the rank counter of each SM, then the count of workers claimed (SM-aware workers) |
 //! | `affine` | `n_tasks` or null | host | each task's affine parent (the affinity policy) |
 //! | `ran_by` | `n_tasks` or null | workers | the worker that ran each task (the affinity policy) |
 
@@ -137,7 +137,7 @@ pub struct RegionDesc {
     /// `*mut u32`, `n_tasks` words: the worker that ran each task (`u32::MAX` before). 0 unless
     /// the policy is [`policy::AFFINITY`].
     pub ran_by: u64,
-    /// SMs on the GPU: the length of `sm_slots`.
+    /// SMs on the GPU: `sm_slots` has one more word.
     pub sm_count: u32,
     /// SM-aware workers: the first SM the region uses.
     pub sm_first: u32,

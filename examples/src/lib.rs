@@ -38,6 +38,9 @@ pub struct RunArgs {
     /// retreating (persistent and CPU backends; not with --workers).
     #[arg(long, value_name = "N")]
     pub per_sm: Option<u32>,
+    /// SM-aware workers on the SMs `START..END` only (persistent and CPU backends).
+    #[arg(long, value_name = "START..END", value_parser = parse_sms)]
+    pub sms: Option<std::ops::Range<u32>>,
     /// Threads per task block.
     #[arg(long, default_value_t = 128)]
     pub threads: u32,
@@ -51,6 +54,19 @@ pub struct RunArgs {
     /// Perfetto or `chrome://tracing`). Persistent and CPU backends only.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+}
+
+/// `START..END` as a range of SM ids.
+fn parse_sms(text: &str) -> Result<std::ops::Range<u32>, String> {
+    let (start, end) = text
+        .split_once("..")
+        .ok_or_else(|| format!("`{text}`: expected START..END, like 0..66"))?;
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|e| format!("`{text}`: {e}"))
+    };
+    Ok(number(start)?..number(end)?)
 }
 
 impl RunArgs {
@@ -88,6 +104,10 @@ impl RunArgs {
         };
         let region = match self.per_sm {
             Some(n) => region.workers_per_sm(n),
+            None => region,
+        };
+        let region = match &self.sms {
+            Some(sms) => region.sms(sms.clone()),
             None => region,
         };
         match self.workers {

@@ -51,6 +51,7 @@ fn args(policy: Policy, trace: bool) -> RunArgs {
         policy,
         workers: Some(2),
         per_sm: None,
+        sms: None,
         threads: 32,
         cpu_lanes: 1,
         unchecked: false,

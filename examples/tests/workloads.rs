@@ -12,6 +12,7 @@ fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
         policy,
         workers: Some(workers),
         per_sm: None,
+        sms: None,
         threads,
         cpu_lanes: lanes,
         unchecked: false,

@@ -5,8 +5,9 @@
 //!    scheduler puts a block wherever one still fits, so every SM gets its full share (*filling*).
 //! 2. At kernel entry thread 0 of each block reads `%smid` and takes the next rank on that SM with
 //!    one atomic add on the SM's slot counter ([`claim`]).
-//! 3. A block on an SM outside the region's set, or whose rank is `per_sm` or more, returns at once,
-//!    before touching any queue (*retreating*). The others become worker
+//! 3. A block on an SM outside the region's set, or whose rank is `per_sm` or more, returns before
+//!    touching any queue (*retreating*), once every worker of the set is claimed: until then it
+//!    holds its place, so that the grid's later blocks can only land on the set's SMs. The others become worker
 //!    `(sm - first) * per_sm + rank`: worker ids are dense in `0..len * per_sm`, exactly the
 //!    `n_workers` the queues are sized for, and worker `w` runs on SM `first + w / per_sm`.
 //!
@@ -54,9 +55,14 @@ pub unsafe fn worker_of_block(desc: &crate::abi::RegionDesc, words: &[AtomicU32]
         return Some(arch::block_idx());
     }
     if arch::thread_idx() == 0 {
-        // SAFETY: the caller vouches for `sm_slots`; its counters are only accessed atomically.
-        let slots = unsafe {
-            core::slice::from_raw_parts(desc.sm_slots as *const AtomicU32, desc.sm_count as usize)
+        // SAFETY: the caller vouches for `sm_slots`: `sm_count` counters and, after them, the
+        // count of workers claimed so far; all only accessed atomically.
+        let (slots, claimed) = unsafe {
+            let table = desc.sm_slots as *const AtomicU32;
+            (
+                core::slice::from_raw_parts(table, desc.sm_count as usize),
+                &*table.add(desc.sm_count as usize),
+            )
         };
         let worker = claim(
             slots,
@@ -65,6 +71,28 @@ pub unsafe fn worker_of_block(desc: &crate::abi::RegionDesc, words: &[AtomicU32]
             desc.sm_len,
             desc.per_sm,
         );
+        match worker {
+            Some(_) => {
+                claimed.fetch_add(1, Gpu, Relaxed);
+            }
+            None => {
+                // Linger until every worker is claimed: a block that left at once would free its
+                // SM for the next block of the grid, and the block scheduler, refilling the
+                // emptiest SMs first, kept sending blocks to SMs outside the set until the grid
+                // ran out with slots of the set still empty (measured on the H100: every set
+                // smaller than the GPU stalled). Held here, the grid's later blocks can only go
+                // to the set's SMs. The abort flag ends the wait if the set can never fill.
+                let workers = desc.sm_len * desc.per_sm;
+                // SAFETY: `abort` is the launch's flag, live for the kernel (see `RegionDesc`).
+                let abort = (desc.abort != 0)
+                    .then(|| unsafe { AtomicU32::from_ptr(desc.abort as *mut u32) });
+                while claimed.load(Gpu, Relaxed) < workers
+                    && !abort.is_some_and(|a| a.load(crate::atomic::Scope::System, Relaxed) != 0)
+                {
+                    arch::nanosleep(1000);
+                }
+            }
+        }
         words[CLAIMED].store(worker.unwrap_or(RETREAT), Block, Relaxed);
     }
     arch::sync_threads();

@@ -95,6 +95,7 @@ fn run() -> Result<()> {
                 policy: cli.policy,
                 workers: None,
                 per_sm: None,
+                sms: None,
                 threads: 128,
                 cpu_lanes: 1,
                 unchecked: false,

@@ -74,7 +74,7 @@ pub(crate) fn staging_bytes(
     let optional = [
         if affinity { n * 4 } else { 0 },
         if affinity { n * 4 } else { 0 },
-        sms.map_or(0, |plan| plan.sm_count as usize * 4),
+        sms.map_or(0, |plan| (plan.sm_count as usize + 1) * 4),
     ];
     let arena: u64 = tables
         .iter()
@@ -256,7 +256,8 @@ impl<'g> Staged<'g> {
         // The affinity policy's tables and SM-aware workers' slot counters, when the run has them.
         let affine = (!tables.affine.is_empty()).then(|| arena.put(bytes_of(tables.affine)));
         let ran_by = (!tables.ran_by.is_empty()).then(|| arena.put(bytes_of(&tables.ran_by)));
-        let sm_slots = sms.map(|plan| arena.zeros(plan.sm_count as usize * 4));
+        // One counter per SM, then the count of workers claimed (see `sched::sm`).
+        let sm_slots = sms.map(|plan| arena.zeros((plan.sm_count as usize + 1) * 4));
         let desc_at = arena.zeros(size_of::<RegionDesc>());
         // SAFETY: every byte of the allocation is written by the copy below before any kernel
         // reads it.
