@@ -19,6 +19,6 @@ cd "$(dirname "$0")/.."
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}"
 cargo miri setup
 cargo miri test -p taskweave-device --lib
-cargo miri test -p taskweave-host --lib -- cpu:: inspect:: gpu::
+cargo miri test -p taskweave-host --lib -- cpu:: inspect:: gpu:: resident::
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
-    --test inferred_access --test sm_aware -- --test-threads=1
+    --test inferred_access --test sm_aware --test async_regions --test resident -- --test-threads=1

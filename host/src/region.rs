@@ -471,7 +471,7 @@ impl<'a> Region<'a> {
     /// This region with its host arrays copied into buffers it owns, so that it can run on another
     /// thread after the caller's borrows end; plus the buffers, and where each writable host
     /// array's result goes back.
-    fn detach(mut self) -> (Region<'static>, Vec<Box<[u64]>>, Vec<WriteBack<'a>>) {
+    fn detach(mut self) -> (Region<'static>, Vec<Vec<u64>>, Vec<WriteBack<'a>>) {
         let mut copies = Vec::new();
         let mut writeback = Vec::new();
         let arrays = std::mem::take(&mut self.arrays)
@@ -479,7 +479,7 @@ impl<'a> Region<'a> {
             .map(|b| {
                 let mut ptr = b.ptr;
                 if b.cell.is_none() && !b.ptr.is_null() {
-                    let mut copy = vec![0u64; b.bytes.div_ceil(8).max(1)].into_boxed_slice();
+                    let mut copy = vec![0u64; b.bytes.div_ceil(8).max(1)];
                     let bytes = b.bytes();
                     // SAFETY: `copy` holds at least `bytes.len()` bytes; they do not overlap.
                     unsafe {
@@ -489,8 +489,8 @@ impl<'a> Region<'a> {
                             bytes.len(),
                         )
                     };
-                    // The heap block does not move with the box: the pointer stays valid while
-                    // the job owns `copies`.
+                    // The heap block does not move with the vector, and `as_mut_ptr` creates no
+                    // reference to it: the pointer stays valid while the job owns `copies`.
                     ptr = copy.as_mut_ptr().cast();
                     if b.info.writable {
                         writeback.push(WriteBack {

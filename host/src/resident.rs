@@ -101,8 +101,9 @@ pub(crate) struct InFlight {
 /// Where an array's elements live.
 enum Store {
     /// On the CPU backend: ordinary memory, in `u64` words so that any element type up to 8-byte
-    /// alignment fits. Written by the CPU backend's workers through raw pointers.
-    Host(Box<[u64]>),
+    /// alignment fits. Written by the CPU backend's workers through raw pointers, which come from
+    /// `Vec::as_ptr` (it creates no reference to the elements, so the writes stay valid).
+    Host(Vec<u64>),
     /// On a GPU: raw bytes, copied with the runtime's stream.
     Gpu {
         bytes: CudaSlice<u8>,
@@ -222,7 +223,7 @@ impl<T: Copy> DeviceArray<T> {
             "resident arrays hold elements aligned to at most 8 bytes"
         );
         let bytes = bytes_of(data);
-        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
+        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)];
         // SAFETY: `words` has at least `bytes.len()` bytes; the two do not overlap.
         unsafe {
             std::ptr::copy_nonoverlapping(

@@ -203,7 +203,7 @@ impl Runtime {
         &self,
         region: Region<'static>,
         inspection: Inspection,
-        copies: Vec<Box<[u64]>>,
+        copies: Vec<Vec<u64>>,
         done: Arc<Done>,
         writeback: Vec<WriteBack<'a>>,
     ) -> Pending<'a> {

@@ -42,7 +42,7 @@ pub(crate) struct WriteBack<'a> {
 }
 
 /// A job's report or error, and its copies of the host arrays.
-type Ended = (Result<Report, Error>, Vec<Box<[u64]>>);
+type Ended = (Result<Report, Error>, Vec<Vec<u64>>);
 
 /// What a job leaves for its [`Pending`].
 struct Outcome {
@@ -56,7 +56,7 @@ pub(crate) struct Job {
     region: Region<'static>,
     inspection: Inspection,
     /// The job's copies of its host arrays, which `region`'s bindings point into.
-    copies: Vec<Box<[u64]>>,
+    copies: Vec<Vec<u64>>,
     outcome: Arc<Outcome>,
 }
 
@@ -69,7 +69,7 @@ impl Job {
     pub fn new<'a>(
         region: Region<'static>,
         inspection: Inspection,
-        copies: Vec<Box<[u64]>>,
+        copies: Vec<Vec<u64>>,
         done: Arc<Done>,
         writeback: Vec<WriteBack<'a>>,
     ) -> (Self, Pending<'a>) {
