@@ -221,6 +221,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         rt: &rt,
         host_threads,
     };
+    // Warm-up: the module loads (and the driver compiles its PTX) before anything is timed.
+    {
+        let mut v = bench.vectors(16, 1)?;
+        bench.issue("b1", 1, 16, &mut v, false);
+        bench.issue("b1", 1, 16, &mut v, true);
+    }
     let mut rows_out = Vec::new();
     for name in &cli.only {
         for &t in &cli.t {
