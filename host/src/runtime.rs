@@ -210,7 +210,8 @@ impl Runtime {
         let (job, pending) = Job::new(region, inspection, copies, done, writeback);
         match self.helpers.get_or_init(|| self.start_helpers()) {
             Ok(helpers) => helpers.submit(job),
-            // No helpers (the GPU refused more streams): run the region here, in order.
+            // No helpers (the GPU refused more streams, or no thread would start): run the
+            // region here, in order.
             Err(_) => job.run(&|region, ins| self.execute(region, ins)),
         }
         pending
@@ -224,15 +225,15 @@ impl Runtime {
                     .map(|_| gpu.lane())
                     .collect::<Result<Vec<Gpu>, Error>>()
                     .map_err(|e| e.to_string())?;
-                Ok(Helpers::start(lanes, move |gpu, region, ins| {
+                Helpers::start(lanes, move |gpu, region, ins| {
                     execute(&Lane::Gpu(gpu), fallback.as_deref(), region, ins)
-                }))
+                })
             }
             Engine::Cpu { workers } => {
                 let workers = *workers;
-                Ok(Helpers::start(vec![(); HELPERS], move |_, region, ins| {
+                Helpers::start(vec![(); HELPERS], move |_, region, ins| {
                     execute(&Lane::Cpu(workers), fallback.as_deref(), region, ins)
-                }))
+                })
             }
         }
     }

@@ -204,21 +204,23 @@ pub(crate) struct Helpers {
 }
 
 impl Helpers {
-    /// Starts `lanes.len()` helpers; helper `i` runs its jobs with `execute(&lanes[i], …)`.
+    /// Starts `lanes.len()` helpers; helper `i` runs its jobs with `execute(&lanes[i], …)`. Fails
+    /// only when the system will not start a single thread; fewer helpers than lanes still serve.
     pub fn start<L: Send + 'static>(
         lanes: Vec<L>,
         execute: impl Fn(&L, &Region<'static>, &Inspection) -> Result<Report, Error>
         + Send
         + Sync
         + 'static,
-    ) -> Self {
+    ) -> Result<Self, String> {
         let (sender, receiver) = channel::<Job>();
         let receiver = Arc::new(Mutex::new(receiver));
         let execute = Arc::new(execute);
-        let threads = lanes
+        let mut refused = None;
+        let threads: Vec<JoinHandle<()>> = lanes
             .into_iter()
             .enumerate()
-            .map(|(i, lane)| {
+            .filter_map(|(i, lane)| {
                 let receiver: Arc<Mutex<Receiver<Job>>> = receiver.clone();
                 let execute = execute.clone();
                 std::thread::Builder::new()
@@ -234,13 +236,20 @@ impl Helpers {
                             job.run(&|region, ins| execute(&lane, region, ins));
                         }
                     })
-                    .expect("spawning a helper thread")
+                    .map_err(|e| refused = Some(e.to_string()))
+                    .ok()
             })
             .collect();
-        Self {
+        if threads.is_empty() {
+            return Err(format!(
+                "no helper thread could start: {}",
+                refused.unwrap_or_else(|| "no lanes".to_owned())
+            ));
+        }
+        Ok(Self {
             jobs: Mutex::new(Some(sender)),
             threads: Mutex::new(threads),
-        }
+        })
     }
 
     /// Queues `job` for the helpers.
