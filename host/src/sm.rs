@@ -112,16 +112,6 @@ impl SmPlan {
         }))
     }
 
-    /// The first SM of the set.
-    pub fn first(&self) -> u32 {
-        self.set.start
-    }
-
-    /// The number of SMs in the set.
-    pub fn set_len(&self) -> u32 {
-        self.set.end - self.set.start
-    }
-
     /// The worker count: the SMs of the set times the workers per SM.
     pub fn workers(&self) -> u32 {
         (self.set.end - self.set.start) * self.per_sm

@@ -16,9 +16,8 @@
 //! drained, the completed count stops, and the host's watchdog reports a stall instead of a hang.
 //! Filling must also end before the first block retreats (the paper never saw otherwise; the
 //! blocks here retreat only after copying the array table, which gives the block scheduler a
-//! head start). Two SM-aware launches filling at once break that: on the H100 two partitioned
-//! regions launched together left one with empty slots. The host therefore lets one SM-aware
-//! launch fill at a time (it watches the slot counters). `%smid` is taken once: taskweave kernels request no preemption, which is what
+//! head start). Two SM-aware launches filling at once could break that, so the host lets one
+//! SM-aware launch fill at a time (it watches the slot counters). `%smid` is taken once: taskweave kernels request no preemption, which is what
 //! could move a block.
 
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
@@ -77,11 +76,10 @@ pub unsafe fn worker_of_block(desc: &crate::abi::RegionDesc, words: &[AtomicU32]
             }
             None => {
                 // Linger until every worker is claimed: a block that left at once would free its
-                // SM for the next block of the grid, and the block scheduler, refilling the
-                // emptiest SMs first, kept sending blocks to SMs outside the set until the grid
-                // ran out with slots of the set still empty (measured on the H100: every set
-                // smaller than the GPU stalled). Held here, the grid's later blocks can only go
-                // to the set's SMs. The abort flag ends the wait if the set can never fill.
+                // SM for the next block of the grid, which the block scheduler may send there
+                // again, so that the grid could run out with slots of the set still empty. Held
+                // here, the grid's later blocks can only go to the set's SMs. The abort flag ends
+                // the wait if the set can never fill.
                 let workers = desc.sm_len * desc.per_sm;
                 // SAFETY: `abort` is the launch's flag, live for the kernel (see `RegionDesc`).
                 let abort = (desc.abort != 0)

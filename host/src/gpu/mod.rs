@@ -405,7 +405,7 @@ impl Gpu {
         widest: u32,
     ) -> Result<CudaFunction, Error> {
         let name = format!("taskweave_listed_{}", region.meta.name);
-        let (function, _) = self.pick(region, &name, |_| widest)?;
+        let function = self.pick(region, &name, |_| widest)?.function;
         self.ctx
             .bind_to_thread()
             .map_err(Error::cuda("binding the CUDA context"))?;
@@ -441,7 +441,7 @@ impl Gpu {
         region: &crate::Region<'_>,
         name: &str,
         wanted: impl FnOnce(u32) -> u32,
-    ) -> Result<(CudaFunction, u32), Error> {
+    ) -> Result<Picked, Error> {
         let ptx = region.meta.ptx.ok_or(Error::NoPtx {
             region: region.meta.name,
         })?;
@@ -458,10 +458,28 @@ impl Gpu {
             && let Ok(twin_resident) = persistent::resident_blocks(self, &twin, region)
             && wanted <= twin_resident
         {
-            return Ok((twin, wanted.max(1)));
+            return Ok(Picked {
+                function: twin,
+                blocks: wanted.max(1),
+                resident: twin_resident,
+            });
         }
-        Ok((capped, wanted.clamp(1, resident)))
+        Ok(Picked {
+            function: capped,
+            blocks: wanted.clamp(1, resident),
+            resident,
+        })
     }
+}
+
+/// What [`Gpu::pick`] chose.
+pub(crate) struct Picked {
+    /// The kernel to launch.
+    pub function: CudaFunction,
+    /// The blocks to launch: the ones asked for, at least one and at most `resident`.
+    pub blocks: u32,
+    /// Blocks of `function` that fit on the whole GPU at once.
+    pub resident: u32,
 }
 
 /// [`Gpu::alloc_error`] for a context without its `Gpu`.

@@ -17,8 +17,8 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result};
 use taskweave_device::abi::RegionDesc;
 
-use super::Gpu;
 use super::stage::Staged;
+use super::{Gpu, Picked};
 use crate::error::Error;
 use crate::inspect::Inspection;
 use crate::region::Region;
@@ -65,13 +65,9 @@ pub(crate) fn default_workers(resident: u32, sms: u32, widest_level: usize) -> u
 /// SM-aware workers: the kernel to launch (the uncapped twin when `per_sm` of its blocks fit on
 /// every SM), the plan, and how many blocks to launch: every one that fits at once, so that each
 /// SM gets its share before any retreats.
-fn on_sms(
-    gpu: &Gpu,
-    region: &Region<'_>,
-    widest: usize,
-) -> Result<(CudaFunction, SmPlan, u32), Error> {
+fn on_sms(gpu: &Gpu, region: &Region<'_>, widest: usize) -> Result<(Picked, SmPlan), Error> {
     let mut plan = Ok(None);
-    let (function, _) = gpu.pick(region, region.meta.kernel, |resident| {
+    let picked = gpu.pick(region, region.meta.kernel, |resident| {
         let occupancy = resident / gpu.sms.max(1);
         plan = SmPlan::resolve(
             region.meta.name,
@@ -87,22 +83,7 @@ fn on_sms(
         }
     })?;
     let plan = plan?.expect("the region asks for SM-aware workers");
-    // Open bug: on the H100 every set that leaves out even one SM stalled (LU-D with `sms(0..131)`
-    // stopped after 721 of 1240 tasks, `sms(0..22)` after 11), with every slot of the set filled;
-    // the full set works. Refused until it is understood, rather than stalling for the watchdog.
-    if plan.set_len() != gpu.sms {
-        return Err(Error::SmOptions {
-            region: region.meta.name,
-            option: format!("sms({}..{})", plan.first(), plan.first() + plan.set_len()),
-            reason: format!(
-                "a set smaller than the GPU's {} SMs stalls on the GPU backend (an open bug); \
-                 use the whole GPU with workers_per_sm, or the CPU backend",
-                gpu.sms
-            ),
-        });
-    }
-    let blocks = resident_blocks(gpu, &function, region)?;
-    Ok((function, plan, blocks))
+    Ok((picked, plan))
 }
 
 /// Runs `inspection`'s DAG on `gpu` with the persistent scheduler.
@@ -113,16 +94,23 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     let widest = ins.dag.max_level_width();
     // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
     // would deadlock the rest.
-    let (function, workers, sms) = if sm::requested(options) {
-        let (function, plan, blocks) = on_sms(gpu, region, widest)?;
-        (function, plan.workers(), Some((plan, blocks)))
+    let (picked, sms) = if sm::requested(options) {
+        let (picked, plan) = on_sms(gpu, region, widest)?;
+        (picked, Some(plan))
     } else {
-        let (function, workers) = gpu.pick(region, meta.kernel, |resident| {
+        let picked = gpu.pick(region, meta.kernel, |resident| {
             options
                 .workers
                 .unwrap_or_else(|| default_workers(resident, gpu.sms, widest))
         })?;
-        (function, workers, None)
+        (picked, None)
+    };
+    let function = picked.function;
+    // SM-aware workers launch every block that fits, so that each SM gets its share; the others
+    // launch one block per worker.
+    let (workers, blocks) = match &sms {
+        Some(plan) => (plan.workers(), picked.resident),
+        None => (picked.blocks, picked.blocks),
     };
     // A submitted region follows the kernels of the runs it conflicts with on the device: its
     // stream will wait for their end events, so its upload overlaps them. They are taken before
@@ -133,18 +121,13 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         .flat_map(|(after, _)| after.iter().filter_map(|d| d.wait_launched()))
         .collect();
     // Every worker must be resident: the launch waits until it fits beside the other kernels of
-    // that kind running now (regions submitted without waiting, on other lanes). SM-aware workers
-    // launch every block that fits, but the blocks beyond their set and share retreat at once:
-    // they hold the set's share, so two regions on disjoint sets run side by side.
-    let (blocks, per_sm) = match &sms {
-        Some((_, blocks)) => (workers, blocks / gpu.sms.max(1)),
-        None => (
-            workers,
-            resident_blocks(gpu, &function, region)? / gpu.sms.max(1),
-        ),
-    };
-    let _admitted = gpu.residency.reserve(gpu.sms, blocks, per_sm);
-    let staged = Staged::with_sms(gpu, region, ins, workers, sms.as_ref().map(|(p, _)| p))?;
+    // that kind running now (regions submitted without waiting, on other lanes). SM-aware
+    // launches count only the workers they keep: the blocks beyond their set and share retreat
+    // once the set is claimed, so two regions on disjoint sets run side by side.
+    let _admitted = gpu
+        .residency
+        .reserve(gpu.sms, workers, picked.resident / gpu.sms.max(1));
+    let staged = Staged::with_sms(gpu, region, ins, workers, sms.as_ref())?;
 
     let mut kernel_time = Duration::ZERO;
     if n > 0 {
@@ -159,9 +142,8 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
                 .map_err(Error::cuda("ordering a region after an earlier one"))?;
         }
         // SM-aware launches fill one at a time: a launch's blocks must reach every SM of its set
-        // before they run out, which only holds if no other filling launch churns through the
-        // same SMs meanwhile (measured: two partitioned regions launched at once left one with
-        // empty slots, and it stalled).
+        // before they run out, which another filling launch churning through the same SMs could
+        // prevent.
         let filling = sms.as_ref().map(|_| gpu.filling());
         let mut launch = gpu.stream.launch_builder(&function);
         launch.arg(&staged.desc_ptr);
