@@ -237,6 +237,47 @@ impl AtomicU32 {
         self.fetch_add(v.wrapping_neg(), scope, order)
     }
 
+    /// Subtracts 1 from each of two words, either of which may be absent, with relaxed GPU-scope
+    /// RMWs, and returns their values before (0 for an absent one).
+    ///
+    /// On the GPU both RMWs are issued by one `asm!` block, predicated rather than branched around:
+    /// written as two `fetch_sub`s, the compiler tests the first result before it issues the second,
+    /// and the two round trips to L2 add up instead of overlapping.
+    #[inline(always)]
+    pub fn decrement_pair(a: Option<&Self>, b: Option<&Self>) -> (u32, u32) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let ptr = |w: Option<&Self>| w.map_or(core::ptr::null_mut(), |w| w.value.get());
+            let (pa, pb) = (ptr(a), ptr(b));
+            let (mut ra, mut rb) = (0u32, 0u32);
+            // SAFETY: a non-null pointer is a live, aligned word that is only accessed atomically;
+            // a null one is never dereferenced (its RMW is predicated off).
+            unsafe {
+                core::arch::asm!(
+                    "{{",
+                    ".reg .pred %pa, %pb;",
+                    "setp.ne.u64 %pa, {pa}, 0;",
+                    "setp.ne.u64 %pb, {pb}, 0;",
+                    "@%pa atom.relaxed.gpu.add.u32 {ra}, [{pa}], -1;",
+                    "@%pb atom.relaxed.gpu.add.u32 {rb}, [{pb}], -1;",
+                    "}}",
+                    pa = in(reg64) pa,
+                    pb = in(reg64) pb,
+                    ra = inout(reg32) ra,
+                    rb = inout(reg32) rb,
+                    options(nostack),
+                );
+            }
+            (ra, rb)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let dec =
+                |w: Option<&Self>| w.map_or(0, |w| w.fetch_sub(1, Scope::Gpu, Ordering::Relaxed));
+            (dec(a), dec(b))
+        }
+    }
+
     /// Stores the maximum of the word and `v`; returns the previous value.
     #[inline(always)]
     pub fn fetch_max(&self, v: u32, scope: Scope, order: Ordering) -> u32 {

@@ -82,7 +82,12 @@ impl<'i> Tables<'i> {
                 &[]
             },
             ran_by: vec![NOT_RUN; if affinity { n } else { 0 }],
-            pending: in_degree.clone(),
+            // A sole parent's child is released without its counter and acquired by its consumer
+            // through it (`deps::acquire`): zero from the start, like a root's.
+            pending: in_degree
+                .iter()
+                .map(|&d| if d == 1 { 0 } else { d })
+                .collect(),
             next,
             head,
             tail,

@@ -16,7 +16,7 @@
 
 use super::affinity::{self, NO_PARENT, NOT_RUN};
 use super::deps::{self, SOLE_PARENT};
-use super::queue::{self, NIL, Queues};
+use super::queue::{self, COUNTED, NIL, Queues};
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu, fence};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
@@ -159,6 +159,65 @@ fn pop_until(t: &Tables, worker: u32, want: usize) -> Vec<(u32, u32)> {
     got
 }
 
+/// The task of a popped link, its parents' results acquired through its counter
+/// ([`deps::acquire`]) when the link is flagged [`COUNTED`], as a worker takes it.
+fn take(t: &Tables, link: u32) -> u32 {
+    let task = link & !COUNTED;
+    if link & COUNTED != 0 {
+        deps::acquire(&t.pending, task);
+    }
+    task
+}
+
+/// [`pop_until`] for dependence models: each popped link is taken ([`take`]) before the task's
+/// payload is read, as a worker does.
+fn pop_ready(t: &Tables, worker: u32, want: usize) -> Vec<(u32, u32)> {
+    let q = t.queues();
+    let mut got = Vec::new();
+    while got.len() < want {
+        match q.pop(worker) {
+            Some(link) => {
+                let task = take(t, link);
+                got.push((task, t.read(task)));
+            }
+            None => thread::yield_now(),
+        }
+    }
+    got
+}
+
+/// A finished parent's release of CSR entries `entries`, as the leader does it after the body's
+/// barrier: one fence before the first decrement if any entry is counted, else one before the
+/// pushes if there are any; then the (relaxed) decrements, the first two issued together. Returns
+/// the freed children as queue links (flagged [`COUNTED`] where they have other parents), for the
+/// caller to push with [`Queues::push_fenced`] (no second fence).
+fn finish(t: &Tables, entries: &[u32]) -> Vec<u32> {
+    let counted = entries.iter().any(|&e| deps::counted(e));
+    if counted {
+        fence(Gpu);
+    }
+    // The first two decrements together, as the leader issues them; the rest one by one.
+    let mut before = Vec::new();
+    if let [first, rest @ ..] = entries {
+        let (a, b) = deps::decrement_pair(&t.pending, *first, rest.first().copied());
+        before.push(a);
+        if !rest.is_empty() {
+            before.push(b);
+        }
+        before.extend(rest.iter().skip(1).map(|&e| deps::decrement(&t.pending, e)));
+    }
+    let freed: Vec<u32> = entries
+        .iter()
+        .zip(before)
+        .filter(|&(_, was)| deps::frees(was))
+        .map(|(&e, _)| deps::child(e) | if deps::counted(e) { COUNTED } else { 0 })
+        .collect();
+    if !counted && !freed.is_empty() {
+        fence(Gpu);
+    }
+    freed
+}
+
 fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     v.sort_unstable();
     v
@@ -294,10 +353,13 @@ fn loom_publish_into_nonempty_queue_fenced() {
 }
 
 /// c1. Dependences: child 0 waits for two parents. Each parent thread writes its own result, then
-/// releases the child; the one whose decrement is the last pushes it. The consumer that pops the
-/// child sees both results: one through the queue link, the other through the counter's RMW chain.
-fn dependence_release(how: Push) {
-    model(move || {
+/// releases the child (fence, acquire decrement); the one whose decrement is the last pushes it,
+/// with no second fence. The consumer that pops the child sees both results through its acquire of
+/// the counter: the link carries only what preceded the pusher's fence, and the other parent's
+/// result reached the pusher after it (through the decrement).
+#[test]
+fn loom_dependence_release() {
+    model(|| {
         // Task 0 is the child; tasks 1 and 2 stand for the parents (their payload cells hold their
         // results; they are never queued).
         let t = Tables::new(3, &[&[]], &[2]);
@@ -307,13 +369,13 @@ fn dependence_release(how: Push) {
                 let t = t.clone();
                 thread::spawn(move || {
                     t.write(parent, 100 + parent);
-                    if let Some(child) = deps::release(&t.pending, 0) {
-                        how.push(&t.queues(), 0, child);
+                    for child in finish(&t, &[0]) {
+                        t.queues().push_fenced(0, child);
                     }
                 })
             })
             .collect();
-        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
         assert_eq!((t.read(1), t.read(2)), (101, 102));
         for p in parents {
             p.join().unwrap();
@@ -323,23 +385,14 @@ fn dependence_release(how: Push) {
     });
 }
 
-#[test]
-fn loom_dependence_release() {
-    dependence_release(Push::Plain);
-}
-
-#[test]
-fn loom_dependence_release_fenced() {
-    dependence_release(Push::Fenced);
-}
-
-/// c2. As `dependence_release`, but as in a wide fan-out: parent 1's result is written by one
+/// c2. As `loom_dependence_release`, but as in a wide fan-out: parent 1's result is written by one
 /// thread of its block, and the child is released and pushed by another after the block barrier.
 /// The barrier is modelled by a join (a happens-before edge from every write before it to every
 /// access after it, which is what `bar.sync` gives the block's threads). The chain must stay
 /// transitive through it: the releasing thread passes on a write it did not make itself.
-fn dependence_release_after_barrier(how: Push) {
-    model(move || {
+#[test]
+fn loom_dependence_release_after_barrier() {
+    model(|| {
         let t = Tables::new(3, &[&[]], &[2]);
         let block = {
             let t = t.clone();
@@ -350,17 +403,17 @@ fn dependence_release_after_barrier(how: Push) {
                     thread::spawn(move || t.write(1, 101))
                 };
                 lane.join().unwrap();
-                if let Some(child) = deps::release(&t.pending, 0) {
-                    how.push(&t.queues(), 0, child);
+                for child in finish(&t, &[0]) {
+                    t.queues().push_fenced(0, child);
                 }
             })
         };
         // The main thread is parent 2, and then the consumer.
         t.write(2, 102);
-        if let Some(child) = deps::release(&t.pending, 0) {
-            how.push(&t.queues(), 0, child);
+        for child in finish(&t, &[0]) {
+            t.queues().push_fenced(0, child);
         }
-        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
         assert_eq!((t.read(1), t.read(2)), (101, 102));
         block.join().unwrap();
         assert_eq!(t.pending[0].load(Gpu, Relaxed), 0);
@@ -368,22 +421,42 @@ fn dependence_release_after_barrier(how: Push) {
     });
 }
 
+/// c6. A continuation: child 0 waits for two parents, and the one that frees it runs it at once,
+/// with no queue and no further fence. Its (relaxed) decrement followed by the acquire load of the
+/// counter must make the other parent's result visible (without the load this model reports a data
+/// race).
 #[test]
-fn loom_dependence_release_after_barrier() {
-    dependence_release_after_barrier(Push::Plain);
-}
-
-#[test]
-fn loom_dependence_release_after_barrier_fenced() {
-    dependence_release_after_barrier(Push::Fenced);
+fn loom_continuation_after_release() {
+    model(|| {
+        let t = Tables::new(3, &[&[]], &[2]);
+        let parents: Vec<_> = [1u32, 2]
+            .into_iter()
+            .map(|parent| {
+                let t = t.clone();
+                thread::spawn(move || {
+                    t.write(parent, 100 + parent);
+                    fence(Gpu);
+                    // The continuation's body reads both parents' results.
+                    deps::release(&t.pending, 0).map(|child| {
+                        deps::acquire(&t.pending, child);
+                        (t.read(1), t.read(2))
+                    })
+                })
+            })
+            .collect();
+        let ran: Vec<_> = parents.into_iter().map(|p| p.join().unwrap()).collect();
+        assert!(
+            ran == [Some((101, 102)), None] || ran == [None, Some((101, 102))],
+            "{ran:?}"
+        );
+    });
 }
 
 /// c3. The wide fan-out's split between releasing and pushing threads, as the worker loop does
-/// it: in parent 1's block, thread k releases child 0 and lists it; after the block barrier (a
-/// join) thread j fences and pushes it. The other parent (task 2, on another worker) writes its
-/// result and releases concurrently. When it releases first, its result reaches the consumer only
-/// through k's acquire, the barrier, and j's fence: the fence must come after the barrier (a fence
-/// j made before it, for an earlier push of its own, does not cover what k acquired).
+/// it: in parent 1's block, thread k fences, releases child 0 and lists it; after the block
+/// barrier (a join) thread j, which had no entry of its own, fences and pushes it. The other
+/// parent (task 2, on another worker) writes its result and releases concurrently. The consumer
+/// acquires both results through the counter.
 #[test]
 fn loom_dependence_release_split_push_fenced() {
     model(|| {
@@ -392,8 +465,8 @@ fn loom_dependence_release_split_push_fenced() {
             let t = t.clone();
             thread::spawn(move || {
                 t.write(2, 102);
-                if let Some(child) = deps::release(&t.pending, 0) {
-                    Push::Fenced.push(&t.queues(), 0, child);
+                for child in finish(&t, &[0]) {
+                    t.queues().push_fenced(0, child);
                 }
             })
         };
@@ -404,15 +477,19 @@ fn loom_dependence_release_split_push_fenced() {
                 t.write(1, 101);
                 let lane_k = {
                     let t = t.clone();
-                    thread::spawn(move || deps::release(&t.pending, 0))
+                    thread::spawn(move || {
+                        fence(Gpu);
+                        // Listed as its link: the child has another parent.
+                        deps::release(&t.pending, 0).map(|child| child | COUNTED)
+                    })
                 };
-                if let Some(child) = lane_k.join().unwrap() {
+                if let Some(link) = lane_k.join().unwrap() {
                     fence(Gpu);
-                    t.queues().push_fenced(0, child);
+                    t.queues().push_fenced(0, link);
                 }
             })
         };
-        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
         assert_eq!((t.read(1), t.read(2)), (101, 102));
         other.join().unwrap();
         block.join().unwrap();
@@ -420,12 +497,11 @@ fn loom_dependence_release_split_push_fenced() {
     });
 }
 
-/// c4. One fence for all of a task's pushes, as the leader does for a narrow fan-out: parent 2
-/// (one thread) has children 0 and 1; child 0's other parent is task 3, child 1's is task 4 (one
-/// thread each). Every parent writes its result and releases its children; the one that frees a
-/// child pushes it, parent 2 with one fence after both releases. A fourth thread consumes, and
-/// must see both parents' results of each child. The fence must come after the last release: a
-/// child freed after it would reach its consumer without its other parent's result.
+/// c4. One fence per finished task, as the leader does for a narrow fan-out: parent 2 (one thread)
+/// has children 0 and 1; child 0's other parent is task 3, child 1's is task 4 (one thread each).
+/// Every parent writes its result, fences once, releases its children and pushes those it freed.
+/// A fourth thread consumes, and must see both parents' results of each child, though parent 2's
+/// one fence precedes the decrements that acquired the other parents' results.
 #[test]
 fn loom_release_two_children_one_fence() {
     model(|| {
@@ -434,14 +510,7 @@ fn loom_release_two_children_one_fence() {
             let t = t.clone();
             move || {
                 t.write(parent, 100 + parent);
-                let freed: Vec<u32> = children
-                    .iter()
-                    .filter_map(|&c| deps::release(&t.pending, c))
-                    .collect();
-                if !freed.is_empty() {
-                    fence(Gpu);
-                }
-                for child in freed {
+                for child in finish(&t, children) {
                     t.queues().push_fenced(0, child);
                 }
             }
@@ -455,8 +524,9 @@ fn loom_release_two_children_one_fence() {
         let mut got = 0;
         while got < 2 {
             match q.pop(0) {
-                Some(child) => {
+                Some(link) => {
                     got += 1;
+                    let child = take(&t, link);
                     assert_eq!((t.read(2), t.read(3 + child)), (102, 103 + child));
                 }
                 None => thread::yield_now(),
@@ -470,13 +540,14 @@ fn loom_release_two_children_one_fence() {
 }
 
 /// c5. A child whose only parent is the finished task (`SOLE_PARENT` in its CSR entry) is freed
-/// without touching its counter; the parent block's result (written by another of its threads,
-/// before the barrier) reaches the consumer through the fence and the push alone.
+/// without touching its counter, which the host set to zero; the parent block's result (written by
+/// another of its threads, before the barrier) reaches the consumer through the fence and the push
+/// alone (the consumer's acquire of the zero counter synchronizes with nothing).
 #[test]
 fn loom_sole_parent_push_fenced() {
     model(|| {
-        // Task 0 is the child, task 1 the parent; `pending[0]` is never read.
-        let t = Tables::new(2, &[&[]], &[u32::MAX]);
+        // Task 0 is the child, task 1 the parent.
+        let t = Tables::new(2, &[&[]], &[0]);
         let block = {
             let t = t.clone();
             thread::spawn(move || {
@@ -485,14 +556,19 @@ fn loom_sole_parent_push_fenced() {
                     thread::spawn(move || t.write(1, 101))
                 };
                 lane.join().unwrap();
-                let child = deps::release(&t.pending, SOLE_PARENT).expect("a sole parent frees");
-                Push::Fenced.push(&t.queues(), 0, child);
+                let freed = finish(&t, &[SOLE_PARENT]);
+                assert_eq!(
+                    freed,
+                    [0],
+                    "a sole parent frees, and its link is not flagged"
+                );
+                t.queues().push_fenced(0, 0);
             })
         };
-        assert_eq!(pop_until(&t, 0, 1), [(0, 0xFF00)]);
+        assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
         assert_eq!(t.read(1), 101);
         block.join().unwrap();
-        assert_eq!(t.pending[0].load(Gpu, Relaxed), u32::MAX);
+        assert_eq!(t.pending[0].load(Gpu, Relaxed), 0);
     });
 }
 
@@ -621,7 +697,7 @@ fn loom_push_while_draining_last_fenced() {
 /// The diamond `0 -> {1, 2} -> 3` on two workers, end to end, as the worker loop runs it: pop (the
 /// own queue, and under `steal` the other worker's), run the body, count it in `completed`
 /// (relaxed, and before the children are released, as a worker's periodic flush may), release the
-/// children, then one fence and the pushes (by global round robin through `grr`, or under `steal`
+/// children with one fence, then push (by global round robin through `grr`, or under `steal`
 /// into the own queue); an idle worker exits once `completed` reaches the task count. Each body
 /// reads its parents' results and writes its own, so every dependence hop, across workers or not,
 /// must publish; every task runs once; both workers terminate.
@@ -639,39 +715,37 @@ fn diamond(steal: bool) {
             } else {
                 q.pop_from(&mut cursor)
             };
-            let Some(task) = task else {
+            let Some(link) = task else {
                 if completed.load(Gpu, Relaxed) >= N {
                     return;
                 }
                 thread::yield_now();
                 continue;
             };
+            let task = take(t, link);
             // The body: 1 + the sum of the parents' results.
             let inputs: u32 = PARENTS[task as usize].iter().map(|&p| t.read(p)).sum();
             assert_eq!(t.read(task), 0xFF00 + task, "task {task} ran twice");
             t.write(task, 1 + inputs);
             completed.fetch_add(1, Gpu, Relaxed);
             // Task 0 is the sole parent of 1 and 2, as the host marks such CSR entries.
-            let entry = |c: u32| if task == 0 { c | SOLE_PARENT } else { c };
-            let freed: Vec<u32> = CHILDREN[task as usize]
+            let entries: Vec<u32> = CHILDREN[task as usize]
                 .iter()
-                .filter_map(|&c| deps::release(&t.pending, entry(c)))
+                .map(|&c| if task == 0 { c | SOLE_PARENT } else { c })
                 .collect();
-            if !freed.is_empty() {
-                fence(Gpu);
-            }
-            for child in freed {
+            for link in finish(t, &entries) {
                 let target = if steal {
                     w
                 } else {
                     grr.fetch_add(1, Gpu, Relaxed) % 2
                 };
-                q.push_fenced(target, child);
+                q.push_fenced(target, link);
             }
         }
     }
     model(move || {
-        let t = Tables::new(N, &[&[0], &[]], &[0, 1, 1, 2]);
+        // Tasks 1 and 2 have a sole parent: zero counters, as the host sets them.
+        let t = Tables::new(N, &[&[0], &[]], &[0, 0, 0, 2]);
         let counters = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
         let other = {
             let (t, c) = (t.clone(), counters.clone());
@@ -724,7 +798,10 @@ fn loom_ran_by_published_by_the_release() {
                         thread::spawn(move || affinity::record(&ran_by[..], w, w))
                     };
                     leader.join().unwrap();
+                    fence(Gpu);
                     deps::release(&t.pending, 2).map(|child| {
+                        // As the worker's `home` does.
+                        deps::acquire(&t.pending, child);
                         assert_eq!(ran_by[1 - w as usize].load(Gpu, Relaxed), 1 - w);
                         affinity::home(&affine, &ran_by[..], child, w, w)
                     })

@@ -68,8 +68,18 @@ pub mod words {
     pub const ERROR: usize = 4;
     /// Two words: the launch's abort flag.
     pub const ABORT: usize = 6;
+    /// The current task's kind, read by the leader from the task table.
+    pub const KIND: usize = 8;
+    /// The current task's argument words: `ARGS..ARGS_END` of the argument table.
+    pub const ARGS: usize = 9;
+    /// See [`ARGS`].
+    pub const ARGS_END: usize = 10;
+    /// The current task's CSR row: `ROW..ROW_END` of the children table.
+    pub const ROW: usize = 11;
+    /// See [`ROW`].
+    pub const ROW_END: usize = 12;
     /// Start of the freed-children list.
-    pub const LIST: usize = 8;
+    pub const LIST: usize = 16;
     /// Capacity of the freed-children list; further children are pushed by the thread that freed
     /// them.
     pub const LIST_CAP: usize = crate::shared::RUNTIME_WORDS - LIST;

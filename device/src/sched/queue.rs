@@ -13,6 +13,13 @@ use crate::atomic::{AtomicU32, Ordering::*, Scope::Gpu};
 /// The null link.
 pub const NIL: u32 = u32::MAX;
 
+/// Set in a queue link (never in a cursor or a tail) by a pusher whose task has other parents: its
+/// consumer must acquire the task's dependence counter before it runs it (`deps::acquire`), since
+/// the link carries only what the pusher saw before its fence. Roots and sole-parent children come
+/// without it and cost their consumer no load. Task indices stay below it (inspection's
+/// `MAX_TASKS`), so a flagged link is never [`NIL`].
+pub const COUNTED: u32 = 1 << 31;
+
 /// The queues of all workers, over the region's `next`, `head`, `tail` and `lock` tables.
 pub struct Queues<'a> {
     next: &'a [AtomicU32],
@@ -58,18 +65,21 @@ impl<'a> Queues<'a> {
     }
 
     /// [`Queues::push`] after the caller's `fence(Scope::Gpu)`: the worker loop's push, one fence
-    /// for all of a task's pushes. The caller's fence must follow every write the consumer has to
-    /// see; it makes the relaxed link store below a release (PTX's fence-release pattern).
+    /// per finished task. The caller's fence must follow the writes the consumer has to see through
+    /// the link; it makes the relaxed link store below a release (PTX's fence-release pattern).
+    /// `link` is the task, with [`COUNTED`] where the consumer must also acquire its counter.
     #[inline(always)]
-    pub fn push_fenced(&self, worker: u32, node: u32) {
+    pub fn push_fenced(&self, worker: u32, link: u32) {
+        let node = link & !COUNTED;
         // Relaxed, as in `push`.
         let prev = self.tail[worker as usize].swap(node, Gpu, Relaxed);
         // Relaxed, made a release by the caller's fence.
-        self.next[prev as usize].store(node, Gpu, Relaxed);
+        self.next[prev as usize].store(link, Gpu, Relaxed);
     }
 
-    /// Takes the oldest task of `worker`'s queue, if one is linked. Only one thread may consume a
-    /// queue at a time: its owner, or a thief holding the queue's lock.
+    /// Takes the oldest task of `worker`'s queue, if one is linked, as its link: the task, with
+    /// [`COUNTED`] if its pusher set it. Only one thread may consume a queue at a time: its owner,
+    /// or a thief holding the queue's lock.
     #[inline(always)]
     pub fn pop(&self, worker: u32) -> Option<u32> {
         // The consumer's own cursor: relaxed, ordered by consumer exclusivity (owner or lock).
@@ -100,7 +110,7 @@ impl<'a> Queues<'a> {
         if next == NIL {
             return None;
         }
-        *cursor = next;
+        *cursor = next & !COUNTED;
         Some(next)
     }
 

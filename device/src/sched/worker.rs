@@ -1,6 +1,7 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::{affinity, at, command, deps, queue::Queues, words};
+use super::queue::{COUNTED, Queues};
+use super::{affinity, at, command, deps, words};
 use crate::abi::{
     ArrayDesc, Counters, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TaskRecord, TraceRecord,
     WorkerStats, policy,
@@ -121,15 +122,23 @@ impl<'a> Runtime<'a> {
         }
     }
 
-    /// The CSR row of `task`: its children.
+    /// What the block needs to run `task`: its kind, the bounds of its argument words and of its
+    /// CSR row. Four independent loads, which the leader issues as early as it knows the task.
     #[inline(always)]
-    fn children(&self, task: u32) -> &'a [u32] {
+    fn record(&self, task: u32) -> Record {
         let t = task as usize;
-        // SAFETY: `from_desc`'s contract: `offsets` has `n_tasks + 1` non-decreasing entries, the
-        // last being `children.len()`; `task < n_tasks`.
+        debug_assert!(t < self.n_tasks as usize);
+        // SAFETY: `from_desc`'s contract: `tasks` and `offsets` have `n_tasks + 1` entries, and
+        // `task < n_tasks` comes from the queues or the CSR.
         unsafe {
-            self.children
-                .get_unchecked(*at(self.offsets, t) as usize..*at(self.offsets, t + 1) as usize)
+            let this = *at(self.tasks, t);
+            Record {
+                kind: this.kind,
+                args: this.args,
+                args_end: at(self.tasks, t + 1).args,
+                row: *at(self.offsets, t),
+                row_end: *at(self.offsets, t + 1),
+            }
         }
     }
 
@@ -157,8 +166,9 @@ impl<'a> Runtime<'a> {
         self.abort.is_some_and(|a| a.load(System, Relaxed) != 0)
     }
 
-    /// The leader's wait for work: a queued task, or `DONE`, or `ABORT`. Before it idles it adds
-    /// its locally counted completions to the global count, which is what termination reads.
+    /// The leader's wait for work: a queued task's link (see [`Runtime::take`]), or `DONE`, or
+    /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
+    /// is what termination reads.
     fn acquire(&self, worker: u32, me: &mut Leader) -> u32 {
         let mut backoff = 0u32;
         loop {
@@ -167,20 +177,20 @@ impl<'a> Runtime<'a> {
             } else {
                 self.queues.pop_from(&mut me.head)
             };
-            if let Some(task) = own {
+            if let Some(link) = own {
                 if self.policy == policy::AFFINITY {
                     // For the pushers' `looks_drained`: whether a child sent here would wait.
                     self.queues.publish_head(worker, me.head);
                 }
-                return task;
+                return link;
             }
             if self.policy == policy::STEAL {
                 let workers = self.queues.workers();
                 for _ in 0..STEAL_TRIES.min(workers - 1) {
                     let victim = (worker + 1 + me.random() % (workers - 1)) % workers;
-                    if let Some(task) = self.queues.pop_locked(victim) {
+                    if let Some(link) = self.queues.pop_locked(victim) {
                         me.stats.steals += 1;
-                        return task;
+                        return link;
                     }
                 }
             }
@@ -206,14 +216,30 @@ impl<'a> Runtime<'a> {
         }
     }
 
+    /// The task of a popped queue link and its record, its parents' results acquired through its
+    /// counter when the link says it has other parents than its pusher's task. The record's loads
+    /// are issued first, so that they overlap the acquire's round trip.
+    #[inline(always)]
+    fn take(&self, link: u32) -> (u32, Record) {
+        let task = link & !COUNTED;
+        let record = self.record(task);
+        if link & COUNTED != 0 {
+            deps::acquire(self.pending, task);
+        }
+        (task, record)
+    }
+
     /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
-    /// continuation (`NONE` for none), and the first target worker of the others.
+    /// continuation (`NONE` for none), and the first target worker of the others. `queued`: whether
+    /// the worker's own queue looked non-empty (read before the body, so that its load is off the
+    /// hop's critical path; a task pushed meanwhile waits for one continuation more).
     fn place(
         &self,
         worker: u32,
         task: u32,
         freed: usize,
         child: impl Fn(usize) -> u32,
+        queued: bool,
         me: &mut Leader,
     ) -> (u32, u32) {
         let workers = self.queues.workers();
@@ -222,11 +248,7 @@ impl<'a> Runtime<'a> {
             policy::STEAL => 0,
             // Tasks pushed to this worker wait behind its continuations, however long their chain:
             // with work queued, the worker takes that first and pushes all it freed.
-            policy::LOCAL | policy::PRIORITY | policy::AFFINITY
-                if !self.queues.looks_empty(me.head) =>
-            {
-                command::NONE
-            }
+            policy::LOCAL | policy::PRIORITY | policy::AFFINITY if queued => command::NONE,
             policy::LOCAL => 0,
             // The first child whose affine parent ran here.
             policy::AFFINITY => (0..freed)
@@ -262,16 +284,18 @@ impl<'a> Runtime<'a> {
     }
 
     /// AFFINITY: `child`'s home (see [`affinity::home`]), `NONE` for none. Out of line, like
-    /// [`Runtime::record`], so that the loop of the other policies does not carry the affinity
+    /// [`Runtime::record_ran_by`], so that the loop of the other policies does not carry the affinity
     /// tables in registers.
     #[inline(never)]
     fn home(&self, child: u32, task: u32, worker: u32) -> u32 {
+        // The other parents' `ran_by` records come with their results.
+        deps::acquire(self.pending, child);
         affinity::home(self.affine, self.ran_by, child, task, worker).unwrap_or(command::NONE)
     }
 
     /// AFFINITY: records that `worker` runs `task`.
     #[inline(never)]
-    fn record(&self, task: u32, worker: u32) {
+    fn record_ran_by(&self, task: u32, worker: u32) {
         affinity::record(self.ran_by, task, worker);
     }
 
@@ -297,6 +321,9 @@ impl<'a> Runtime<'a> {
 /// Tasks with at most this many children have them released by the leader alone, which saves two
 /// block barriers per task; wider fan-outs are released by all threads in parallel.
 const LEADER_FANOUT: usize = 8;
+/// How many CSR entries the leader reads before the body (kept in registers across it, so few):
+/// enough for chains, wavefronts and most stencils, whose hop then waits for no load of the row.
+const PREFETCH: usize = 2;
 /// A busy worker adds its completions to the global count at least this often.
 const FLUSH_EVERY: u32 = 64;
 /// Victims an idle worker tries per round under work stealing.
@@ -306,6 +333,40 @@ const STEAL_TRIES: u32 = 2;
 const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
 /// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
 const MAX_BACKOFF_NS: u32 = 256;
+
+/// A task's entry in the tables, as the leader hands it to its block through the runtime words.
+#[derive(Clone, Copy, Default)]
+struct Record {
+    kind: u32,
+    args: u32,
+    args_end: u32,
+    row: u32,
+    row_end: u32,
+}
+
+impl Record {
+    /// Hands the record to the block (before the barrier that starts the task).
+    #[inline(always)]
+    fn store(self, words: &[AtomicU32]) {
+        words[words::KIND].store(self.kind, Block, Relaxed);
+        words[words::ARGS].store(self.args, Block, Relaxed);
+        words[words::ARGS_END].store(self.args_end, Block, Relaxed);
+        words[words::ROW].store(self.row, Block, Relaxed);
+        words[words::ROW_END].store(self.row_end, Block, Relaxed);
+    }
+
+    /// The record the leader handed over (after that barrier).
+    #[inline(always)]
+    fn load(words: &[AtomicU32]) -> Self {
+        Self {
+            kind: words[words::KIND].load(Block, Relaxed),
+            args: words[words::ARGS].load(Block, Relaxed),
+            args_end: words[words::ARGS_END].load(Block, Relaxed),
+            row: words[words::ROW].load(Block, Relaxed),
+            row_end: words[words::ROW_END].load(Block, Relaxed),
+        }
+    }
+}
 
 /// What the leader thread keeps in registers.
 struct Leader {
@@ -371,11 +432,15 @@ pub unsafe fn run_worker<D: Dispatch>(
     loop {
         // A: the leader picks the next task and hands it to the block.
         if leader {
-            let task = if me.continuation != command::NONE {
+            let (task, record) = if me.continuation != command::NONE {
                 me.stats.continuations += 1;
-                core::mem::replace(&mut me.continuation, command::NONE)
+                let task = core::mem::replace(&mut me.continuation, command::NONE);
+                (task, rt.record(task))
             } else {
-                rt.acquire(worker, &mut me)
+                match rt.acquire(worker, &mut me) {
+                    command if command >= command::NONE => (command, Record::default()),
+                    link => rt.take(link),
+                }
             };
             // Between tasks the abort flag is polled every `ABORT_POLL` tasks; idle workers poll it
             // on every round. That keeps its load off the critical path of most hops.
@@ -388,12 +453,14 @@ pub unsafe fn run_worker<D: Dispatch>(
                 task
             };
             words[words::CURRENT].store(task, Block, Relaxed);
+            record.store(words);
         }
         arch::sync_threads();
         let task = words[words::CURRENT].load(Block, Relaxed);
         if task >= command::NONE {
             break;
         }
+        let record = Record::load(words);
 
         // B: every thread runs the body.
         let mut start = 0;
@@ -406,16 +473,44 @@ pub unsafe fn run_worker<D: Dispatch>(
             }
             // AFFINITY: before the barrier after the body, so every release of a child follows it.
             if rt.policy == policy::AFFINITY {
-                rt.record(task, worker);
+                rt.record_ran_by(task, worker);
             }
             start = arch::clock64();
             if tracing {
                 start_ns = arch::global_timer_ns();
             }
         }
-        let (kind, args) = rt.task(task);
-        // The CSR row, read before the body so that its loads overlap the body's work.
-        let children = rt.children(task);
+        // SAFETY: the record's bounds come from the tables, whose `args` entries are
+        // non-decreasing offsets into `args` and whose `offsets` are into `children`.
+        let (args, children) = unsafe {
+            (
+                rt.args
+                    .get_unchecked(record.args as usize..record.args_end as usize),
+                rt.children
+                    .get_unchecked(record.row as usize..record.row_end as usize),
+            )
+        };
+        let kind = record.kind;
+        // Read before the body, so that their loads overlap the body's work: the first `PREFETCH`
+        // entries of the CSR row and the queue hint. (Reading the likely continuation's record
+        // here too gained nothing on the H100: the loads of the row and of that record depend on
+        // each other, and the leader, which runs the body as well, waited for both before it.)
+        let mut row = [0u32; PREFETCH];
+        let mut queued = false;
+        if leader {
+            for (i, slot) in row.iter_mut().enumerate() {
+                if i < children.len() {
+                    // SAFETY: `i < children.len()`.
+                    *slot = unsafe { *at(children, i) };
+                }
+            }
+            if matches!(
+                rt.policy,
+                policy::LOCAL | policy::PRIORITY | policy::AFFINITY
+            ) {
+                queued = !rt.queues.looks_empty(me.head);
+            }
+        }
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
         let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
         dispatch.run(&block, kind, args, rt.arrays, checked);
@@ -443,51 +538,90 @@ pub unsafe fn run_worker<D: Dispatch>(
             }
         }
 
-        // C: release the children; place the freed ones.
+        // C: release the children; place the freed ones. One fence per releasing thread, before
+        // its first decrement (or, with only `SOLE_PARENT` children, before its first push): see
+        // `deps` for why no second fence is needed before the pushes.
         if children.len() <= LEADER_FANOUT {
             if leader && !children.is_empty() {
+                let n = children.len();
+                // Entry `i < n` of the row: prefetched, or read now.
+                let entry = |i: usize| {
+                    if i < PREFETCH {
+                        row[i]
+                    } else {
+                        // SAFETY: callers pass `i < n`, the row's length.
+                        unsafe { *at(children, i) }
+                    }
+                };
+                let counted = (0..n).any(|i| deps::counted(entry(i)));
+                if counted {
+                    fence(Gpu);
+                }
+                // The prefetched entries' decrements are issued together, so that their round trips
+                // overlap.
+                let before = deps::decrement_pair(rt.pending, row[0], (n > 1).then_some(row[1]));
                 let mut freed = [0u32; LEADER_FANOUT];
+                // Bit `k`: `freed[k]` has other parents, whose results it must acquire to run here.
+                let mut counted_freed = 0u32;
                 let mut count = 0;
-                for &entry in children {
-                    if let Some(child) = deps::release(rt.pending, entry) {
-                        // SAFETY: `count` < `children.len()` <= `LEADER_FANOUT`.
-                        unsafe { *freed.get_unchecked_mut(count) = child };
+                for i in 0..n {
+                    let e = entry(i);
+                    let was = match i {
+                        0 => before.0,
+                        1 => before.1,
+                        _ => deps::decrement(rt.pending, e),
+                    };
+                    if deps::frees(was) {
+                        // SAFETY: `count` < `n` <= `LEADER_FANOUT`.
+                        unsafe { *freed.get_unchecked_mut(count) = deps::child(e) };
+                        counted_freed |= u32::from(deps::counted(e)) << count;
                         count += 1;
                     }
                 }
-                let (keep, base) = rt.place(worker, task, count, |i| freed[i], &mut me);
-                if count > usize::from(keep != command::NONE) {
-                    // One release for all pushes: the body's results, and the other parents'
-                    // results acquired by the decrements above.
+                let (keep, base) = rt.place(worker, task, count, |i| freed[i], queued, &mut me);
+                if !counted && count > usize::from(keep != command::NONE) {
+                    // Only sole-parent children, some pushed: the fence that releases the body
+                    // through their queue links.
                     fence(Gpu);
                 }
                 let mut pushed = 0;
                 for (i, &child) in freed[..count].iter().enumerate() {
+                    let counted = counted_freed & (1 << i) != 0;
                     if i as u32 == keep {
+                        if counted {
+                            deps::acquire(rt.pending, child);
+                        }
                         me.continuation = child;
                     } else {
+                        let link = child | if counted { COUNTED } else { 0 };
                         rt.queues
-                            .push_fenced(rt.target(base, pushed, child, task, worker), child);
+                            .push_fenced(rt.target(base, pushed, child, task, worker), link);
                         pushed += 1;
                     }
                 }
             }
             continue;
         }
-        // A wide fan-out: one child per thread, coalesced over the CSR row.
+        // A wide fan-out: one child per thread, coalesced over the CSR row. A thread with any
+        // entry fences once before its first decrement; that fence also covers its later pushes,
+        // overflow or listed (D).
+        let mut fenced = false;
         let mut e = tid;
         while e < children.len() {
             // SAFETY: `e < children.len()`.
-            if let Some(child) = deps::release(rt.pending, unsafe { *at(children, e) }) {
+            let entry = unsafe { *at(children, e) };
+            if !core::mem::replace(&mut fenced, true) {
+                fence(Gpu);
+            }
+            if let Some(child) = deps::release(rt.pending, entry) {
+                // The list holds queue links: the child, flagged if it has other parents.
+                let link = child | if deps::counted(entry) { COUNTED } else { 0 };
                 let slot = words[words::FREED].fetch_add(1, Block, Relaxed) as usize;
                 if slot < words::LIST_CAP {
-                    list[slot].store(child, Block, Relaxed);
+                    list[slot].store(link, Block, Relaxed);
                 } else {
-                    // A child freed after an earlier fence carries other parents' results that
-                    // fence did not cover: fence before each overflow push (rare: > LIST_CAP).
-                    fence(Gpu);
                     let to = rt.target(worker, slot as u32, child, task, worker);
-                    rt.queues.push_fenced(to, child);
+                    rt.queues.push_fenced(to, link);
                 }
             }
             e += threads;
@@ -502,19 +636,25 @@ pub unsafe fn run_worker<D: Dispatch>(
                 worker,
                 task,
                 freed,
-                |i| list[i].load(Block, Relaxed),
+                |i| list[i].load(Block, Relaxed) & !COUNTED,
+                queued,
                 &mut me,
             );
             if keep != command::NONE {
-                me.continuation = list[keep as usize].load(Block, Relaxed);
+                let link = list[keep as usize].load(Block, Relaxed);
+                me.continuation = link & !COUNTED;
+                if link & COUNTED != 0 {
+                    deps::acquire(rt.pending, me.continuation);
+                }
             }
             words[words::KEEP].store(keep, Block, Relaxed);
             words[words::BASE].store(base, Block, Relaxed);
         }
-        // D: every thread pushes its share of the rest, after one fence of its own, taken after the
-        // barrier: the children were freed (their other parents acquired) by other threads.
+        // D: every thread pushes its share of the rest. A thread that fenced in C (after the body's
+        // barrier) is covered; another fences once first, so that a `SOLE_PARENT` child's link
+        // releases the body. Counted children's other parents reach the consumer through its
+        // acquire of the counter, not through this thread.
         arch::sync_threads();
-        let mut fenced = false;
         let keep = words[words::KEEP].load(Block, Relaxed) as usize;
         let base = words[words::BASE].load(Block, Relaxed);
         let mut i = tid;
@@ -524,9 +664,9 @@ pub unsafe fn run_worker<D: Dispatch>(
                     fence(Gpu);
                 }
                 let rank = (i - usize::from(keep < i)) as u32;
-                let child = list[i].load(Block, Relaxed);
-                rt.queues
-                    .push_fenced(rt.target(base, rank, child, task, worker), child);
+                let link = list[i].load(Block, Relaxed);
+                let to = rt.target(base, rank, link & !COUNTED, task, worker);
+                rt.queues.push_fenced(to, link);
             }
             i += threads;
         }
