@@ -62,7 +62,8 @@ pub enum Error {
         /// The declared range.
         range: Range<usize>,
     },
-    /// The region spawned more tasks, or argument words, than a `u32` index can address.
+    /// The region spawned more tasks, argument words, dependence edges (or, under the affinity
+    /// policy, access ranges) than its `u32` indices can address.
     #[error("region `{region}` is too large: more than {limit} {what}")]
     TooLarge {
         /// The region.
