@@ -178,6 +178,28 @@ impl Recorder {
         }
     }
 
+    /// The error for a task that got the array in `slot` through two parameters, `params`, of
+    /// which `writable` says whether each is `&mut [T]`. A task's spawn function checks this
+    /// before [`Recorder::spawn`], as only it knows its parameters' types; nothing is recorded.
+    pub fn aliased(
+        &self,
+        kind: u32,
+        location: &'static Location<'static>,
+        words: &[u64],
+        slot: u32,
+        params: [&'static str; 2],
+        writable: [bool; 2],
+    ) -> Error {
+        Error::AliasedArray {
+            task: self.task_ref(kind, words, location),
+            array: self.arrays[slot as usize].name,
+            first: params[0],
+            first_writable: writable[0],
+            second: params[1],
+            second_writable: writable[1],
+        }
+    }
+
     /// Records one task: validates its ranges, adds its dependences, and appends it. Nothing is
     /// recorded when a range is invalid or the region grows past a limit ([`Error::TooLarge`]);
     /// after too many dependence edges every later task is refused too.
