@@ -95,6 +95,19 @@ fn sum(b: &Block, v: &[u32], out: &mut [u32]) {
     b.sync();
 }
 
+/// Swaps `x[i]` and `y[i]` over `lo..hi`: two `&mut u32` at once, which would be one element if
+/// `x` and `y` were one array.
+#[task(reads = [x[lo..hi], y[lo..hi]], writes = [x[lo..hi], y[lo..hi]])]
+fn swap(b: &Block, x: &mut [u32], y: &mut [u32], lo: usize, hi: usize) {
+    b.par_for(lo..hi, |i| std::mem::swap(&mut x[i], &mut y[i]));
+}
+
+/// `out[i] = x[i] + y[i]`.
+#[task]
+fn add(b: &Block, x: &[u32], y: &[u32], out: &mut [u32]) {
+    b.par_for(0..out.len(), |i| out[i] = x[i] + y[i]);
+}
+
 /// `v[i] *= k[0]` over `lo..hi`.
 #[task(reads = [k[..], v[lo..hi]], writes = v[lo..hi])]
 fn scale(b: &Block, k: &[u32], v: &mut [u32], lo: usize, hi: usize) {
@@ -148,6 +161,29 @@ task_region! {
         spawn!(touch(x, 1, 2));
         spawn!(spin(x));
         spawn!(touch(x, 0, 2));
+    }
+}
+
+task_region! {
+    /// One valid task, then `x` as both `&mut` parameters of `swap`.
+    fn swap_with_itself(x: &mut [u32]) {
+        spawn!(touch(x, 0, 1));
+        spawn!(swap(x, x, 0, 2)); // SPAWN-SWAP-ITSELF
+    }
+}
+
+task_region! {
+    /// Copies `a` into `b`, or `a` into itself when `same`: an alias no macro can see.
+    fn copy_maybe_onto_itself(a: &mut [u32], b: &mut [u32], same: bool) {
+        let dst = if same { a } else { b };
+        spawn!(copy(a, dst, 0, a.len()));
+    }
+}
+
+task_region! {
+    /// `out = 2x`, with `x` as both `&` parameters of `add`.
+    fn double(x: &[u32], out: &mut [u32]) {
+        spawn!(add(x, x, out));
     }
 }
 
@@ -236,6 +272,79 @@ fn inspection_errors_are_reported_by_inspect_too() {
     let mut x = iota(4);
     let err = touch_range(&mut x, 0, 5).inspect().unwrap_err();
     assert!(matches!(err, Error::OutOfBounds { len: 4, .. }), "{err:?}");
+}
+
+#[test]
+fn one_array_as_two_mut_parameters_is_an_error() {
+    let mut x = iota(4);
+    let err = swap_with_itself(&mut x)
+        .run(&Runtime::cpu())
+        .expect_err("`swap` gets `x` twice");
+    let Error::AliasedArray {
+        task,
+        array,
+        first,
+        first_writable,
+        second,
+        second_writable,
+    } = &err
+    else {
+        panic!("expected AliasedArray, got {err:?}");
+    };
+    assert_eq!((task.index, task.kind), (1, "swap"));
+    assert_eq!(task.args, "0, 0, 0, 2");
+    assert_eq!(task.location.line(), line_of("// SPAWN-SWAP-ITSELF"));
+    assert_eq!(*array, "x");
+    assert_eq!((*first, *first_writable), ("x", true));
+    assert_eq!((*second, *second_writable), ("y", true));
+    let text = err.to_string();
+    assert!(
+        text.contains("array `x` is passed to both `x` (`&mut`) and `y` (`&mut`)"),
+        "{text}"
+    );
+    // Nothing ran: not even the valid first task.
+    assert_eq!(x, iota(4));
+}
+
+#[test]
+fn one_array_as_a_shared_and_a_mut_parameter_is_an_error() {
+    let (mut a, mut b) = (iota(4), vec![0; 4]);
+    let err = copy_maybe_onto_itself(&mut a, &mut b, true)
+        .inspect()
+        .expect_err("`copy` gets `a` twice");
+    assert!(
+        matches!(
+            err,
+            Error::AliasedArray {
+                array: "a",
+                first: "src",
+                first_writable: false,
+                second: "dst",
+                second_writable: true,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("array `a` is passed to both `src` (`&`) and `dst` (`&mut`)"),
+        "{err}"
+    );
+    // Two arrays are fine.
+    copy_maybe_onto_itself(&mut a, &mut b, false)
+        .run(&Runtime::cpu())
+        .expect("`copy` gets two arrays");
+    assert_eq!(b, iota(4));
+}
+
+#[test]
+fn one_array_as_two_shared_parameters_is_allowed() {
+    let (x, mut out) = (iota(8), vec![0; 8]);
+    double(&x, &mut out)
+        .run(&Runtime::cpu())
+        .expect("two `&` parameters may share an array");
+    assert_eq!(out, iota(8).iter().map(|v| 2 * v).collect::<Vec<_>>());
 }
 
 #[test]

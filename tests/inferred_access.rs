@@ -2,7 +2,8 @@
 //! whole arrays: a `&[T]` parameter reads its array, a `&mut [T]` parameter reads and writes it.
 //!
 //! Random sequences of such tasks, with random `&`/`&mut` parameter combinations over three arrays
-//! (one array may fill several parameters of one task), are checked two ways:
+//! (one array may fill several `&` parameters of one task, but a `&mut` parameter's array fills no
+//! other: that is an inspection error, checked on its own), are checked two ways:
 //!
 //! 1. The DAG that inspection builds equals, edge for edge and kind for kind, what a per-array
 //!    oracle of GrCUDA's rules gives: each array keeps its last writer and the readers since; a task
@@ -14,7 +15,7 @@
 
 use proptest::prelude::*;
 use taskweave::graph::{Access, EdgeKind, oracle};
-use taskweave::{Block, Policy, Runtime, task, task_region};
+use taskweave::{Block, Error, Policy, Runtime, task, task_region};
 
 /// The most tasks in one program.
 const MAX_OPS: usize = 24;
@@ -41,9 +42,9 @@ const SIGNATURES: [&[bool]; 8] = [
 
 // ---------------------------------------------------------------------------------------------
 // Task bodies. Each one folds the salt and a digest of every `&[u32]` parameter, in order, into
-// `s`; after a barrier (so that every read precedes every write, even when a `&mut` parameter
-// aliases a `&` one) it updates each `&mut [u32]` parameter in order with `s ^ k`, `k` counting
-// the writable parameters. `sequential` does exactly the same.
+// `s`; after a barrier (so that every read precedes every write) it updates each `&mut [u32]`
+// parameter in order with `s ^ k`, `k` counting the writable parameters. `sequential` does
+// exactly the same.
 
 /// An order-sensitive digest of an array.
 fn digest(len: usize, get: impl Fn(usize) -> u32) -> u32 {
@@ -222,13 +223,36 @@ fn sequential(arrays: &mut [Vec<u32>; 3], ops: &[Op]) {
 // ---------------------------------------------------------------------------------------------
 // Strategies.
 
+/// Whether `op` passes the array of one of its `&mut [u32]` parameters to another parameter too,
+/// which inspection refuses.
+fn aliases(op: &Op) -> bool {
+    let signature = SIGNATURES[op.kind as usize];
+    let arrays = &op.arrays[..signature.len()];
+    signature.iter().enumerate().any(|(i, &writable)| {
+        writable && (0..arrays.len()).any(|j| j != i && arrays[j] == arrays[i])
+    })
+}
+
+/// `op` with each `&mut [u32]` parameter moved to an array no other parameter has (there is
+/// one: a task has at most three parameters, over three arrays). Moving a later one keeps an
+/// earlier one's array its own.
+fn unaliased(mut op: Op) -> Op {
+    let n = SIGNATURES[op.kind as usize].len();
+    for (i, &writable) in SIGNATURES[op.kind as usize].iter().enumerate() {
+        while writable && (0..n).any(|j| j != i && op.arrays[j] == op.arrays[i]) {
+            op.arrays[i] = (op.arrays[i] + 1) % 3;
+        }
+    }
+    op
+}
+
 fn op() -> impl Strategy<Value = Op> {
     (
         0..SIGNATURES.len() as u8,
         [0u8..3, 0u8..3, 0u8..3],
         any::<u32>(),
     )
-        .prop_map(|(kind, arrays, salt)| Op { kind, arrays, salt })
+        .prop_map(|(kind, arrays, salt)| unaliased(Op { kind, arrays, salt }))
 }
 
 /// Array lengths (empty arrays included) and a program of up to [`MAX_OPS`] tasks.
@@ -312,6 +336,47 @@ proptest! {
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(report.tasks, ops.len());
         prop_assert_eq!([a, b, c], want);
+    }
+}
+
+/// Every parameter combination that passes a `&mut [u32]` parameter's array to another parameter
+/// is refused at inspection, naming both parameters; every other one is accepted.
+#[test]
+fn an_array_of_a_mut_parameter_reaches_no_other_parameter() {
+    let first = Op {
+        kind: 1,
+        arrays: [2, 0, 0],
+        salt: 0,
+    };
+    for kind in 0..SIGNATURES.len() as u8 {
+        for k in 0..27u8 {
+            let op = Op {
+                kind,
+                arrays: [k % 3, k / 3 % 3, k / 9],
+                salt: 1,
+            };
+            let (mut a, mut b, mut c) = (vec![1u32; 4], vec![2u32; 4], vec![3u32; 4]);
+            let result = program(&mut a, &mut b, &mut c, packed(&[first, op]), 2).inspect();
+            if !aliases(&op) {
+                assert!(result.is_ok(), "{op:?}: {:?}", result.err());
+                assert_eq!(unaliased(op).arrays, op.arrays);
+                continue;
+            }
+            let err = result.expect_err("an aliased `&mut` parameter");
+            let Error::AliasedArray {
+                task,
+                first_writable,
+                second_writable,
+                ..
+            } = &err
+            else {
+                panic!("{op:?}: expected AliasedArray, got {err:?}");
+            };
+            assert_eq!(task.index, 1, "{op:?}");
+            assert!(*first_writable || *second_writable, "{op:?}");
+            let fixed = unaliased(op);
+            assert!(!aliases(&fixed), "{op:?} -> {fixed:?}");
+        }
     }
 }
 

@@ -119,7 +119,11 @@ fn run(shape: &Shape) -> Run {
     let start = Instant::now();
     let mut tracker = DepTracker::new(&shape.lens);
     (shape.generate)(&mut |accesses| {
-        black_box(tracker.add_task(black_box(accesses)));
+        black_box(
+            tracker
+                .add_task(black_box(accesses))
+                .expect("within the limits"),
+        );
     });
     let add = start.elapsed();
     let (tasks, edges) = (tracker.task_count(), tracker.edge_count());

@@ -62,7 +62,30 @@ pub enum Error {
         /// The declared range.
         range: Range<usize>,
     },
-    /// The region spawned more tasks, or argument words, than a `u32` index can address.
+    /// A task got one array through two parameters, at least one of them `&mut [T]`. Its views
+    /// of the array would alias: safe code in the body could then hold a reference into the
+    /// array while writing the same element through the other view.
+    #[error(
+        "{task}: array `{array}` is passed to both `{first}` ({}) and `{second}` ({}), and a task may take an array through several parameters only when none of them is `&mut`: pass it once and declare all its ranges on that parameter",
+        mode(*.first_writable),
+        mode(*.second_writable)
+    )]
+    AliasedArray {
+        /// The task.
+        task: TaskRef,
+        /// The region's name for the array.
+        array: &'static str,
+        /// The first of the two parameters, in the task's order.
+        first: &'static str,
+        /// Whether `first` is `&mut [T]`.
+        first_writable: bool,
+        /// The second.
+        second: &'static str,
+        /// Whether `second` is `&mut [T]`.
+        second_writable: bool,
+    },
+    /// The region spawned more tasks, argument words, dependence edges (or, under the affinity
+    /// policy, access ranges) than its `u32` indices can address.
     #[error("region `{region}` is too large: more than {limit} {what}")]
     TooLarge {
         /// The region.
@@ -213,6 +236,11 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+/// How a task takes an array parameter.
+fn mode(writable: bool) -> &'static str {
+    if writable { "`&mut`" } else { "`&`" }
 }
 
 fn restored_note(restored: bool) -> &'static str {

@@ -4,8 +4,8 @@
 //!    [`Recorder`].
 //! 2. Each `spawn!` calls the task's generated spawn function, which evaluates the declared ranges
 //!    and calls [`Recorder::spawn`] with the packed scalars and the accesses.
-//! 3. The recorder validates every range against its array, appends the task to the task table and
-//!    feeds its accesses to the [`DepTracker`], which adds the RAW, WAR and WAW edges.
+//! 3. The recorder validates every range against its array, feeds the task's accesses to the
+//!    [`DepTracker`], which adds the RAW, WAR and WAW edges, and appends the task to the task table.
 //! 4. [`Recorder::finish`] yields an [`Inspection`]: the task table, argument words, the DAG in CSR
 //!    form, and the spawn locations errors refer to.
 
@@ -178,8 +178,31 @@ impl Recorder {
         }
     }
 
-    /// Records one task: validates its ranges, appends it, and adds its dependences. Nothing is
-    /// recorded when a range is invalid.
+    /// The error for a task that got the array in `slot` through two parameters, `params`, of
+    /// which `writable` says whether each is `&mut [T]`. A task's spawn function checks this
+    /// before [`Recorder::spawn`], as only it knows its parameters' types; nothing is recorded.
+    pub fn aliased(
+        &self,
+        kind: u32,
+        location: &'static Location<'static>,
+        words: &[u64],
+        slot: u32,
+        params: [&'static str; 2],
+        writable: [bool; 2],
+    ) -> Error {
+        Error::AliasedArray {
+            task: self.task_ref(kind, words, location),
+            array: self.arrays[slot as usize].name,
+            first: params[0],
+            first_writable: writable[0],
+            second: params[1],
+            second_writable: writable[1],
+        }
+    }
+
+    /// Records one task: validates its ranges, adds its dependences, and appends it. Nothing is
+    /// recorded when a range is invalid or the region grows past a limit ([`Error::TooLarge`]);
+    /// after too many dependence edges every later task is refused too.
     pub fn spawn(
         &mut self,
         kind: u32,
@@ -224,14 +247,6 @@ impl Recorder {
                 limit: self.max_args,
             });
         }
-        for a in accesses {
-            let footprint = &mut self.footprints[a.slot as usize];
-            if a.write {
-                Footprint::widen(&mut footprint.write, &a.range);
-            } else {
-                Footprint::widen(&mut footprint.read, &a.range);
-            }
-        }
         self.scratch.clear();
         self.scratch.extend(accesses.iter().map(|a| {
             let mode = if a.write {
@@ -241,13 +256,34 @@ impl Recorder {
             };
             (a.slot, a.range.clone(), mode)
         }));
-        self.tracker.add_task(&self.scratch);
+        let too_large = |limit: graph::LimitExceeded| Error::TooLarge {
+            region: self.region,
+            what: limit.what,
+            limit: limit.limit,
+        };
+        // The ranges first: they can be taken back if the tracker refuses the task, which cannot.
         if let Some(ranges) = &mut self.ranges {
-            ranges.push_task(
-                self.scratch
-                    .iter()
-                    .map(|(slot, range, _)| (*slot, range.clone())),
-            );
+            ranges
+                .push_task(
+                    self.scratch
+                        .iter()
+                        .map(|(slot, range, _)| (*slot, range.clone())),
+                )
+                .map_err(too_large)?;
+        }
+        if let Err(limit) = self.tracker.add_task(&self.scratch) {
+            if let Some(ranges) = &mut self.ranges {
+                ranges.pop_task();
+            }
+            return Err(too_large(limit));
+        }
+        for a in accesses {
+            let footprint = &mut self.footprints[a.slot as usize];
+            if a.write {
+                Footprint::widen(&mut footprint.write, &a.range);
+            } else {
+                Footprint::widen(&mut footprint.read, &a.range);
+            }
         }
         self.tasks.push(TaskRecord {
             kind,
@@ -445,6 +481,54 @@ mod tests {
         assert_eq!(ins.task_count(), 2);
         assert_eq!(ins.dag.edge_count(), 1);
         assert_eq!(ins.args, [0, 1]);
+    }
+
+    #[test]
+    fn dependence_edges_past_the_limit_are_an_error_and_nothing_is_recorded() {
+        let mut rec = recorder().with_ranges();
+        rec.tracker.set_limits(1, usize::MAX);
+        let here = Location::caller();
+        rec.spawn(0, here, &[0], &write(0, 2)).expect("no edge");
+        rec.spawn(0, here, &[1], &write(0, 2)).expect("one edge");
+        // A second edge, WAW from task 1.
+        let error = rec.spawn(0, here, &[2], &write(0, 4)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    region: "limits",
+                    what: "dependence edges",
+                    limit: 1
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "region `limits` is too large: more than 1 dependence edges"
+        );
+        // The tracker holds part of the refused task: later tasks are refused too.
+        let error = rec.spawn(0, here, &[3], &[]).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    what: "dependence edges",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let ins = rec.finish(Duration::ZERO);
+        assert_eq!(ins.task_count(), 2);
+        assert_eq!(ins.dag.edge_count(), 1);
+        assert_eq!(ins.args, [0, 1]);
+        assert_eq!(ins.footprints[0].write, Some(0..2));
+        assert_eq!(ins.ranges.as_ref().map(TaskRanges::task_count), Some(2));
+        assert_eq!(
+            ins.affine_parents(),
+            Some(&[graph::NO_AFFINE_PARENT, 0][..])
+        );
     }
 
     #[test]

@@ -24,6 +24,11 @@ use proc_macro::TokenStream;
 /// - `lo` and `hi` are `usize` expressions over the task's scalar parameters and constants.
 /// - Other parameters are scalars: integers, floats, `bool` or `char`, captured by value at spawn
 ///   time. One optional `&Block` parameter gives the body the [block API](../taskweave/struct.Block.html).
+/// - A spawn may pass one array to several `&[T]` parameters, but an array passed to a `&mut [T]`
+///   parameter must reach the task through no other parameter: two views of one array would let
+///   the body write an element through one while holding a reference to it from the other. Such a
+///   spawn fails inspection with `Error::AliasedArray`; pass the array once and declare all its
+///   ranges on that parameter.
 ///
 /// # Inferred accesses
 /// A task that declares no ranges (`#[task]` or `#[task()]`) gets its accesses from its signature,
@@ -45,8 +50,9 @@ use proc_macro::TokenStream;
 /// # What it checks
 /// Every array parameter of a task with a spec has a declared access; a `&[T]` parameter is never written (its view has no
 /// write method); scalars are [`Scalar`](../taskweave/trait.Scalar.html)s; the function is not
-/// generic, `async`, `const`, and returns nothing. In checked mode (the default) each index is tested
-/// against the declared ranges at run time.
+/// generic, `async`, `const`, and returns nothing. At inspection, no array of a `&mut [T]` parameter
+/// is passed to another parameter of the same spawn. In checked mode (the default) each index is
+/// tested against the declared ranges at run time.
 ///
 /// # Example
 /// ```ignore

@@ -190,7 +190,7 @@ mod tests {
     fn dag(tasks: &[&[(u32, std::ops::Range<usize>, Access)]]) -> Dag {
         let mut tracker = DepTracker::new(&[16, 16]);
         for accesses in tasks {
-            tracker.add_task(accesses);
+            tracker.add_task(accesses).unwrap();
         }
         tracker.finish()
     }

@@ -23,20 +23,24 @@
 //! let mut tracker = DepTracker::new(&[10]);
 //! let mut ranges = TaskRanges::default();
 //! for accesses in &tasks {
-//!     tracker.add_task(accesses);
-//!     ranges.push_task(accesses.iter().map(|(slot, range, _)| (*slot, range.clone())));
+//!     tracker.add_task(accesses)?;
+//!     ranges.push_task(accesses.iter().map(|(slot, range, _)| (*slot, range.clone())))?;
 //! }
 //! let dag = tracker.finish();
 //! // 8 elements shared with task 0, 2 with task 1.
 //! assert_eq!(affine_parents(&dag, &ranges, &[4])[2], 0);
+//! # Ok::<(), taskweave_host::graph::LimitExceeded>(())
 //! ```
 
 use core::ops::Range;
 
-use super::Dag;
+use super::{Dag, LimitExceeded};
 
 /// [`affine_parents`]' value for a task with no parent it shares data with.
 pub const NO_AFFINE_PARENT: u32 = u32::MAX;
+
+/// The most ranges a [`TaskRanges`] holds: its offsets are `u32`.
+const MAX_RANGES: usize = u32::MAX as usize;
 
 /// One merged range of one array.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +56,8 @@ pub struct TaskRanges {
     /// Length `tasks + 1`: task `t`'s ranges are `ranges[offsets[t]..offsets[t + 1]]`.
     offsets: Vec<u32>,
     ranges: Vec<SlotRange>,
+    /// The most ranges: [`MAX_RANGES`], lower in tests.
+    max_ranges: usize,
 }
 
 impl Default for TaskRanges {
@@ -59,6 +65,7 @@ impl Default for TaskRanges {
         Self {
             offsets: vec![0],
             ranges: Vec::new(),
+            max_ranges: MAX_RANGES,
         }
     }
 }
@@ -66,7 +73,15 @@ impl Default for TaskRanges {
 impl TaskRanges {
     /// Records the next task's accesses, as `(array slot, range)` pairs in any order; empty
     /// ranges are dropped, overlapping and adjacent ones of one array merged.
-    pub fn push_task(&mut self, accesses: impl IntoIterator<Item = (u32, Range<usize>)>) {
+    ///
+    /// # Errors
+    ///
+    /// [`LimitExceeded`] when the merged ranges of all tasks would number more than `u32::MAX`;
+    /// the task is not recorded.
+    pub fn push_task(
+        &mut self,
+        accesses: impl IntoIterator<Item = (u32, Range<usize>)>,
+    ) -> Result<(), LimitExceeded> {
         let start = self.ranges.len();
         self.ranges.extend(
             accesses
@@ -93,9 +108,32 @@ impl TaskRanges {
         } else {
             start
         };
+        if end > self.max_ranges {
+            self.ranges.truncate(start);
+            return Err(LimitExceeded {
+                what: "access ranges",
+                limit: self.max_ranges as u64,
+            });
+        }
         self.ranges.truncate(end);
-        self.offsets
-            .push(u32::try_from(end).expect("more than u32::MAX access ranges"));
+        // Cannot truncate: there are at most `MAX_RANGES` ranges.
+        self.offsets.push(end as u32);
+        Ok(())
+    }
+
+    /// Forgets the last task recorded, if any.
+    pub(crate) fn pop_task(&mut self) {
+        if self.task_count() > 0 {
+            self.offsets.pop();
+            self.ranges
+                .truncate(self.offsets[self.offsets.len() - 1] as usize);
+        }
+    }
+
+    /// Lowers the most ranges (tests cannot allocate four billion).
+    #[cfg(test)]
+    pub(crate) fn set_max_ranges(&mut self, max: usize) {
+        self.max_ranges = max.min(MAX_RANGES);
     }
 
     /// The number of tasks recorded.
@@ -171,7 +209,7 @@ mod tests {
     fn ranges_of(tasks: &[Vec<(u32, Range<usize>)>]) -> TaskRanges {
         let mut ranges = TaskRanges::default();
         for t in tasks {
-            ranges.push_task(t.iter().cloned());
+            ranges.push_task(t.iter().cloned()).unwrap();
         }
         ranges
     }
@@ -199,6 +237,30 @@ mod tests {
     }
 
     #[test]
+    fn ranges_past_the_limit_are_an_error_and_the_task_is_not_recorded() {
+        let mut r = TaskRanges::default();
+        r.set_max_ranges(3);
+        r.push_task([(0, 0..2), (1, 0..2)]).unwrap();
+        let error = r.push_task([(0, 4..6), (1, 4..6)]).unwrap_err();
+        assert_eq!(
+            error,
+            LimitExceeded {
+                what: "access ranges",
+                limit: 3
+            }
+        );
+        assert_eq!(r.task_count(), 1);
+        // Merged ranges count once; the limit is reached, not passed.
+        r.push_task([(0, 4..6), (0, 5..8)]).unwrap();
+        assert_eq!(r.of(1).collect::<Vec<_>>(), [(0, 4..8)]);
+        assert_eq!(r.of(0).collect::<Vec<_>>(), [(0, 0..2), (1, 0..2)]);
+        r.pop_task();
+        assert_eq!(r.task_count(), 1);
+        r.push_task([(2, 1..2)]).unwrap();
+        assert_eq!(r.of(1).collect::<Vec<_>>(), [(2, 1..2)]);
+    }
+
+    #[test]
     fn shared_bytes_count_common_elements_times_element_size() {
         let r = ranges_of(&[
             vec![(0, 0..10), (1, 0..4), (2, 5..6)],
@@ -219,8 +281,10 @@ mod tests {
         let mut tracker = DepTracker::new(lens);
         let mut ranges = TaskRanges::default();
         for t in tasks {
-            tracker.add_task(t);
-            ranges.push_task(t.iter().map(|(s, r, _)| (*s, r.clone())));
+            tracker.add_task(t).unwrap();
+            ranges
+                .push_task(t.iter().map(|(s, r, _)| (*s, r.clone())))
+                .unwrap();
         }
         affine_parents(&tracker.finish(), &ranges, elem)
     }

@@ -83,9 +83,9 @@ mod tests {
 
     fn small() -> crate::graph::Dag {
         let mut tracker = DepTracker::new(&[4]);
-        tracker.add_task(&[(0, 0..4, Access::Write)]);
-        tracker.add_task(&[(0, 0..2, Access::Read)]);
-        tracker.add_task(&[(0, 0..4, Access::Write)]);
+        tracker.add_task(&[(0, 0..4, Access::Write)]).unwrap();
+        tracker.add_task(&[(0, 0..2, Access::Read)]).unwrap();
+        tracker.add_task(&[(0, 0..4, Access::Write)]).unwrap();
         tracker.finish()
     }
 

@@ -13,26 +13,64 @@ pub(super) const NONE: u32 = u32::MAX;
 /// A list is the index of its head node (or [`NONE`]). Lists are never mutated, only extended at
 /// the head, so splitting a segment just copies the head index and both halves share the tail.
 /// Nodes are never freed; there is one per (read, overlapped segment).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct ReaderArena {
     /// `(task, next)` pairs.
     nodes: Vec<(u32, u32)>,
+    /// The most nodes: [`MAX_READER_ENTRIES`], lower in tests.
+    max_nodes: usize,
+    /// A push found the arena full (and left the list without the task).
+    overflowed: bool,
+}
+
+/// The most reader-list entries: node indices are `u32`, and [`NONE`] is no index.
+const MAX_READER_ENTRIES: usize = NONE as usize;
+
+impl Default for ReaderArena {
+    fn default() -> Self {
+        Self {
+            nodes: Vec::new(),
+            max_nodes: MAX_READER_ENTRIES,
+            overflowed: false,
+        }
+    }
 }
 
 impl ReaderArena {
     /// Returns the list `task :: head`, or `head` itself when `task` is already its head (a task
     /// is always the newest reader, so if it is in the list at all it is the head).
+    ///
+    /// When the arena is full, returns `head` and marks the arena [overflowed](Self::overflowed):
+    /// the list then misses `task`, so the caller must drop the task and refuse later ones.
     #[inline]
     fn push(&mut self, head: u32, task: u32) -> u32 {
         if head != NONE && self.nodes[head as usize].0 == task {
             return head;
         }
-        let index = u32::try_from(self.nodes.len())
-            .ok()
-            .filter(|&i| i != NONE)
-            .expect("more than u32::MAX - 1 reader entries");
+        if self.nodes.len() >= self.max_nodes {
+            self.overflowed = true;
+            return head;
+        }
+        // Cannot truncate, nor be `NONE`: the length is below `MAX_READER_ENTRIES`.
+        let index = self.nodes.len() as u32;
         self.nodes.push((task, head));
         index
+    }
+
+    /// Whether a push found the arena full.
+    pub(super) fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// The most nodes.
+    pub(super) fn max_nodes(&self) -> usize {
+        self.max_nodes
+    }
+
+    /// Lowers the most nodes (tests cannot allocate four billion).
+    #[cfg(test)]
+    pub(super) fn set_max_nodes(&mut self, max: usize) {
+        self.max_nodes = max.min(MAX_READER_ENTRIES);
     }
 
     /// Calls `f` for every task in the list starting at `head`, newest first.

@@ -6,7 +6,8 @@
 //!    `DepTracker::new(&[len_a, len_b])`.
 //! 2. Call [`DepTracker::add_task`] once per task, in spawn order, with all of that task's
 //!    accesses as `(array slot, lo..hi, Access)` triples. It returns the task id (0, 1, 2, ...)
-//!    and records the edges from earlier tasks whose accesses conflict with this one.
+//!    and records the edges from earlier tasks whose accesses conflict with this one, or
+//!    [`LimitExceeded`] when the program outgrows the tracker's `u32` indices.
 //! 3. Call [`DepTracker::finish`] to get the [`Dag`] in CSR form: children, edge kinds,
 //!    in-degrees, the initially ready tasks and each task's rank (bottom level).
 //! 4. Optionally inspect it ([`Dag::levels`], [`Dag::critical_path`], [`Dag::parents`]) or
@@ -20,12 +21,13 @@
 //! use taskweave_host::graph::{Access, DepTracker, EdgeKind};
 //!
 //! let mut tracker = DepTracker::new(&[100]);
-//! let producer = tracker.add_task(&[(0, 0..50, Access::Write)]);
-//! let consumer = tracker.add_task(&[(0, 25..75, Access::Read)]);
+//! let producer = tracker.add_task(&[(0, 0..50, Access::Write)])?;
+//! let consumer = tracker.add_task(&[(0, 25..75, Access::Read)])?;
 //! let dag = tracker.finish();
 //! assert_eq!(dag.children_of(producer), &[consumer]);
 //! assert_eq!(dag.kinds, vec![EdgeKind::Raw]);
 //! assert_eq!(dag.ready, vec![producer]);
+//! # Ok::<(), taskweave_host::graph::LimitExceeded>(())
 //! ```
 //!
 //! # Semantics
@@ -63,7 +65,19 @@ mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
-pub use tracker::DepTracker;
+pub use tracker::{DepTracker, MAX_EDGES};
+
+/// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`
+/// indices: more tasks, dependence edges, reader-list entries or access ranges than it can
+/// address. The task is not recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("more than {limit} {what}")]
+pub struct LimitExceeded {
+    /// What would overflow, such as `"dependence edges"`.
+    pub what: &'static str,
+    /// The most there may be.
+    pub limit: u64,
+}
 
 /// How a task accesses a range of an array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

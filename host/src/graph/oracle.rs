@@ -18,10 +18,16 @@ use super::{Access, Dag, DepTracker, EdgeKind};
 pub type TaskAccesses = Vec<(u32, Range<usize>, Access)>;
 
 /// Runs `tasks` through a fresh [`DepTracker`] over arrays of `array_lens` elements.
+///
+/// # Panics
+///
+/// If the program passes one of the tracker's limits (see [`DepTracker::add_task`]).
 pub fn build(array_lens: &[usize], tasks: &[TaskAccesses]) -> Dag {
     let mut tracker = DepTracker::new(array_lens);
     for accesses in tasks {
-        tracker.add_task(accesses);
+        tracker
+            .add_task(accesses)
+            .expect("the program fits the tracker's limits");
     }
     tracker.finish()
 }

@@ -110,7 +110,7 @@ proptest! {
     fn counts_agree(p in program(60)) {
         let mut tracker = DepTracker::new(&p.lens);
         for accesses in &p.tasks {
-            tracker.add_task(accesses);
+            tracker.add_task(accesses).unwrap();
         }
         prop_assert_eq!(tracker.task_count() as usize, p.tasks.len());
         let edges = tracker.edge_count();
@@ -127,7 +127,7 @@ proptest! {
         let dag = oracle::build(&p.lens, &p.tasks);
         let mut ranges = TaskRanges::default();
         for accesses in &p.tasks {
-            ranges.push_task(accesses.iter().map(|(a, r, _)| (*a, r.clone())));
+            ranges.push_task(accesses.iter().map(|(a, r, _)| (*a, r.clone()))).unwrap();
         }
         let affine = affine_parents(&dag, &ranges, &elem);
         prop_assert_eq!(&affine, &oracle::reference_affine_parents(&dag, &p.tasks, &elem));

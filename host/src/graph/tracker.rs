@@ -4,13 +4,20 @@ use core::ops::Range;
 
 use super::dag::Dag;
 use super::interval::{ReaderArena, Segments};
-use super::{Access, EdgeKind};
+use super::{Access, EdgeKind, LimitExceeded};
+
+/// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
+pub const MAX_EDGES: usize = u32::MAX as usize;
+
+/// The most tasks a tracker records: task ids are `u32`, and the interval maps keep `u32::MAX`
+/// for "no task".
+const MAX_TASKS: u32 = u32::MAX - 1;
 
 /// Collects the edges of the task being added, one per parent, in a parent-CSR edge list.
 ///
 /// `mark[p]` is one more than the index of the newest edge whose parent is `p` (0: none), so
 /// "does the current task already have an edge from `p`" is one load and one compare.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct EdgeSink {
     /// The task being added.
     task: u32,
@@ -22,6 +29,24 @@ pub(super) struct EdgeSink {
     kinds: Vec<EdgeKind>,
     /// Per task: 1 + index of the newest edge it is the parent of, or 0.
     mark: Vec<u32>,
+    /// The most edges: [`MAX_EDGES`], lower in tests.
+    max_edges: usize,
+    /// An edge of the current task did not fit (and was not recorded).
+    overflowed: bool,
+}
+
+impl Default for EdgeSink {
+    fn default() -> Self {
+        Self {
+            task: 0,
+            start: 0,
+            parents: Vec::new(),
+            kinds: Vec::new(),
+            mark: Vec::new(),
+            max_edges: MAX_EDGES,
+            overflowed: false,
+        }
+    }
 }
 
 impl EdgeSink {
@@ -33,6 +58,14 @@ impl EdgeSink {
         self.mark.push(0);
     }
 
+    /// Forgets the current task and its edges, after one of them did not fit. Its parents' marks
+    /// still point past the kept edges, so no later task may be added.
+    fn abort(&mut self) {
+        self.parents.truncate(self.start);
+        self.kinds.truncate(self.start);
+        self.mark.pop();
+    }
+
     /// The task being added.
     #[inline]
     pub(super) fn task(&self) -> u32 {
@@ -40,7 +73,8 @@ impl EdgeSink {
     }
 
     /// Adds an edge `parent -> task` of `kind`, unless it is a self edge; if the edge exists,
-    /// keeps the kind with the higher [`EdgeKind::priority`].
+    /// keeps the kind with the higher [`EdgeKind::priority`]. A new edge past the limit is not
+    /// added and marks the sink overflowed.
     #[inline]
     pub(super) fn add(&mut self, parent: u32, kind: EdgeKind) {
         if parent == self.task {
@@ -56,9 +90,14 @@ impl EdgeSink {
             }
             return;
         }
+        if self.parents.len() >= self.max_edges {
+            self.overflowed = true;
+            return;
+        }
         self.parents.push(parent);
         self.kinds.push(kind);
-        *slot = u32::try_from(self.parents.len()).expect("more than u32::MAX edges");
+        // Cannot truncate: there are at most `MAX_EDGES` edges.
+        *slot = self.parents.len() as u32;
     }
 }
 
@@ -75,6 +114,9 @@ pub struct DepTracker {
     sink: EdgeSink,
     /// `in_offsets[t]..in_offsets[t + 1]` are task `t`'s edges in `sink`.
     in_offsets: Vec<u32>,
+    /// The limit a task passed: the interval maps hold part of that task, so every later task is
+    /// refused with the same error.
+    full: Option<LimitExceeded>,
 }
 
 impl DepTracker {
@@ -85,6 +127,7 @@ impl DepTracker {
             arena: ReaderArena::default(),
             sink: EdgeSink::default(),
             in_offsets: vec![0],
+            full: None,
         }
     }
 
@@ -105,15 +148,31 @@ impl DepTracker {
     /// no dependences. All accesses are evaluated against the state before this task, so a task
     /// never depends on itself and the order of `accesses` does not matter.
     ///
+    /// # Errors
+    ///
+    /// [`LimitExceeded`] when the task would make more than `u32::MAX - 1` tasks, [`MAX_EDGES`]
+    /// dependence edges or `u32::MAX - 1` reader-list entries. The task is not recorded, and
+    /// after an edge or reader-list overflow the tracker refuses every later task with the same
+    /// error; [`DepTracker::finish`] still gives the DAG of the tasks before.
+    ///
     /// # Panics
     ///
-    /// If a slot is out of range, a range is reversed or exceeds its array, or there would be
-    /// more than `u32::MAX - 1` tasks or `u32::MAX` edges.
-    pub fn add_task(&mut self, accesses: &[(u32, Range<usize>, Access)]) -> u32 {
-        let task = u32::try_from(self.in_offsets.len() - 1)
-            .ok()
-            .filter(|&t| t != u32::MAX)
-            .expect("more than u32::MAX - 1 tasks");
+    /// If a slot is out of range, or a range is reversed or exceeds its array.
+    pub fn add_task(
+        &mut self,
+        accesses: &[(u32, Range<usize>, Access)],
+    ) -> Result<u32, LimitExceeded> {
+        if let Some(full) = self.full {
+            return Err(full);
+        }
+        // Cannot truncate: tasks are only added below `MAX_TASKS`.
+        let task = (self.in_offsets.len() - 1) as u32;
+        if task >= MAX_TASKS {
+            return Err(LimitExceeded {
+                what: "tasks",
+                limit: u64::from(MAX_TASKS),
+            });
+        }
         self.sink.begin(task);
 
         // Applying reads, then read-writes, then writes, each right after computing its edges,
@@ -147,9 +206,35 @@ impl DepTracker {
             }
         }
 
-        let end = u32::try_from(self.sink.parents.len()).expect("more than u32::MAX edges");
+        // One flag test per task; the limits are checked where the edges and reader entries are
+        // pushed.
+        if self.sink.overflowed || self.arena.overflowed() {
+            let full = if self.sink.overflowed {
+                LimitExceeded {
+                    what: "dependence edges",
+                    limit: self.sink.max_edges as u64,
+                }
+            } else {
+                LimitExceeded {
+                    what: "reader-list entries",
+                    limit: self.arena.max_nodes() as u64,
+                }
+            };
+            self.sink.abort();
+            self.full = Some(full);
+            return Err(full);
+        }
+        // Cannot truncate: there are at most `MAX_EDGES` edges.
+        let end = self.sink.parents.len() as u32;
         self.in_offsets.push(end);
-        task
+        Ok(task)
+    }
+
+    /// Lowers the most edges and reader-list entries (tests cannot allocate four billion).
+    #[cfg(test)]
+    pub(crate) fn set_limits(&mut self, max_edges: usize, max_reader_entries: usize) {
+        self.sink.max_edges = max_edges.min(MAX_EDGES);
+        self.arena.set_max_nodes(max_reader_entries);
     }
 
     /// Number of tasks added so far.
@@ -180,6 +265,7 @@ impl DepTracker {
             arena,
             sink,
             in_offsets,
+            ..
         } = self;
         // Free the interval maps before the CSR allocations to keep the peak down.
         drop(arrays);
@@ -216,7 +302,7 @@ mod tests {
     fn run(lens: &[usize], tasks: &[&[(u32, Range<usize>, Access)]]) -> Dag {
         let mut tracker = DepTracker::new(lens);
         for (i, accesses) in tasks.iter().enumerate() {
-            assert_eq!(tracker.add_task(accesses), i as u32);
+            assert_eq!(tracker.add_task(accesses), Ok(i as u32));
         }
         assert_eq!(tracker.task_count() as usize, tasks.len());
         let edge_count = tracker.edge_count();
@@ -421,8 +507,59 @@ mod tests {
     }
 
     #[test]
+    fn edges_past_the_limit_are_an_error_and_later_tasks_are_refused() {
+        let mut tracker = DepTracker::new(&[4]);
+        tracker.set_limits(2, usize::MAX);
+        assert_eq!(tracker.add_task(&[(0, 0..4, W)]), Ok(0));
+        assert_eq!(tracker.add_task(&[(0, 0..2, R)]), Ok(1));
+        // Exactly at the limit.
+        assert_eq!(tracker.add_task(&[(0, 2..4, R)]), Ok(2));
+        assert_eq!(tracker.edge_count(), 2);
+        // Three more edges (WAW from 0, WAR from 1 and 2).
+        let error = LimitExceeded {
+            what: "dependence edges",
+            limit: 2,
+        };
+        assert_eq!(tracker.add_task(&[(0, 0..4, W)]), Err(error));
+        assert_eq!(error.to_string(), "more than 2 dependence edges");
+        // The interval map holds part of the refused task, so nothing more goes in, even a task
+        // with no edges.
+        assert_eq!(tracker.add_task(&[]), Err(error));
+        assert_eq!(tracker.task_count(), 3);
+        assert_eq!(tracker.edge_count(), 2);
+        let dag = tracker.finish();
+        assert_eq!(edges(&dag), vec![(0, 1, Raw), (0, 2, Raw)]);
+    }
+
+    #[test]
+    fn the_edge_limit_counts_edges_not_conflicts() {
+        // Task 1 conflicts with task 0 twice (RAW and WAW): one edge.
+        let mut tracker = DepTracker::new(&[4]);
+        tracker.set_limits(1, usize::MAX);
+        tracker.add_task(&[(0, 0..4, W)]).unwrap();
+        assert_eq!(tracker.add_task(&[(0, 0..2, R), (0, 2..4, W)]), Ok(1));
+        assert_eq!(edges(&tracker.finish()), vec![(0, 1, Raw)]);
+    }
+
+    #[test]
+    fn reader_entries_past_the_limit_are_an_error() {
+        let mut tracker = DepTracker::new(&[4]);
+        tracker.set_limits(usize::MAX, 2);
+        assert_eq!(tracker.add_task(&[(0, 0..4, R)]), Ok(0));
+        assert_eq!(tracker.add_task(&[(0, 0..4, R)]), Ok(1));
+        let error = LimitExceeded {
+            what: "reader-list entries",
+            limit: 2,
+        };
+        assert_eq!(tracker.add_task(&[(0, 0..4, R)]), Err(error));
+        assert_eq!(tracker.add_task(&[(0, 0..4, W)]), Err(error));
+        assert_eq!(tracker.reader_entry_count(), 2);
+        assert_eq!(tracker.finish().task_count(), 2);
+    }
+
+    #[test]
     #[should_panic]
     fn bad_slot_panics() {
-        DepTracker::new(&[4]).add_task(&[(1, 0..1, R)]);
+        let _ = DepTracker::new(&[4]).add_task(&[(1, 0..1, R)]);
     }
 }

@@ -179,6 +179,8 @@ fn generate(task: &Task) -> TokenStream {
     let mut spawn_generics = Vec::new();
     let mut words = Vec::new();
     let mut lens = quote!();
+    // The array parameters, with whether each is `&mut [T]`.
+    let mut arrays: Vec<(&syn::Ident, bool)> = Vec::new();
     for (word, param) in task.words() {
         let ident = &param.ident;
         let ty = &param.ty;
@@ -205,6 +207,7 @@ fn generate(task: &Task) -> TokenStream {
                     quote_spanned!(ty.span()=> #ident: #p::host::inspect::ArrayArg<#elem, #mode>),
                 );
                 words.push(quote!(#ident.slot() as u64));
+                arrays.push((ident, *writable));
                 let len = format_ident!("__tw_len_{}", ident);
                 lens.extend(quote!(let #len = #ident.len();));
             }
@@ -222,6 +225,33 @@ fn generate(task: &Task) -> TokenStream {
         }
     });
     let arg_names = task.words().map(|(_, p)| p.ident.to_string());
+    let word_count = words.len();
+
+    // One array reaching the task through a `&mut [T]` parameter and another parameter would give
+    // the body two views of it: borrowck stops a write through a view while a reference from that
+    // view is alive, but not a write through the other one. Only the task knows which parameters
+    // are `&mut`, so the check is here, one compare per pair that could alias.
+    let mut alias_checks = quote!();
+    for (i, &(first, first_writable)) in arrays.iter().enumerate() {
+        for &(second, second_writable) in &arrays[i + 1..] {
+            if !first_writable && !second_writable {
+                continue;
+            }
+            let (first_str, second_str) = (first.to_string(), second.to_string());
+            alias_checks.extend(quote! {
+                if #first.slot() == #second.slot() {
+                    return ::core::result::Result::Err(__tw_rec.aliased(
+                        __tw_kind,
+                        __tw_location,
+                        &__tw_words,
+                        #first.slot(),
+                        [#first_str, #second_str],
+                        [#first_writable, #second_writable],
+                    ));
+                }
+            });
+        }
+    }
 
     quote! {
         #body_fn
@@ -285,13 +315,11 @@ fn generate(task: &Task) -> TokenStream {
                     #(#spawn_params),*
                 ) -> ::core::result::Result<(), #p::host::Error> {
                     let Self { __tw_rec, __tw_kind } = self;
+                    let __tw_location = ::core::panic::Location::caller();
+                    let __tw_words: [u64; #word_count] = [#(#words),*];
+                    #alias_checks
                     #lens
-                    __tw_rec.spawn(
-                        __tw_kind,
-                        ::core::panic::Location::caller(),
-                        &[#(#words),*],
-                        &[#(#accesses),*],
-                    )
+                    __tw_rec.spawn(__tw_kind, __tw_location, &__tw_words, &[#(#accesses),*])
                 }
             }
         };
