@@ -5,7 +5,14 @@
 //!
 //! Every run of every case is verified against the workloads' sequential references.
 //!
+//! Besides Juggler's workloads, `--a` and `--b` take `WAVE-T` (e.g. `WAVE-64`): a `T × T`
+//! wavefront of tasks that spin `--spin` cycles each on a `T²`-word array. Its kernel dominates
+//! its wall time, and it cannot fill the GPU (at most `T` tasks are ready at once), which is the
+//! case partitioning is for; the Table 1 workloads spend most of their wall time staging and
+//! copying their arrays.
+//!
 //! `cargo run --release --bin partition -- --a LU-D --b DT-WARP --out bench/results/partition`
+//! `cargo run --release --bin partition -- --a WAVE-64 --b WAVE-64 --spin 20000`
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -15,7 +22,8 @@ use clap::Parser;
 use taskweave::Runtime;
 use taskweave_examples::RunArgs;
 use taskweave_examples::bench::median;
-use taskweave_examples::workloads::{self, Workload};
+use taskweave_examples::workloads::{self, Verdict, Workload};
+use taskweave_kernels::dags;
 
 #[derive(Parser, Debug)]
 #[command(about = "Two workloads on disjoint SM sets at once, against one after the other")]
@@ -32,6 +40,9 @@ struct Cli {
     /// Points of the coarse grid of splits (the first workload gets `k` SMs of `sms`).
     #[arg(long, default_value_t = 5)]
     grid: u32,
+    /// Spin cycles of each task of a `WAVE-T` workload (2000 is about 1 us on the H100).
+    #[arg(long, default_value_t = 20_000)]
+    spin: u64,
     /// Write `partition.md` here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -43,11 +54,57 @@ fn main() -> std::process::ExitCode {
     taskweave_examples::run_main(run)
 }
 
-fn find(name: &str) -> Result<Box<dyn Workload>, String> {
+fn find(name: &str, spin: u64) -> Result<Box<dyn Workload>, String> {
+    if let Some(t) = name.to_ascii_uppercase().strip_prefix("WAVE-") {
+        let t = t
+            .parse()
+            .ok()
+            .filter(|&t| t > 0)
+            .ok_or_else(|| format!("`{name}`: WAVE-T takes a side T > 0"))?;
+        return Ok(Box::new(Wave {
+            t,
+            spin,
+            g: Vec::new(),
+        }));
+    }
     workloads::all()
         .into_iter()
         .find(|w| w.name().eq_ignore_ascii_case(name))
         .ok_or_else(|| format!("no workload `{name}`"))
+}
+
+/// A `t × t` wavefront of tasks that spin `spin` cycles each (`dags::wavefront`).
+struct Wave {
+    t: usize,
+    spin: u64,
+    g: Vec<u32>,
+}
+
+impl Workload for Wave {
+    fn name(&self) -> &'static str {
+        "WAVE"
+    }
+
+    fn size(&self) -> String {
+        format!("{0}x{0} tasks of {1} spin cycles", self.t, self.spin)
+    }
+
+    fn tasks(&self) -> usize {
+        self.t * self.t
+    }
+
+    fn fresh(&mut self) -> taskweave::Region<'_> {
+        self.g = vec![0; self.t * self.t];
+        dags::wavefront(&mut self.g, self.t, self.spin)
+    }
+
+    fn verify(&self) -> Verdict {
+        if dags::check_wavefront(&self.g, self.t) {
+            Verdict::Exact
+        } else {
+            Verdict::Mismatch("a cell is not one more than the larger of its inputs".to_owned())
+        }
+    }
 }
 
 /// How the two workloads run.
@@ -128,8 +185,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         |g| g.sm_count(),
     );
     let mut pair = Pair {
-        a: find(&cli.a)?,
-        b: find(&cli.b)?,
+        a: find(&cli.a, cli.spin)?,
+        b: find(&cli.b, cli.spin)?,
         rt: &rt,
         args: &cli.run,
         sms,
@@ -158,10 +215,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let sequential = measure(&mut pair, Case::Sequential)?;
     measure(&mut pair, Case::Together)?;
     // The search: a coarse grid, then the neighbours of the best split halfway to the next points.
-    let step = sms / (cli.grid + 1);
+    // At least one SM a side: with fewer SMs than grid points the grid is every split.
+    let step = (sms / (cli.grid + 1)).max(1);
     let mut best = (Case::Split(step), f64::INFINITY);
-    for i in 1..=cli.grid {
-        let case = Case::Split(i * step);
+    for k in (1..=cli.grid).map(|i| i * step).take_while(|&k| k < sms) {
+        let case = Case::Split(k);
         let t = measure(&mut pair, case)?;
         if t < best.1 {
             best = (case, t);
