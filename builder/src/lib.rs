@@ -13,12 +13,18 @@
 //! 3. The PTX lands in `$OUT_DIR/taskweave-kernels.ptx`, and the builder sets `cfg(taskweave_ptx)`
 //!    so that `task_region!` embeds it from there. It prints a `cargo:rerun-if-changed` line for
 //!    every source file the device build read.
-//! 4. In the nested build itself (target arch `nvptx64`) the builder does nothing.
+//! 4. When a `ptxas` is at hand (`TASKWEAVE_PTXAS`, `PATH`, or the CUDA toolkit's), it also
+//!    assembles the PTX into `$OUT_DIR/taskweave-kernels.cubin`, which `task_region!` embeds too:
+//!    on a GPU of that architecture the module then loads without the driver's JIT compilation,
+//!    which takes tens of seconds for a whole kernels crate on a cold cache. Without one the cubin
+//!    is empty and the PTX is compiled by the driver, as before.
+//! 5. In the nested build itself (target arch `nvptx64`) the builder does nothing.
 //!
 //! Failures say how to fix them: a missing `rust-src` or `llvm-bitcode-linker` component, a
 //! toolchain that is not the pinned nightly, or a compile error in device code.
 
 mod command;
+mod cubin;
 mod error;
 mod tune;
 
@@ -30,6 +36,8 @@ pub use error::Error;
 pub const DEFAULT_TARGET_CPU: &str = "sm_90";
 /// The file name of the PTX in `$OUT_DIR`.
 pub const PTX_FILE: &str = "taskweave-kernels.ptx";
+/// The file name of the cubin assembled from it in `$OUT_DIR` (empty without a `ptxas`).
+pub const CUBIN_FILE: &str = "taskweave-kernels.cubin";
 /// The device target.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
@@ -79,6 +87,7 @@ impl Builder {
     pub fn build(self) -> Result<(), Error> {
         println!("cargo:rerun-if-env-changed=TASKWEAVE_TARGET_CPU");
         println!("cargo:rerun-if-env-changed=TASKWEAVE_MAX_REGISTERS");
+        println!("cargo:rerun-if-env-changed=TASKWEAVE_PTXAS");
         println!("cargo::rustc-check-cfg=cfg(taskweave_ptx)");
         if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("nvptx64") {
             return Ok(());
@@ -103,6 +112,20 @@ impl Builder {
             path: dest.clone(),
             source,
         })?;
+        let cubin = out_dir.join(CUBIN_FILE);
+        match cubin::find_ptxas() {
+            Some(ptxas) => {
+                if let Err(why) = cubin::assemble(&ptxas, &self.target_cpu, &dest, &cubin) {
+                    println!(
+                        "cargo:warning=taskweave: no cubin, the driver will compile the PTX: {why}"
+                    );
+                }
+            }
+            None => std::fs::write(&cubin, []).map_err(|source| Error::Io {
+                path: cubin.clone(),
+                source,
+            })?,
+        }
         for dep in &ptx.inputs {
             println!("cargo:rerun-if-changed={}", dep.display());
         }

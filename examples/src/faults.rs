@@ -376,7 +376,7 @@ fn ptx_for_a_newer_gpu(rt: &Runtime) -> Result<String, String> {
         .find(|l| l.trim_start().starts_with(".target"))
         .ok_or("the PTX has no .target line")?;
     let ptx = taskweave_kernels::PTX.replacen(target, &format!(".target {newer}"), 1);
-    let result = gpu.module(Box::leak(ptx.into_boxed_str()));
+    let result = gpu.module(&*Box::leak(ptx.into_boxed_str()));
     let detail = match result {
         Err(e @ Error::PtxArch { .. })
             if e.to_string().contains(&newer)
@@ -399,7 +399,7 @@ fn ptx_rejected(rt: &Runtime) -> Result<String, String> {
         ".version 7.8\n.target {}\n.address_size 64\n\nthis is not PTX;\n",
         gpu.arch()
     );
-    let detail = match gpu.module(Box::leak(ptx.into_boxed_str())) {
+    let detail = match gpu.module(&*Box::leak(ptx.into_boxed_str())) {
         Err(e @ Error::PtxArch { .. }) if e.to_string().contains("TASKWEAVE_TARGET_CPU") => {
             format!("error: {e}")
         }

@@ -362,6 +362,7 @@ mod tests {
             name: "bumps",
             kernel: "taskweave_region_bumps",
             ptx: None,
+            cubin: &[],
             kinds: &["bump", "fail"],
             dispatch: &Bump,
             location: Location::caller(),

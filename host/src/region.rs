@@ -30,12 +30,24 @@ pub struct RegionMeta {
     pub kernel: &'static str,
     /// The PTX of its crate, when the crate has a device build.
     pub ptx: Option<&'static str>,
+    /// The cubin assembled from that PTX at build time; empty when the build had no `ptxas`.
+    pub cubin: &'static [u8],
     /// Its task functions, by kind.
     pub kinds: &'static [&'static str],
     /// Its table from kind to body.
     pub dispatch: &'static dyn Dispatch,
     /// Where the region was called.
     pub location: &'static Location<'static>,
+}
+
+impl RegionMeta {
+    /// Its crate's device code, when the crate has a device build.
+    pub fn code(&self) -> Option<crate::gpu::Code> {
+        self.ptx.map(|ptx| crate::gpu::Code {
+            ptx,
+            cubin: self.cubin,
+        })
+    }
 }
 
 /// Where freed tasks go; see [`abi::policy`](taskweave_device::abi::policy).

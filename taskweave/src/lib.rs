@@ -33,6 +33,18 @@ macro_rules! include_ptx {
     };
 }
 
+/// The cubin that `taskweave_build` assembled from that PTX, as a `&'static [u8]`: empty when the
+/// build had no `ptxas`.
+#[macro_export]
+macro_rules! include_cubin {
+    () => {
+        ::core::include_bytes!(::core::concat!(
+            ::core::env!("OUT_DIR"),
+            "/taskweave-kernels.cubin"
+        ))
+    };
+}
+
 /// `spawn!(task(args…))` records one task; it exists only inside [`task_region!`].
 #[macro_export]
 macro_rules! spawn {

@@ -23,3 +23,11 @@ pub mod smw;
 /// The PTX of this crate (host only).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = taskweave::include_ptx!();
+
+/// This crate's device code: the PTX and the cubin assembled from it (empty without a `ptxas` at
+/// build time), as the host loads it (host only).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const CODE: taskweave::gpu::Code = taskweave::gpu::Code {
+    ptx: PTX,
+    cubin: taskweave::include_cubin!(),
+};

@@ -42,7 +42,7 @@ fn run() -> Result<()> {
     let cli = Cli::parse();
     let gpu = Gpu::new(0)?;
     println!("device: {} ({} SMs)", gpu.name(), gpu.sm_count());
-    let ptx = taskweave_kernels::PTX;
+    let ptx = taskweave_kernels::CODE;
     gpu.module(ptx)?;
     let stream = gpu.stream().clone();
     let mut checks = Checks {
@@ -129,15 +129,17 @@ fn run() -> Result<()> {
             rows.iter().all(|r| r[6] == 1),
             "1000 reads per block",
         );
-        // PTX guarantees a sleep in [0, 2t]: one block may wake at once, but the blocks as a whole
-        // sleep, and none sleeps much beyond 2t (plus the timer's granularity).
+        // PTX guarantees a sleep in [0, 2t]. The bound that matters to the scheduler's back-off is
+        // the upper one (a sleep adds to a dependence hop's latency), checked with the timer's
+        // granularity as slack. The lower one is only "it sleeps at all": on the H100 all blocks of
+        // one launch were seen to wake after 6 us of an asked 50 us, about once in seven runs.
         let mut slept: Vec<u64> = rows.iter().map(|r| r[7]).collect();
         slept.sort_unstable();
         let (median, max) = (slept[slept.len() / 2], slept[slept.len() - 1]);
         let asked = u64::from(sleep_ns);
         checks.check(
             "nanosleep sleeps",
-            median >= asked / 4 && max <= 2 * asked + 10_000,
+            median >= 1_000 && max <= 2 * asked + 10_000,
             format!(
                 "asked {sleep_ns} ns; slept {} to {max} ns, median {median} ns (PTX allows 0 to {})",
                 slept[0],

@@ -57,15 +57,15 @@ pub(crate) fn execute(
 ) -> Result<Report, Error> {
     let meta = &region.meta;
     let options = &region.options;
-    let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
+    let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
     let (offsets, tasks) = level_lists(ins);
     let levels = offsets.len() - 1;
     let widest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
     let function = match strategy {
         Strategy::Launches => gpu.listed_kernel(region, widest)?,
         Strategy::GridBarrier => {
-            let name = gpu.variant(region, ptx, &format!("taskweave_levels_{}", meta.name));
-            gpu.function(ptx, &name)?
+            let name = gpu.variant(region, code, &format!("taskweave_levels_{}", meta.name));
+            gpu.function(code, &name)?
         }
     };
     // The grid barrier needs every block resident: its launch is admitted beside the others only

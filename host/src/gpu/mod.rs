@@ -317,14 +317,29 @@ impl Gpu {
         }
     }
 
-    /// The module of `ptx`, loaded on first use. PTX whose `.target` this GPU cannot run, or that
-    /// the driver rejects, gives [`Error::PtxArch`], which names both architectures and the fix.
-    pub fn module(&self, ptx: &'static str) -> Result<Arc<CudaModule>, Error> {
+    /// The module of `code`, loaded on first use: from its cubin when it has one for this GPU's
+    /// architecture (no JIT compilation), else from its PTX. PTX whose `.target` this GPU cannot
+    /// run, or that the driver rejects, gives [`Error::PtxArch`], which names both architectures
+    /// and the fix.
+    pub fn module(&self, code: impl Into<Code>) -> Result<Arc<CudaModule>, Error> {
+        let Code { ptx, cubin } = code.into();
         let mut modules = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(module) = modules.get(&(ptx.as_ptr() as usize)) {
             return Ok(module.clone());
         }
         let target = PtxTarget::of(ptx);
+        // The builder assembles the cubin for the PTX's own target; SASS runs on that major
+        // architecture from that minor version on. A cubin the driver refuses anyway (a newer
+        // `ptxas` than the driver, say) is skipped: the PTX still loads.
+        if !cubin.is_empty()
+            && let Some(t) = target
+            && t.sm / 10 == self.arch / 10
+            && self.arch >= t.sm
+            && let Ok(module) = self.ctx.load_module(Ptx::from_binary(cubin.to_vec()))
+        {
+            modules.insert(ptx.as_ptr() as usize, module.clone());
+            return Ok(module);
+        }
         let arch_error = |detail: String| Error::PtxArch {
             ptx_arch: target.map_or_else(|| "an unknown target".to_owned(), |t| t.to_string()),
             gpu: self.name.clone(),
@@ -360,9 +375,9 @@ impl Gpu {
         Ok(module)
     }
 
-    /// Function `name` of `ptx`.
-    pub fn function(&self, ptx: &'static str, name: &str) -> Result<CudaFunction, Error> {
-        self.module(ptx)?
+    /// Function `name` of `code`.
+    pub fn function(&self, code: impl Into<Code>, name: &str) -> Result<CudaFunction, Error> {
+        self.module(code)?
             .load_function(name)
             .map_err(Error::cuda(format!("finding kernel `{name}` in the PTX")))
     }
@@ -416,14 +431,9 @@ impl Gpu {
     /// PTX has one: the same kernel without the checked task bodies, whose registers would
     /// otherwise count for unchecked runs too (a kernel's register count, which bounds how many
     /// of its blocks an SM holds, is that of its heaviest path).
-    pub(crate) fn variant(
-        &self,
-        region: &crate::Region<'_>,
-        ptx: &'static str,
-        name: &str,
-    ) -> String {
+    pub(crate) fn variant(&self, region: &crate::Region<'_>, code: Code, name: &str) -> String {
         let unchecked = format!("{name}__unchecked");
-        if !region.options.checked && self.function(ptx, &unchecked).is_ok() {
+        if !region.options.checked && self.function(code, &unchecked).is_ok() {
             unchecked
         } else {
             name.to_owned()
@@ -442,19 +452,19 @@ impl Gpu {
         name: &str,
         wanted: impl FnOnce(u32) -> u32,
     ) -> Result<Picked, Error> {
-        let ptx = region.meta.ptx.ok_or(Error::NoPtx {
+        let code = region.meta.code().ok_or(Error::NoPtx {
             region: region.meta.name,
         })?;
         // The occupancy queries need the context current on this thread, which may be new.
         self.ctx
             .bind_to_thread()
             .map_err(Error::cuda("binding the CUDA context"))?;
-        let name = &self.variant(region, ptx, name);
-        let capped = self.function(ptx, name)?;
+        let name = &self.variant(region, code, name);
+        let capped = self.function(code, name)?;
         let resident = persistent::resident_blocks(self, &capped, region)?;
         let wanted = wanted(resident);
         // A PTX without twins (built with an older builder) simply has none.
-        if let Ok(twin) = self.function(ptx, &format!("{name}__uncapped"))
+        if let Ok(twin) = self.function(code, &format!("{name}__uncapped"))
             && let Ok(twin_resident) = persistent::resident_blocks(self, &twin, region)
             && wanted <= twin_resident
         {
@@ -518,6 +528,22 @@ fn is_sticky(code: CUresult) -> bool {
             | CUresult::CUDA_ERROR_INVALID_PC
             | CUresult::CUDA_ERROR_LAUNCH_FAILED
     )
+}
+
+/// A kernels crate's device code: its PTX, and the cubin the builder assembled from it (empty
+/// without a `ptxas` at build time). A bare `&'static str` is PTX alone.
+#[derive(Clone, Copy, Debug)]
+pub struct Code {
+    /// The PTX; its address also names the module once loaded.
+    pub ptx: &'static str,
+    /// The cubin, for the PTX's own target.
+    pub cubin: &'static [u8],
+}
+
+impl From<&'static str> for Code {
+    fn from(ptx: &'static str) -> Self {
+        Self { ptx, cubin: &[] }
+    }
 }
 
 /// The architecture a PTX module targets: its `.target sm_NN[a|f]` line.

@@ -171,9 +171,9 @@ impl<'g> Staged<'g> {
         let meta = &region.meta;
         let options = &region.options;
         gpu.check_usable()?;
-        let ptx = meta.ptx.ok_or(Error::NoPtx { region: meta.name })?;
+        let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
         // Loading checks the PTX's architecture before anything is allocated.
-        gpu.module(ptx)?;
+        gpu.module(code)?;
         let n = ins.task_count();
         // Checked before anything is allocated, so a region that cannot fit fails with nothing
         // copied. The driver rounds allocations up, so staging may still run out near the limit:

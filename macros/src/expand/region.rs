@@ -344,13 +344,18 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
         #vis fn #name<'__tw>(#(#fn_params),*) -> #p::host::Region<'__tw> {
             #checks
             #[cfg(taskweave_ptx)]
-            let __tw_ptx = ::core::option::Option::Some(::taskweave::include_ptx!());
+            let (__tw_ptx, __tw_cubin): (::core::option::Option<&'static str>, &'static [u8]) = (
+                ::core::option::Option::Some(::taskweave::include_ptx!()),
+                ::taskweave::include_cubin!(),
+            );
             #[cfg(not(taskweave_ptx))]
-            let __tw_ptx = ::core::option::Option::None;
+            let (__tw_ptx, __tw_cubin): (::core::option::Option<&'static str>, &'static [u8]) =
+                (::core::option::Option::None, &[]);
             let mut __tw_region = #p::host::Region::new(#p::host::RegionMeta {
                 name: #name_str,
                 kernel: #kernel_str,
                 ptx: __tw_ptx,
+                cubin: __tw_cubin,
                 kinds: &[#(#kind_names),*],
                 dispatch: &#dispatch,
                 location: ::core::panic::Location::caller(),

@@ -1,0 +1,109 @@
+//! Ahead-of-time assembly of the PTX into a cubin, when a `ptxas` is at hand.
+//!
+//! The driver compiles PTX for the GPU when a module is loaded, and a kernels crate's PTX (every
+//! region's kernels and their variants) takes it tens of seconds on a cold cache. A cubin
+//! assembled at build time loads at once on a GPU of its architecture; the host falls back to
+//! the PTX on any other, and when the build had no `ptxas` the cubin is empty.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `ptxas` to assemble with: `TASKWEAVE_PTXAS` (a path; empty or `0` turns assembly off),
+/// else the first `ptxas` on `PATH`, else `$CUDA_HOME/bin/ptxas` or `/usr/local/cuda/bin/ptxas`.
+pub(crate) fn find_ptxas() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TASKWEAVE_PTXAS") {
+        return (!path.is_empty() && path != "0").then(|| PathBuf::from(path));
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join("ptxas"));
+    let cuda = std::env::var_os("CUDA_HOME")
+        .map(|home| PathBuf::from(home).join("bin/ptxas"))
+        .into_iter()
+        .chain([PathBuf::from("/usr/local/cuda/bin/ptxas")]);
+    on_path.chain(cuda).find(|p| p.is_file())
+}
+
+/// Assembles `ptx` for `arch` into `cubin` with `ptxas`. On failure the cubin is left empty and
+/// the reason returned, for a build warning: the PTX still works, through the driver.
+pub(crate) fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) -> Result<(), String> {
+    let output = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-O3")
+        .arg(ptx)
+        .arg("-o")
+        .arg(cubin)
+        .output()
+        .map_err(|e| format!("could not run {}: {e}", ptxas.display()))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let _ = std::fs::write(cubin, []);
+    Err(format!(
+        "{} failed ({}): {}",
+        ptxas.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `ptxas` that `scripts/setup.sh` installs in the workspace's `.venv`, if it is there.
+    fn venv_ptxas() -> Option<PathBuf> {
+        let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+        std::fs::read_dir(lib)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|python| python.path().join("site-packages/nvidia/cu13/bin/ptxas"))
+            .find(|p| p.is_file())
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("taskweave-cubin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    const PTX: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+                       .visible .entry k(.param .u64 p) {\n  ret;\n}\n";
+
+    #[test]
+    fn a_ptxas_that_fails_leaves_an_empty_cubin_and_says_why() {
+        let (ptx, cubin) = (scratch("bad.ptx"), scratch("bad.cubin"));
+        std::fs::write(&ptx, "not PTX at all").unwrap();
+        std::fs::write(&cubin, b"stale").unwrap();
+        let ptxas = venv_ptxas().unwrap_or_else(|| PathBuf::from("false"));
+        let why = assemble(&ptxas, "sm_90", &ptx, &cubin).unwrap_err();
+        assert!(why.contains("failed"), "{why}");
+        assert_eq!(
+            std::fs::read(&cubin).unwrap(),
+            b"",
+            "a stale cubin must not survive"
+        );
+    }
+
+    #[test]
+    fn a_missing_ptxas_is_an_error_naming_it() {
+        let (ptx, cubin) = (scratch("k.ptx"), scratch("k.cubin"));
+        std::fs::write(&ptx, PTX).unwrap();
+        let why = assemble(Path::new("/nonexistent/ptxas"), "sm_90", &ptx, &cubin).unwrap_err();
+        assert!(why.contains("/nonexistent/ptxas"), "{why}");
+    }
+
+    /// Runs where `scripts/setup.sh` has installed `ptxas` (CI does): the cubin is an ELF image.
+    #[test]
+    fn ptxas_assembles_ptx_into_an_elf_cubin() {
+        let Some(ptxas) = venv_ptxas() else {
+            eprintln!("no .venv ptxas (scripts/setup.sh installs it): skipped");
+            return;
+        };
+        let (ptx, cubin) = (scratch("ok.ptx"), scratch("ok.cubin"));
+        std::fs::write(&ptx, PTX).unwrap();
+        assemble(&ptxas, "sm_90", &ptx, &cubin).unwrap();
+        assert_eq!(&std::fs::read(&cubin).unwrap()[..4], b"\x7fELF");
+    }
+}
