@@ -6,7 +6,7 @@
 //!    and calls [`Recorder::spawn`] with the packed scalars and the accesses.
 //! 3. The recorder validates every range against its array, feeds the task's accesses to the
 //!    [`DepTracker`], which adds the RAW, WAR and WAW edges, and appends the task to the task table.
-//! 4. [`Recorder::finish`] yields an [`Inspection`]: the task table, argument words, the DAG in CSR
+//! 4. `Recorder::finish` yields an [`Inspection`]: the task table, argument words, the DAG in CSR
 //!    form, and the spawn locations errors refer to.
 
 use std::marker::PhantomData;

@@ -1,15 +1,16 @@
 //! The GPU plumbing, over cudarc's driver API.
 //!
 //! 1. [`Gpu::new`] opens a device: it loads `libcuda` at run time, so a machine without a driver or
-//!    GPU gets [`Error::NoGpu`](crate::Error::NoGpu), never a panic or a link error.
-//! 2. [`Gpu::module`] loads a PTX module once and caches it, after checking that the PTX's
+//!    GPU gets [`Error::NoGpu`], never a panic or a link error.
+//! 2. [`Gpu::module`] loads a kernels crate's module once and caches it: from the cubin the builder
+//!    assembled, when it has one for this GPU, else from the PTX, after checking that the PTX's
 //!    `.target` runs on this GPU.
-//! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler. Regions
-//!    on one `Gpu` run one at a time ([`Gpu::exclusive`]): they share the stream, and a module's
-//!    error record and abort flag.
+//! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler. Each
+//!    launch has its own error record and abort flag; regions on one `Gpu` take turns on its
+//!    stream, and the helper threads of asynchronous regions have streams of their own
+//!    ([`Gpu::lane`]).
 //! 4. A fault the device layer cannot catch (a trap, an illegal address) poisons the CUDA context:
-//!    the `Gpu` remembers it ([`Gpu::after_kernel`]) and every later region fails fast with
-//!    [`Error::ContextLost`](crate::Error::ContextLost).
+//!    the `Gpu` remembers it and every later region fails fast with [`Error::ContextLost`].
 
 pub mod graph;
 pub mod levels;

@@ -5,10 +5,10 @@
 //!    workers are resident at once and spinning on a queue can never starve an unlaunched block.
 //!    With SM-aware workers (`crate::sm`) every block that fits is launched, and each claims a
 //!    worker on its SM or retreats at kernel entry.
-//! 2. Stage the arrays and tables ([`Staged`]) and launch.
+//! 2. Stage the arrays and tables (`Staged`) and launch.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when
 //!    it stops moving for the watchdog timeout the host raises the abort flag.
-//! 4. [`Staged::finish`]: a faulting task becomes an error naming it, with the host arrays left
+//! 4. `Staged::finish`: a faulting task becomes an error naming it, with the host arrays left
 //!    untouched; otherwise the writable arrays come back.
 
 use std::time::{Duration, Instant};
