@@ -137,6 +137,51 @@ impl Variant {
     }
 }
 
+/// Where a chain's hop goes, from a traced run: each record spans one task from just after the
+/// barrier that hands it to the block to just after the barrier that ends its body (the leader's
+/// `%globaltimer`); the gap
+/// from one task's end to the next one's start is the scheduler's part of the hop (releasing the
+/// child, placing it, taking it back or popping it, reading its record). Medians over the chain.
+fn hop_breakdown(
+    rt: &Runtime,
+    dag: Dag,
+    cycles: u64,
+    threads: u32,
+    variant: Variant,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let set = Settings {
+        threads,
+        workers: None,
+        variant,
+        trace: true,
+    };
+    let report = dag.run(rt, cycles, &set)?;
+    let Some(trace) = report.trace.as_deref().filter(|t| t.len() > 1) else {
+        return Ok(());
+    };
+    let mid = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    // A chain's task k runs after task k - 1: records in task order are in time order.
+    let task = mid(trace.iter().map(|t| t.end - t.start).collect());
+    let gap = mid(trace
+        .windows(2)
+        .map(|w| w[1].start.saturating_sub(w[0].end))
+        .collect());
+    println!(
+        "{} hop, {}: {} ns from one task's start to the next one's: {} ns in the task (body and \
+         the barrier after it), {} ns between tasks (release, place, pick, record, hand-over \
+         barrier)",
+        dag.name(),
+        variant.label(),
+        task + gap,
+        task,
+        gap
+    );
+    Ok(())
+}
+
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
     xs[xs.len() / 2]
@@ -212,7 +257,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "| DAG | tasks | task | variant | workers | time (us) | ns/task | us/hop | vs persistent grr | % of LB | set-up (ms) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    for (dag, cycles, task) in cases {
+    for &(dag, cycles, task) in &cases {
         if cli
             .only
             .as_ref()
@@ -291,6 +336,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 },
                 warm.setup_time.as_secs_f64() * 1e3,
             );
+        }
+    }
+    if let Some(&(dag, cycles, _)) = cases
+        .iter()
+        .find(|(dag, ..)| matches!(dag, Dag::Chain(_)))
+        .filter(|(dag, ..)| {
+            cli.only
+                .as_ref()
+                .is_none_or(|o| dag.name().contains(o.as_str()))
+        })
+    {
+        println!();
+        for &variant in variants
+            .iter()
+            .filter(|v| matches!(v.backend, Backend::Persistent | Backend::Cpu))
+        {
+            hop_breakdown(&rt, dag, cycles, cli.threads, variant)?;
         }
     }
     println!();
