@@ -11,8 +11,9 @@
 //! 2. Each decrement is a *relaxed* RMW, so that a task's decrements are issued back to back and
 //!    their round trips overlap ([`decrement_pair`]). (`atom.acq_rel.gpu`, the earlier choice, is
 //!    a membar plus the RMW in SASS: one membar per child.)
-//! 3. Whoever runs a task first loads its counter with acquire ([`acquire`]): the worker that pops
-//!    it, or the parent that freed it and keeps it as its continuation. The load synchronizes with
+//! 3. Whoever runs a task that has other parents first loads its counter with acquire
+//!    ([`acquire`]): the worker that pops it (its pusher flagged the link `queue::COUNTED`), or the
+//!    parent that freed it and keeps it as its continuation. The load synchronizes with
 //!    every parent's fence through the counter's release sequence (all the decrements are RMWs).
 //!    So a pushed child needs no second fence: the queue link, whose store the same fence made a
 //!    release, carries a `SOLE_PARENT` child's inputs (the host sets its counter to zero), and the

@@ -218,6 +218,13 @@ fn finish(t: &Tables, entries: &[u32]) -> Vec<u32> {
     freed
 }
 
+/// [`finish`], then the pushes of what it freed into worker 0's queue.
+fn finish_and_push(t: &Tables, entries: &[u32]) {
+    for link in finish(t, entries) {
+        t.queues().push_fenced(0, link);
+    }
+}
+
 fn sorted(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     v.sort_unstable();
     v
@@ -353,7 +360,7 @@ fn loom_publish_into_nonempty_queue_fenced() {
 }
 
 /// c1. Dependences: child 0 waits for two parents. Each parent thread writes its own result, then
-/// releases the child (fence, acquire decrement); the one whose decrement is the last pushes it,
+/// releases the child (fence, relaxed decrement); the one whose decrement is the last pushes it,
 /// with no second fence. The consumer that pops the child sees both results through its acquire of
 /// the counter: the link carries only what preceded the pusher's fence, and the other parent's
 /// result reached the pusher after it (through the decrement).
@@ -369,9 +376,7 @@ fn loom_dependence_release() {
                 let t = t.clone();
                 thread::spawn(move || {
                     t.write(parent, 100 + parent);
-                    for child in finish(&t, &[0]) {
-                        t.queues().push_fenced(0, child);
-                    }
+                    finish_and_push(&t, &[0]);
                 })
             })
             .collect();
@@ -403,16 +408,12 @@ fn loom_dependence_release_after_barrier() {
                     thread::spawn(move || t.write(1, 101))
                 };
                 lane.join().unwrap();
-                for child in finish(&t, &[0]) {
-                    t.queues().push_fenced(0, child);
-                }
+                finish_and_push(&t, &[0]);
             })
         };
         // The main thread is parent 2, and then the consumer.
         t.write(2, 102);
-        for child in finish(&t, &[0]) {
-            t.queues().push_fenced(0, child);
-        }
+        finish_and_push(&t, &[0]);
         assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
         assert_eq!((t.read(1), t.read(2)), (101, 102));
         block.join().unwrap();
@@ -465,9 +466,7 @@ fn loom_dependence_release_split_push_fenced() {
             let t = t.clone();
             thread::spawn(move || {
                 t.write(2, 102);
-                for child in finish(&t, &[0]) {
-                    t.queues().push_fenced(0, child);
-                }
+                finish_and_push(&t, &[0]);
             })
         };
         let block = {
@@ -510,9 +509,7 @@ fn loom_release_two_children_one_fence() {
             let t = t.clone();
             move || {
                 t.write(parent, 100 + parent);
-                for child in finish(&t, children) {
-                    t.queues().push_fenced(0, child);
-                }
+                finish_and_push(&t, children);
             }
         };
         let parents = [
