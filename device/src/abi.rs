@@ -66,8 +66,13 @@ pub mod policy {
     /// shares the most data with), which keeps it as its continuation when that is itself, while
     /// that worker's queue is drained; the other children go out by global round robin.
     pub const AFFINITY: u32 = 6;
+    /// The inspector's static list schedule: every task is placed on a worker before the run
+    /// (critical path first, next to its parents where that costs no time); each worker runs its
+    /// list in order, waiting on a task's counter only for parents placed on other workers. No
+    /// queue operation at run time; best when tasks cost about the same.
+    pub const STATIC: u32 = 7;
     /// Number of policies.
-    pub const COUNT: u32 = 7;
+    pub const COUNT: u32 = 8;
 }
 
 /// [`RegionDesc::flags`]: index checks on.

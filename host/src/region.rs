@@ -71,11 +71,18 @@ pub enum Policy {
     /// the rest by global round robin. See
     /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
     Affinity,
+    /// Place every task on a worker before the run, by a list schedule of the DAG
+    /// ([`graph::list_schedule`](crate::graph::list_schedule): critical path first, a task next to
+    /// its parents where that costs no time). Each worker runs its list in order and waits on a
+    /// task's counter only for its parents on other workers: no queue at run time, and no atomic
+    /// at all between tasks of one worker. Best when tasks cost about the same; a task much longer
+    /// than the others holds back the rest of its worker's list.
+    Static,
 }
 
 impl Policy {
     /// Every policy.
-    pub const ALL: [Policy; 7] = [
+    pub const ALL: [Policy; 8] = [
         Self::Lrr,
         Self::Grr,
         Self::Lf,
@@ -83,6 +90,7 @@ impl Policy {
         Self::Steal,
         Self::Priority,
         Self::Affinity,
+        Self::Static,
     ];
 
     /// The policy's number in the device ABI.
@@ -96,6 +104,7 @@ impl Policy {
             Self::Steal => policy::STEAL,
             Self::Priority => policy::PRIORITY,
             Self::Affinity => policy::AFFINITY,
+            Self::Static => policy::STATIC,
         }
     }
 
@@ -109,6 +118,7 @@ impl Policy {
             Self::Steal => "steal",
             Self::Priority => "priority",
             Self::Affinity => "affinity",
+            Self::Static => "static",
         }
     }
 }

@@ -92,12 +92,18 @@ pub fn release(pending: &[AtomicU32], entry: u32) -> Option<u32> {
 /// for a consumer that popped it.
 #[inline(always)]
 pub fn acquire(pending: &[AtomicU32], task: u32) {
-    let Some(counter) = pending.get(task as usize) else {
-        return;
-    };
-    while counter.load(Gpu, Acquire) != 0 {
+    while !ready(pending, task) {
         spin();
     }
+}
+
+/// One poll of [`acquire`]: whether `task`'s counter reads zero, with an acquire load that, when it
+/// does, synchronizes with each parent's fence.
+#[inline(always)]
+pub fn ready(pending: &[AtomicU32], task: u32) -> bool {
+    pending
+        .get(task as usize)
+        .is_none_or(|counter| counter.load(Gpu, Acquire) == 0)
 }
 
 #[inline(always)]

@@ -569,6 +569,61 @@ fn loom_sole_parent_push_fenced() {
     });
 }
 
+/// A finished task's release under the static policy, as the leader does it: one fence if any
+/// entry is counted (a child on another worker), then the decrements; nothing is pushed, since
+/// every child sits in its worker's list already, and with only same-worker children (entries
+/// flagged `SOLE_PARENT`) no fence at all.
+fn finish_planned(t: &Tables, entries: &[u32]) {
+    if entries.iter().any(|&e| deps::counted(e)) {
+        fence(Gpu);
+    }
+    for &e in entries {
+        deps::decrement(&t.pending, e);
+    }
+}
+
+/// c7. The static policy: worker 0's plan is task 1, then task 0; worker 1's is task 2. Task 0
+/// reads both parents' results: task 1's (same worker, its edge uncounted, written by another lane
+/// of the block before the barrier) and task 2's (another worker: task 0's counter starts at 1 and
+/// its link is flagged). Worker 0 reads task 0's link ahead, during task 1's body, with a relaxed
+/// load, as the device does; it must still see task 2's result, through the counter alone.
+#[test]
+fn loom_static_plan() {
+    model(|| {
+        let t = Tables::new(3, &[&[1, COUNTED], &[2]], &[1]);
+        let remote = {
+            let t = t.clone();
+            thread::spawn(move || {
+                let mut cursor = t.head[1].load(Gpu, Relaxed);
+                assert_eq!(t.queues().pop_from(&mut cursor), Some(2));
+                t.write(2, 102);
+                finish_planned(&t, &[0]);
+                assert_eq!(
+                    t.queues().planned_after(2),
+                    NIL,
+                    "the end of worker 1's list"
+                );
+            })
+        };
+        let mut cursor = t.head[0].load(Gpu, Relaxed);
+        assert_eq!(t.queues().pop_from(&mut cursor), Some(1));
+        let ahead = t.queues().planned_after(1);
+        assert_eq!(
+            ahead, COUNTED,
+            "task 0, flagged: it has a parent on another worker"
+        );
+        let lane = {
+            let t = t.clone();
+            thread::spawn(move || t.write(1, 101))
+        };
+        lane.join().unwrap();
+        finish_planned(&t, &[SOLE_PARENT]);
+        assert_eq!(take(&t, ahead), 0);
+        assert_eq!((t.read(1), t.read(2)), (101, 102));
+        remote.join().unwrap();
+    });
+}
+
 /// d. Stealing: the owner and a thief both `pop_locked` one queue holding two host-linked tasks.
 /// Each task is taken exactly once; none is lost. The consumer cursor (`head`) passes between them
 /// through the lock's release/acquire, so a stale cursor would show as a task taken twice.

@@ -122,6 +122,14 @@ impl<'a> Queues<'a> {
         self.next[cursor as usize].load(Gpu, Relaxed) == NIL
     }
 
+    /// The link after `task` in the static policy's plan, which the host linked before the run
+    /// and nobody changes during it ([`NIL`] at the end of a worker's list).
+    #[inline(always)]
+    pub fn planned_after(&self, task: u32) -> u32 {
+        // Relaxed: the host wrote every link before the launch, and no worker writes one.
+        self.next[task as usize].load(Gpu, Relaxed)
+    }
+
     /// Publishes an owner's register cursor in `head[worker]`, for [`Queues::looks_drained`].
     #[inline(always)]
     pub fn publish_head(&self, worker: u32, cursor: u32) {
@@ -170,8 +178,10 @@ impl<'a> Queues<'a> {
 
 /// Links the initial ready lists into fresh queue tables, on the host, before any worker starts.
 ///
-/// `lists[w]` holds worker `w`'s initial tasks in order; `next`, `head` and `tail` are the plain
-/// `u32` tables the runtime will view as atomics.
+/// `lists[w]` holds worker `w`'s initial tasks in order, as queue links: a task, flagged
+/// [`COUNTED`] where its consumer must acquire its counter first (under the static policy, a task
+/// with parents on other workers). `next`, `head` and `tail` are the plain `u32` tables the runtime
+/// will view as atomics.
 pub fn link_initial(
     next: &mut [u32],
     head: &mut [u32],
@@ -184,9 +194,9 @@ pub fn link_initial(
         let stub = n_tasks + w as u32;
         head[w] = stub;
         let mut last = stub;
-        for &task in list.iter() {
-            next[last as usize] = task;
-            last = task;
+        for &link in list.iter() {
+            next[last as usize] = link;
+            last = link & !COUNTED;
         }
         tail[w] = last;
     }

@@ -1,6 +1,6 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::queue::{COUNTED, Queues};
+use super::queue::{self, COUNTED, Queues};
 use super::{affinity, at, command, deps, words};
 use crate::abi::{
     ArrayDesc, Counters, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TaskRecord, TraceRecord,
@@ -217,16 +217,43 @@ impl<'a> Runtime<'a> {
     }
 
     /// The task of a popped queue link and its record, its parents' results acquired through its
-    /// counter when the link says it has other parents than its pusher's task. The record's loads
-    /// are issued first, so that they overlap the acquire's round trip.
+    /// counter when the link says it has other parents than its pusher's task (or, under the
+    /// static policy, parents on other workers). The record's loads are issued first, so that they
+    /// overlap the acquire's round trip. `ABORT` if the region was aborted while the task waited.
     #[inline(always)]
-    fn take(&self, link: u32) -> (u32, Record) {
+    fn take(&self, link: u32, me: &mut Leader) -> (u32, Record) {
         let task = link & !COUNTED;
         let record = self.record(task);
-        if link & COUNTED != 0 {
-            deps::acquire(self.pending, task);
+        if link & COUNTED != 0 && !deps::ready(self.pending, task) && !self.wait(task, me) {
+            return (command::ABORT, record);
         }
         (task, record)
+    }
+
+    /// Waits until `task`'s counter reads zero (with acquire, as [`deps::acquire`]); `false` if the
+    /// region is aborted meanwhile. Under a queue policy a popped task is ready as soon as its link
+    /// is, so this returns at the first poll in practice; under the static policy a worker waits
+    /// here for its next task's parents on other workers, for as long as they take, and so polls
+    /// the abort flag and reports its completions, as an idle worker does.
+    #[inline(never)]
+    fn wait(&self, task: u32, me: &mut Leader) -> bool {
+        me.flush(self.completed);
+        let mut backoff = 0u32;
+        let mut polls = 0u32;
+        while !deps::ready(self.pending, task) {
+            polls += 1;
+            if polls.is_multiple_of(IDLE_CHECK) && self.aborted() {
+                return false;
+            }
+            me.stats.idle_polls += 1;
+            // Short sleeps only: the wake-up adds to the hop's latency, and one poll is already an
+            // L2 round trip.
+            if polls > WAIT_SPINS {
+                arch::nanosleep(backoff);
+                backoff = (backoff * 2).clamp(32, MAX_WAIT_BACKOFF_NS);
+            }
+        }
+        true
     }
 
     /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
@@ -333,6 +360,10 @@ const STEAL_TRIES: u32 = 2;
 const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
 /// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
 const MAX_BACKOFF_NS: u32 = 256;
+/// Polls of a task's counter without sleeping before [`Runtime::wait`] starts backing off.
+const WAIT_SPINS: u32 = 4;
+/// The longest sleep between polls of a waited-for task's counter.
+const MAX_WAIT_BACKOFF_NS: u32 = 128;
 
 /// A task's entry in the tables, as the leader hands it to its block through the runtime words.
 #[derive(Clone, Copy, Default)]
@@ -371,6 +402,9 @@ impl Record {
 /// What the leader thread keeps in registers.
 struct Leader {
     continuation: u32,
+    /// The static policy: the link after the running task in this worker's list, read during its
+    /// body (`None` when not read).
+    ahead: Option<u32>,
     lrr: u32,
     head: u32,
     done: u32,
@@ -418,6 +452,7 @@ pub unsafe fn run_worker<D: Dispatch>(
     let tracing = rt.flags & FLAG_TRACE != 0 && !rt.trace.is_null();
     let mut me = Leader {
         continuation: command::NONE,
+        ahead: None,
         lrr: worker,
         head: rt.queues.head(worker),
         done: 0,
@@ -428,6 +463,8 @@ pub unsafe fn run_worker<D: Dispatch>(
         },
     };
     let list = &words[words::LIST..];
+    // The static policy: the queues hold the inspector's plan, nothing is pushed at run time.
+    let planned = rt.policy == policy::STATIC;
 
     loop {
         // A: the leader picks the next task and hands it to the block.
@@ -436,10 +473,15 @@ pub unsafe fn run_worker<D: Dispatch>(
                 me.stats.continuations += 1;
                 let task = core::mem::replace(&mut me.continuation, command::NONE);
                 (task, rt.record(task))
+            } else if let Some(link) = me.ahead.take().filter(|&link| link != queue::NIL) {
+                // The static policy's next task, its link read during the last body: the pop
+                // without its load.
+                me.head = link & !COUNTED;
+                rt.take(link, &mut me)
             } else {
                 match rt.acquire(worker, &mut me) {
                     command if command >= command::NONE => (command, Record::default()),
-                    link => rt.take(link),
+                    link => rt.take(link, &mut me),
                 }
             };
             // Between tasks the abort flag is polled every `ABORT_POLL` tasks; idle workers poll it
@@ -510,6 +552,9 @@ pub unsafe fn run_worker<D: Dispatch>(
             ) {
                 queued = !rt.queues.looks_empty(me.head);
             }
+            if planned {
+                me.ahead = Some(rt.queues.planned_after(task));
+            }
         }
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
         let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
@@ -578,6 +623,10 @@ pub unsafe fn run_worker<D: Dispatch>(
                         count += 1;
                     }
                 }
+                if planned {
+                    // Every child is in some worker's list already.
+                    continue;
+                }
                 let (keep, base) = rt.place(worker, task, count, |i| freed[i], queued, &mut me);
                 if !counted && count > usize::from(keep != command::NONE) {
                     // Only sole-parent children, some pushed: the fence that releases the body
@@ -613,7 +662,7 @@ pub unsafe fn run_worker<D: Dispatch>(
             if !core::mem::replace(&mut fenced, true) {
                 fence(Gpu);
             }
-            if let Some(child) = deps::release(rt.pending, entry) {
+            if let Some(child) = deps::release(rt.pending, entry).filter(|_| !planned) {
                 // The list holds queue links: the child, flagged if it has other parents.
                 let link = child | if deps::counted(entry) { COUNTED } else { 0 };
                 let slot = words[words::FREED].fetch_add(1, Block, Relaxed) as usize;

@@ -137,6 +137,60 @@ impl Variant {
     }
 }
 
+/// A wavefront's dependence hops, from a traced run: for every cell with two parents, the gap from
+/// the end of the parent that finished last to the cell's start, split by whether that parent ran
+/// on the cell's worker (the hop stays on one worker: a continuation, or the next task of a static
+/// list) or on another (through a queue, or through the counter a static worker waits on).
+/// Medians, and how many cells each side has.
+fn wavefront_hops(
+    rt: &Runtime,
+    t: usize,
+    cycles: u64,
+    threads: u32,
+    variant: Variant,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let set = Settings {
+        threads,
+        workers: None,
+        variant,
+        trace: true,
+    };
+    let report = Dag::Wavefront(t).run(rt, cycles, &set)?;
+    let Some(trace) = report.trace.as_deref() else {
+        return Ok(());
+    };
+    let (mut local, mut remote) = (Vec::new(), Vec::new());
+    for i in 1..t {
+        for j in 1..t {
+            let cell = &trace[i * t + j];
+            let last = [&trace[(i - 1) * t + j], &trace[i * t + j - 1]]
+                .into_iter()
+                .max_by_key(|r| r.end)
+                .expect("two parents");
+            let gap = cell.start.saturating_sub(last.end);
+            if last.worker == cell.worker {
+                local.push(gap);
+            } else {
+                remote.push(gap);
+            }
+        }
+    }
+    let mid = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v.get(v.len() / 2)
+            .map_or_else(|| "-".to_owned(), |g| format!("{g} ns"))
+    };
+    println!(
+        "wavefront T={t} hops, {}: last parent on the same worker {} ({} cells), on another {} ({} cells)",
+        variant.label(),
+        mid(&mut local),
+        local.len(),
+        mid(&mut remote),
+        remote.len(),
+    );
+    Ok(())
+}
+
 /// Where a chain's hop goes, from a traced run: each record spans one task from just after the
 /// barrier that hands it to the block to just after the barrier that ends its body (the leader's
 /// `%globaltimer`); the gap
@@ -215,6 +269,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         persistent(Policy::Grr),
         persistent(Policy::Local),
         persistent(Policy::Priority),
+        persistent(Policy::Static),
     ];
     if !cli.cpu {
         variants.push(Variant {
@@ -353,6 +408,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|v| matches!(v.backend, Backend::Persistent | Backend::Cpu))
         {
             hop_breakdown(&rt, dag, cycles, cli.threads, variant)?;
+        }
+    }
+    if let Some(&(Dag::Wavefront(t), cycles, _)) = cases
+        .iter()
+        .find(|(dag, cycles, _)| matches!(dag, Dag::Wavefront(_)) && *cycles > 0)
+        .filter(|(dag, ..)| {
+            cli.only
+                .as_ref()
+                .is_none_or(|o| dag.name().contains(o.as_str()))
+        })
+    {
+        println!();
+        for &variant in variants
+            .iter()
+            .filter(|v| matches!(v.backend, Backend::Persistent | Backend::Cpu))
+        {
+            wavefront_hops(&rt, t, cycles, cli.threads, variant)?;
         }
     }
     println!();

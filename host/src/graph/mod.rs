@@ -16,6 +16,7 @@
 //!    implementations (per-element simulation and the O(n²) conflict relation).
 //! 6. For the affinity placement policy, record each task's ranges in a [`TaskRanges`] and call
 //!    [`affine_parents`]: per task, the parent it shares the most bytes with.
+//! 7. For the static policy, [`list_schedule`] places every task on a worker ahead of the run.
 //!
 //! ```
 //! use taskweave_host::graph::{Access, DepTracker, EdgeKind};
@@ -59,12 +60,14 @@ mod dag;
 mod export;
 mod interval;
 pub mod oracle;
+mod plan;
 #[cfg(test)]
 mod proptests;
 mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
+pub use plan::{Plan, list_schedule};
 pub use tracker::{DepTracker, MAX_EDGES};
 
 /// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use super::oracle::{self, TaskAccesses};
-use super::{Access, DepTracker, NO_AFFINE_PARENT, TaskRanges, affine_parents};
+use super::{Access, DepTracker, NO_AFFINE_PARENT, TaskRanges, affine_parents, list_schedule};
 
 /// A random program: array lengths and, per task, 1..=4 accesses.
 #[derive(Clone, Debug)]
@@ -138,6 +138,41 @@ proptest! {
             // data with it.
             prop_assert_eq!(a == NO_AFFINE_PARENT, of.is_empty(), "task {}", t);
             prop_assert!(a == NO_AFFINE_PARENT || of.contains(&a), "task {}", t);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// The static plan places every task once, and workers that run their lists in order, each
+    /// waiting for its head task's parents, finish every task: a round in which no head is ready
+    /// would be a deadlock.
+    #[test]
+    fn static_plans_never_deadlock(p in program(60), workers in 1u32..=9) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        let plan = list_schedule(&dag, workers);
+        let parents = dag.parents();
+        let n = dag.task_count();
+        prop_assert_eq!(plan.lists.iter().map(Vec::len).sum::<usize>(), n);
+        let mut done = vec![false; n];
+        let mut next = vec![0usize; workers as usize];
+        let mut finished = 0;
+        while finished < n {
+            let mut progressed = false;
+            for (w, list) in plan.lists.iter().enumerate() {
+                if let Some(&t) = list.get(next[w])
+                    && parents.parents_of(t).iter().all(|&q| done[q as usize])
+                {
+                    prop_assert_eq!(plan.worker[t as usize], w as u32);
+                    prop_assert!(!done[t as usize], "task {} placed twice", t);
+                    done[t as usize] = true;
+                    next[w] += 1;
+                    finished += 1;
+                    progressed = true;
+                }
+            }
+            prop_assert!(progressed, "no worker's next task is ready: {:?}", plan.lists);
         }
     }
 }

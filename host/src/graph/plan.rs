@@ -1,0 +1,204 @@
+//! [`list_schedule`]: the static policy's plan, every task placed on a worker before the run.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::Dag;
+
+/// A static schedule: which worker runs each task, and each worker's tasks in the order it runs
+/// them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The worker of every task.
+    pub worker: Vec<u32>,
+    /// Worker `w`'s tasks, in the order it runs them.
+    pub lists: Vec<Vec<u32>>,
+}
+
+/// A task's cost in the schedule's model, in abstract units.
+const TASK: u64 = 2;
+/// What a dependence between tasks on different workers adds in the model: half a task, roughly a
+/// hop's cost against a small tile's on the H100.
+const HOP: u64 = 1;
+/// How many of a task's parents' workers are tried, those of the parents that finish last first.
+const PARENT_CANDIDATES: usize = 4;
+
+/// A list schedule of `dag` on `workers` workers, after HEFT (Topcuoglu et al.) with every task
+/// costing the same: tasks are taken by decreasing rank (bottom level), ties by spawn order, and
+/// each goes to the worker where the model starts it earliest, among the workers of its parents
+/// that finish last and the worker that is free first; a parent's worker wins ties, so a chain
+/// stays on one worker. A dependence between workers costs [`HOP`] in the model.
+///
+/// Every worker's list is a subsequence of one topological order (a parent's rank exceeds its
+/// child's), so workers that run their lists in order, each waiting for its next task's parents,
+/// never deadlock: the first unfinished task of that order has all its parents finished and heads
+/// its worker's remaining list. `O((tasks + edges) log workers)`.
+///
+/// # Panics
+/// If `workers` is zero.
+pub fn list_schedule(dag: &Dag, workers: u32) -> Plan {
+    assert!(workers > 0, "a schedule needs a worker");
+    let n = dag.task_count();
+    let parents = dag.parents();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by_key(|&t| (Reverse(dag.rank[t as usize]), t));
+
+    let mut worker = vec![0u32; n];
+    let mut finish = vec![0u64; n];
+    let mut free = vec![0u64; workers as usize];
+    let mut lists = vec![Vec::new(); workers as usize];
+    // Every worker's free time, smallest first; an entry is stale once its worker took a task.
+    let mut idle: BinaryHeap<Reverse<(u64, u32)>> = (0..workers).map(|w| Reverse((0, w))).collect();
+    let mut candidates = Vec::with_capacity(PARENT_CANDIDATES + 1);
+    let mut latest: Vec<u32> = Vec::new();
+
+    for &t in &order {
+        let ps = parents.parents_of(t);
+        // The earliest `t` can start on `w`: after each parent, plus a hop from another worker.
+        let ready_on = |w: u32| {
+            ps.iter()
+                .map(|&p| finish[p as usize] + if worker[p as usize] == w { 0 } else { HOP })
+                .max()
+                .unwrap_or(0)
+        };
+        candidates.clear();
+        latest.clear();
+        latest.extend_from_slice(ps);
+        latest.sort_unstable_by_key(|&p| Reverse(finish[p as usize]));
+        for &p in &latest {
+            let w = worker[p as usize];
+            if !candidates.contains(&w) {
+                candidates.push(w);
+                if candidates.len() == PARENT_CANDIDATES {
+                    break;
+                }
+            }
+        }
+        while let Some(&Reverse((at, w))) = idle.peek() {
+            if free[w as usize] == at {
+                break;
+            }
+            idle.pop();
+        }
+        let Reverse((_, first_free)) = *idle.peek().expect("one entry per worker is live");
+        candidates.push(first_free);
+        let (w, start) = candidates
+            .iter()
+            .map(|&w| (w, free[w as usize].max(ready_on(w))))
+            .min_by_key(|&(_, start)| start)
+            .expect("at least the first free worker");
+        worker[t as usize] = w;
+        finish[t as usize] = start + TASK;
+        free[w as usize] = start + TASK;
+        idle.push(Reverse((start + TASK, w)));
+        lists[w as usize].push(t);
+    }
+    Plan { worker, lists }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Access, DepTracker};
+
+    /// A T×T wavefront: tile (i, j) reads its upper and left neighbours and writes itself.
+    fn wavefront(t: usize) -> Dag {
+        let mut tracker = DepTracker::new(&[t * t]);
+        for i in 0..t {
+            for j in 0..t {
+                let mut accesses = vec![(0, i * t + j..i * t + j + 1, Access::Write)];
+                if i > 0 {
+                    accesses.push((0, (i - 1) * t + j..(i - 1) * t + j + 1, Access::Read));
+                }
+                if j > 0 {
+                    accesses.push((0, i * t + j - 1..i * t + j, Access::Read));
+                }
+                tracker.add_task(&accesses).unwrap();
+            }
+        }
+        tracker.finish()
+    }
+
+    fn chain(n: usize) -> Dag {
+        let mut tracker = DepTracker::new(&[1]);
+        for _ in 0..n {
+            tracker.add_task(&[(0, 0..1, Access::ReadWrite)]).unwrap();
+        }
+        tracker.finish()
+    }
+
+    /// Each list runs parents before children, and all lists together hold every task once.
+    fn check(dag: &Dag, plan: &Plan) {
+        let n = dag.task_count();
+        let mut position = vec![None; n];
+        for (w, list) in plan.lists.iter().enumerate() {
+            for (i, &t) in list.iter().enumerate() {
+                assert!(position[t as usize].is_none(), "task {t} placed twice");
+                assert_eq!(plan.worker[t as usize], w as u32);
+                position[t as usize] = Some(i);
+            }
+        }
+        assert!(
+            position.iter().all(Option::is_some),
+            "a task was not placed"
+        );
+        for p in 0..n as u32 {
+            for &c in dag.children_of(p) {
+                if plan.worker[p as usize] == plan.worker[c as usize] {
+                    assert!(position[p as usize] < position[c as usize], "{p} after {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_chain_stays_on_one_worker() {
+        let dag = chain(50);
+        let plan = list_schedule(&dag, 8);
+        check(&dag, &plan);
+        assert!(plan.worker.iter().all(|&w| w == plan.worker[0]));
+    }
+
+    #[test]
+    fn independent_tasks_are_dealt_evenly() {
+        let mut tracker = DepTracker::new(&[100]);
+        for i in 0..100 {
+            tracker.add_task(&[(0, i..i + 1, Access::Write)]).unwrap();
+        }
+        let dag = tracker.finish();
+        let plan = list_schedule(&dag, 8);
+        check(&dag, &plan);
+        let sizes: Vec<usize> = plan.lists.iter().map(Vec::len).collect();
+        assert!(sizes.iter().all(|&s| s == 12 || s == 13), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_wavefront_narrower_than_the_workers_runs_a_row_per_worker() {
+        let t = 16;
+        let dag = wavefront(t);
+        let plan = list_schedule(&dag, 20);
+        check(&dag, &plan);
+        for i in 0..t {
+            let row = &plan.worker[i * t..(i + 1) * t];
+            assert!(row.iter().all(|&w| w == row[0]), "row {i}: {row:?}");
+        }
+        let rows: std::collections::HashSet<u32> = (0..t).map(|i| plan.worker[i * t]).collect();
+        assert_eq!(rows.len(), t, "two rows share a worker");
+    }
+
+    #[test]
+    fn a_wavefront_wider_than_the_workers_uses_them_all() {
+        let dag = wavefront(24);
+        let plan = list_schedule(&dag, 6);
+        check(&dag, &plan);
+        assert!(plan.lists.iter().all(|l| !l.is_empty()));
+    }
+
+    #[test]
+    fn one_worker_runs_everything_in_rank_order() {
+        let dag = wavefront(5);
+        let plan = list_schedule(&dag, 1);
+        check(&dag, &plan);
+        assert_eq!(plan.lists[0].len(), 25);
+    }
+}
