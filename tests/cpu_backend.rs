@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use taskweave::{Block, Error, Runtime, task, task_region};
+use taskweave::{Block, Error, Policy, Runtime, task, task_region};
 
 /// The line of this file holding `marker` (1-based), for checking spawn locations.
 fn line_of(marker: &str) -> u32 {
@@ -480,6 +480,50 @@ fn a_panicking_task_fails_the_region_and_the_runtime_goes_on() {
         assert_eq!(report.tasks, 3);
         assert_eq!(x, [1, 1, 1]);
     }
+}
+
+/// Copies `v[0]` into `w[i]`.
+#[task(reads = v[0..1], writes = w[i..i + 1])]
+fn follow(b: &Block, v: &[u32], w: &mut [u32], i: usize) {
+    if b.thread() == 0 {
+        w[i] = v[0];
+    }
+}
+
+task_region! {
+    /// Task 0 panics when `code` is not zero; eight tasks read what it writes.
+    fn explode_under_readers(x: &mut [u32], y: &mut [u32], code: u32) {
+        spawn!(explode(x, 0, code));
+        for i in 0..y.len() {
+            spawn!(follow(x, y, i));
+        }
+    }
+}
+
+/// Under the static policy the readers sit in the lists of all four workers, three of them waiting
+/// on the counter of the task that panics: the region still ends with that task named and the
+/// arrays restored, and the runtime runs the region again.
+#[test]
+fn a_panic_under_the_static_policy_reaches_the_workers_waiting_on_it() {
+    let runtime = Runtime::cpu_with(4);
+    let (mut x, mut y) = (vec![0u32; 1], vec![0u32; 8]);
+    let err = explode_under_readers(&mut x, &mut y, 7)
+        .policy(Policy::Static)
+        .watchdog(Duration::from_secs(30))
+        .run(&runtime)
+        .expect_err("task 0 panics");
+    let Error::TaskPanicked { task, .. } = &err else {
+        panic!("expected TaskPanicked, got {err:?}");
+    };
+    assert_eq!((task.index, task.kind), (0, "explode"));
+    assert_eq!((x.as_slice(), y.as_slice()), (&[0][..], &[0; 8][..]));
+
+    let report = explode_under_readers(&mut x, &mut y, 0)
+        .policy(Policy::Static)
+        .run(&runtime)
+        .expect("no task panics");
+    assert_eq!(report.tasks, 9);
+    assert_eq!((x.as_slice(), y.as_slice()), (&[1][..], &[1; 8][..]));
 }
 
 #[test]

@@ -184,6 +184,13 @@ impl<'a> Runtime<'a> {
                 }
                 return link;
             }
+            if self.policy == policy::STATIC {
+                // The plan is all linked before the run and nothing is pushed: an empty queue is
+                // the end of this worker's list, for good. Leaving now rather than polling keeps
+                // this block's loads (each an L1 invalidation, as acquires) off its SM.
+                me.flush(self.completed);
+                return command::DONE;
+            }
             if self.policy == policy::STEAL {
                 let workers = self.queues.workers();
                 for _ in 0..STEAL_TRIES.min(workers - 1) {
