@@ -231,28 +231,36 @@ impl<'a> Runtime<'a> {
     fn take(&self, link: u32, me: &mut Leader) -> (u32, Record) {
         let task = link & !COUNTED;
         let record = self.record(task);
-        if link & COUNTED != 0 && !deps::ready(self.pending, task) && !self.wait(task, me) {
-            return (command::ABORT, record);
+        if link & COUNTED != 0 && !deps::ready(self.pending, task) {
+            let (ready, polls) = self.wait(task, core::mem::take(&mut me.done));
+            me.stats.idle_polls += polls;
+            if !ready {
+                return (command::ABORT, record);
+            }
         }
         (task, record)
     }
 
-    /// Waits until `task`'s counter reads zero (with acquire, as [`deps::acquire`]); `false` if the
-    /// region is aborted meanwhile. Under a queue policy a popped task is ready as soon as its link
-    /// is, so this returns at the first poll in practice; under the static policy a worker waits
-    /// here for its next task's parents on other workers, for as long as they take, and so polls
-    /// the abort flag and reports its completions, as an idle worker does.
+    /// Waits until `task`'s counter reads zero (with acquire, as [`deps::acquire`]): whether it
+    /// did (`false`: the region was aborted meanwhile), and how many polls it took. Under a queue
+    /// policy a popped task is ready as soon as its link is, so this returns at the first poll in
+    /// practice; under the static policy a worker waits here for its next task's parents on other
+    /// workers, for as long as they take, and so polls the abort flag and first reports its `done`
+    /// completions, as an idle worker does. It takes values, not the [`Leader`], so that the
+    /// leader's state can stay in registers.
     #[inline(never)]
-    fn wait(&self, task: u32, me: &mut Leader) -> bool {
-        me.flush(self.completed);
+    fn wait(&self, task: u32, done: u32) -> (bool, u32) {
+        if done > 0 {
+            // Relaxed, as in `Leader::flush`.
+            self.completed.fetch_add(done, Gpu, Relaxed);
+        }
         let mut backoff = 0u32;
         let mut polls = 0u32;
         while !deps::ready(self.pending, task) {
             polls += 1;
             if polls.is_multiple_of(IDLE_CHECK) && self.aborted() {
-                return false;
+                return (false, polls);
             }
-            me.stats.idle_polls += 1;
             // Short sleeps only: the wake-up adds to the hop's latency, and one poll is already an
             // L2 round trip.
             if polls > WAIT_SPINS {
@@ -260,7 +268,7 @@ impl<'a> Runtime<'a> {
                 backoff = (backoff * 2).clamp(32, MAX_WAIT_BACKOFF_NS);
             }
         }
-        true
+        (true, polls)
     }
 
     /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
@@ -355,9 +363,6 @@ impl<'a> Runtime<'a> {
 /// Tasks with at most this many children have them released by the leader alone, which saves two
 /// block barriers per task; wider fan-outs are released by all threads in parallel.
 const LEADER_FANOUT: usize = 8;
-/// How many CSR entries the leader reads before the body (kept in registers across it, so few):
-/// enough for chains, wavefronts and most stencils, whose hop then waits for no load of the row.
-const PREFETCH: usize = 2;
 /// A busy worker adds its completions to the global count at least this often.
 const FLUSH_EVERY: u32 = 64;
 /// Victims an idle worker tries per round under work stealing.
@@ -409,9 +414,6 @@ impl Record {
 /// What the leader thread keeps in registers.
 struct Leader {
     continuation: u32,
-    /// The static policy: the link after the running task in this worker's list, read during its
-    /// body (`None` when not read).
-    ahead: Option<u32>,
     lrr: u32,
     head: u32,
     done: u32,
@@ -459,7 +461,6 @@ pub unsafe fn run_worker<D: Dispatch>(
     let tracing = rt.flags & FLAG_TRACE != 0 && !rt.trace.is_null();
     let mut me = Leader {
         continuation: command::NONE,
-        ahead: None,
         lrr: worker,
         head: rt.queues.head(worker),
         done: 0,
@@ -472,6 +473,10 @@ pub unsafe fn run_worker<D: Dispatch>(
     let list = &words[words::LIST..];
     // The static policy: the queues hold the inspector's plan, nothing is pushed at run time.
     let planned = rt.policy == policy::STATIC;
+    // The static policy: the link after the running task in this worker's list, read during its
+    // body (`NONE` when not read). A local, not a field of `me`, which functions take by reference:
+    // in memory, its store would wait for the load before the body could start.
+    let mut ahead = command::NONE;
 
     loop {
         // A: the leader picks the next task and hands it to the block.
@@ -480,9 +485,10 @@ pub unsafe fn run_worker<D: Dispatch>(
                 me.stats.continuations += 1;
                 let task = core::mem::replace(&mut me.continuation, command::NONE);
                 (task, rt.record(task))
-            } else if let Some(link) = me.ahead.take().filter(|&link| link != queue::NIL) {
+            } else if ahead != command::NONE && ahead != queue::NIL {
                 // The static policy's next task, its link read during the last body: the pop
                 // without its load.
+                let link = core::mem::replace(&mut ahead, command::NONE);
                 me.head = link & !COUNTED;
                 rt.take(link, &mut me)
             } else {
@@ -540,18 +546,24 @@ pub unsafe fn run_worker<D: Dispatch>(
             )
         };
         let kind = record.kind;
-        // Read before the body, so that their loads overlap the body's work: the first `PREFETCH`
-        // entries of the CSR row and the queue hint. (Reading the likely continuation's record
+        // Read before the body, so that their loads overlap the body's work: the first two entries
+        // of the CSR row (kept in registers across the body, so few: enough for chains, wavefronts
+        // and most stencils, whose hop then waits for no load of the row), the queue hint, and
+        // under the static policy the next link. (Reading the likely continuation's record
         // here too gained nothing on the H100: the loads of the row and of that record depend on
         // each other, and the leader, which runs the body as well, waited for both before it.)
-        let mut row = [0u32; PREFETCH];
+        // Two scalars, not an array: an array indexed at run time lives in local memory, and its
+        // store would wait for these loads before the body.
+        let (mut row0, mut row1) = (0u32, 0u32);
         let mut queued = false;
         if leader {
-            for (i, slot) in row.iter_mut().enumerate() {
-                if i < children.len() {
-                    // SAFETY: `i < children.len()`.
-                    *slot = unsafe { *at(children, i) };
-                }
+            if !children.is_empty() {
+                // SAFETY: the row is not empty.
+                row0 = unsafe { *at(children, 0) };
+            }
+            if children.len() > 1 {
+                // SAFETY: the row has two entries.
+                row1 = unsafe { *at(children, 1) };
             }
             if matches!(
                 rt.policy,
@@ -560,7 +572,7 @@ pub unsafe fn run_worker<D: Dispatch>(
                 queued = !rt.queues.looks_empty(me.head);
             }
             if planned {
-                me.ahead = Some(rt.queues.planned_after(task));
+                ahead = rt.queues.planned_after(task);
             }
         }
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
@@ -597,13 +609,11 @@ pub unsafe fn run_worker<D: Dispatch>(
             if leader && !children.is_empty() {
                 let n = children.len();
                 // Entry `i < n` of the row: prefetched, or read now.
-                let entry = |i: usize| {
-                    if i < PREFETCH {
-                        row[i]
-                    } else {
-                        // SAFETY: callers pass `i < n`, the row's length.
-                        unsafe { *at(children, i) }
-                    }
+                let entry = |i: usize| match i {
+                    0 => row0,
+                    1 => row1,
+                    // SAFETY: callers pass `i < n`, the row's length.
+                    _ => unsafe { *at(children, i) },
                 };
                 let counted = (0..n).any(|i| deps::counted(entry(i)));
                 if counted {
@@ -611,7 +621,7 @@ pub unsafe fn run_worker<D: Dispatch>(
                 }
                 // The prefetched entries' decrements are issued together, so that their round trips
                 // overlap.
-                let before = deps::decrement_pair(rt.pending, row[0], (n > 1).then_some(row[1]));
+                let before = deps::decrement_pair(rt.pending, row0, (n > 1).then_some(row1));
                 let mut freed = [0u32; LEADER_FANOUT];
                 // Bit `k`: `freed[k]` has other parents, whose results it must acquire to run here.
                 let mut counted_freed = 0u32;
