@@ -1,5 +1,5 @@
 //! Traces on the CPU backend: one record per task, named by kind, in dependence order, and their
-//! Chrome trace-event export.
+//! Chrome trace-event export; and, read through a trace, that the static policy runs the plan.
 
 use taskweave::{Block, Runtime, task, task_region};
 
@@ -78,4 +78,64 @@ fn no_trace_without_tracing() {
     assert!(report.trace.is_none() && report.task_kinds.is_none());
     assert!(report.chrome_trace().is_none());
     assert_eq!(report.kind_of(0), "task");
+}
+
+/// Wavefront cell `(i, j)` of a `t × t` grid: one more than the larger of its upper and left
+/// neighbours.
+#[task(reads = [g[if i > 0 { (i - 1) * t + j } else { 0 }..if i > 0 { (i - 1) * t + j + 1 } else { 0 }],
+                g[if j > 0 { i * t + j - 1 } else { 0 }..if j > 0 { i * t + j } else { 0 }]],
+       writes = g[i * t + j..i * t + j + 1])]
+fn cell(b: &Block, g: &mut [u32], i: usize, j: usize, t: usize) {
+    if b.thread() == 0 {
+        let up = if i > 0 { g[(i - 1) * t + j] } else { 0 };
+        let left = if j > 0 { g[i * t + j - 1] } else { 0 };
+        g[i * t + j] = up.max(left) + 1;
+    }
+}
+
+task_region! {
+    /// A `t × t` wavefront, row by row.
+    fn wavefront(g: &mut [u32], t: usize) {
+        for i in 0..t {
+            for j in 0..t {
+                spawn!(cell(g, i, j, t));
+            }
+        }
+    }
+}
+
+/// Under the static policy every task runs on the worker the inspector's plan gave it, each
+/// worker's tasks in plan order; for a wavefront no wider than the workers, a row per worker.
+#[test]
+fn the_static_policy_runs_the_inspectors_plan() {
+    use taskweave::{Policy, graph::list_schedule};
+    let (t, workers) = (6, 8);
+    let mut g = vec![0u32; t * t];
+    let plan = {
+        let ins = wavefront(&mut g, t).inspect().expect("the region inspects");
+        list_schedule(&ins.dag, workers)
+    };
+    let report = wavefront(&mut g, t)
+        .policy(Policy::Static)
+        .trace(true)
+        .run(&Runtime::cpu_with(workers))
+        .expect("the region runs");
+    assert!(
+        (0..t * t).all(|e| g[e] as usize == e / t + e % t + 1),
+        "{g:?}"
+    );
+    let trace = report.trace.as_ref().expect("tracing was on");
+    for (task, record) in trace.iter().enumerate() {
+        assert_eq!(record.worker, plan.worker[task], "task {task}");
+    }
+    for list in &plan.lists {
+        for pair in list.windows(2) {
+            let (a, b) = (&trace[pair[0] as usize], &trace[pair[1] as usize]);
+            assert!(a.end <= b.start, "{pair:?}: {a:?} then {b:?}");
+        }
+    }
+    for i in 0..t {
+        let row = &plan.worker[i * t..(i + 1) * t];
+        assert!(row.iter().all(|&w| w == row[0]), "row {i}: {row:?}");
+    }
 }
