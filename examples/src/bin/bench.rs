@@ -26,7 +26,7 @@ struct Cli {
     #[arg(long, value_enum, value_delimiter = ',')]
     backends: Vec<BackendArg>,
     /// Policies of the persistent (or CPU) scheduler.
-    #[arg(long, value_delimiter = ',', default_value = "grr,local,priority")]
+    #[arg(long, value_delimiter = ',', default_value = "grr,local,priority,static")]
     policies: Vec<Policy>,
     /// Worker count for the persistent scheduler (default: from occupancy).
     #[arg(long)]
