@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use taskweave::{Backend, Error, Report, Runtime, TaskRef};
-use taskweave_kernels::faults::{faulty, mode, touch_all};
+use taskweave::{Backend, Error, Policy, Report, Runtime, TaskRef};
+use taskweave_kernels::faults::{faulty, faulty_fan, mode, touch_all};
 
 /// One check's outcome: its name, whether it passed, and what it saw.
 pub struct Outcome {
@@ -143,6 +143,11 @@ const CHECKS: &[Check] = &[
         name: "an empty region runs on every backend",
         gpu_only: false,
         run: empty_region,
+    },
+    Check::Custom {
+        name: "a task panics under the static policy while other workers wait for it",
+        gpu_only: false,
+        run: static_waiters,
     },
     Check::Custom {
         name: "a GPU ordinal that does not exist",
@@ -278,6 +283,41 @@ fn shared_runtime(rt: &Runtime) -> Result<String, String> {
     } else {
         Err(failures.join("; "))
     }
+}
+
+/// `faulty_fan` under the static policy with its first task panicking: the other tasks wait on
+/// its counter in many workers' lists, and must leave through the abort flag, not hang; the error
+/// names the task, the host array is untouched, and the runtime goes on.
+fn static_waiters(rt: &Runtime) -> Result<String, String> {
+    let mut x = initial();
+    let result = faulty_fan(&mut x, mode::PANIC, 0)
+        .policy(Policy::Static)
+        .watchdog(Duration::from_secs(10))
+        .threads(64)
+        .run(rt);
+    if !untouched(&x) {
+        return Err("the host array was written".to_owned());
+    }
+    let detail = match (&result, failure(&result)) {
+        (Err(e), Some((task, message)))
+            if task.index == 0 && task.kind == "step" && message.contains("deliberate failure") =>
+        {
+            format!("error: {e}")
+        }
+        (Err(e), _) => return Err(format!("another error: {e}")),
+        (Ok(_), _) => return Err("the region succeeded".to_owned()),
+    };
+    let mut y = initial();
+    match faulty_fan(&mut y, 0, 0)
+        .policy(Policy::Static)
+        .threads(64)
+        .run(rt)
+    {
+        Ok(_) if (0..y.len()).all(|i| y[i] == 1 + i as u32) => {}
+        Ok(_) => return Err(format!("afterwards a wrong result: {:?}", &y[..4])),
+        Err(e) => return Err(format!("afterwards a region failed: {e}")),
+    }
+    Ok(detail)
 }
 
 /// Free device memory, or why the check cannot run.

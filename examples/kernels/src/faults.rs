@@ -1,6 +1,7 @@
 //! Tasks that fail on purpose, for the reliability checks (`faults` program and tests): a panic, an
 //! access outside the declared ranges, a task that outlives the watchdog, a trap and an illegal
-//! address; and a one-task region over a whole array, for regions too large for the device.
+//! address; a region whose failing task has dependents; and a one-task region over a whole array,
+//! for regions too large for the device.
 
 use taskweave::{Block, task, task_region};
 
@@ -63,6 +64,25 @@ task_region! {
     pub fn faulty(x: &mut [u32], victim: usize, how: u32, arg: u64) {
         for i in 0..x.len() - 1 {
             spawn!(step(x, i, victim, how, arg));
+        }
+    }
+}
+
+/// `x[i] = x[0] + i`: a dependent of the task that writes `x[0]`.
+#[task(reads = x[0..1], writes = x[i..i + 1])]
+pub fn after(b: &Block, x: &mut [u32], i: usize) {
+    if b.thread() == 0 {
+        x[i] = x[0] + i as u32;
+    }
+}
+
+task_region! {
+    /// Task 0 steps `x[0]`, misbehaving as `how` says; every other element waits for it. Under the
+    /// static policy the dependents sit in the lists of many workers, waiting on its counter.
+    pub fn faulty_fan(x: &mut [u32], how: u32, arg: u64) {
+        spawn!(step(x, 0, 0, how, arg));
+        for i in 1..x.len() {
+            spawn!(after(x, i));
         }
     }
 }

@@ -26,7 +26,11 @@ struct Cli {
     #[arg(long, value_enum, value_delimiter = ',')]
     backends: Vec<BackendArg>,
     /// Policies of the persistent (or CPU) scheduler.
-    #[arg(long, value_delimiter = ',', default_value = "grr,local,priority,static")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "grr,local,priority,static"
+    )]
     policies: Vec<Policy>,
     /// Worker count for the persistent scheduler (default: from occupancy).
     #[arg(long)]
