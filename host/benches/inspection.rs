@@ -1,5 +1,6 @@
 //! Inspection benchmark: builds 1,000,000-task regions in three shapes and times
-//! [`DepTracker::add_task`] (dependence tracking) and [`DepTracker::finish`] (CSR and ranks).
+//! [`DepTracker::add_task`] (dependence tracking) and [`DepTracker::finish`] (CSR and ranks), and
+//! apart from them the static policy's plan ([`list_schedule`] on [`PLAN_WORKERS`] workers).
 //!
 //! Run with `cargo bench -p taskweave-host --bench inspection`. Single-threaded; every shape is
 //! run `REPEATS` times and the fastest run is reported (plus the median total). Peak memory is
@@ -11,10 +12,12 @@ use std::hint::black_box;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use taskweave_host::graph::{Access, DepTracker};
+use taskweave_host::graph::{Access, DepTracker, list_schedule};
 
 /// Runs per shape.
 const REPEATS: usize = 5;
+/// Workers of the static plan: an H100's resident persistent workers at 4 blocks per SM.
+const PLAN_WORKERS: u32 = 528;
 /// Elements per tile (only affects the numbers in the ranges, not the work).
 const TILE: usize = 64;
 
@@ -107,6 +110,7 @@ struct Run {
     critical_path: u32,
     add: Duration,
     finish: Duration,
+    plan: Duration,
 }
 
 impl Run {
@@ -132,6 +136,9 @@ fn run(shape: &Shape) -> Run {
     let dag = black_box(tracker.finish());
     let finish = start.elapsed();
     let critical_path = dag.critical_path();
+    let start = Instant::now();
+    black_box(list_schedule(&dag, PLAN_WORKERS));
+    let plan = start.elapsed();
     drop(dag);
     Run {
         tasks,
@@ -141,6 +148,7 @@ fn run(shape: &Shape) -> Run {
         critical_path,
         add,
         finish,
+        plan,
     }
 }
 
@@ -190,7 +198,7 @@ fn main() {
     }
     println!("taskweave-host inspection benchmark: best of {REPEATS} runs per shape, one thread");
     println!(
-        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9}",
+        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>8}",
         "shape",
         "tasks",
         "edges",
@@ -202,7 +210,8 @@ fn main() {
         "total ms",
         "median ms",
         "ns/task",
-        "peak MiB"
+        "peak MiB",
+        "plan ms"
     );
     for (index, shape) in shapes.iter().enumerate() {
         let mut runs: Vec<Run> = (0..REPEATS).map(|_| run(shape)).collect();
@@ -210,7 +219,7 @@ fn main() {
         let median = ms(runs[REPEATS / 2].total());
         let best = &runs[0];
         println!(
-            "{:<20} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9.1} {:>10.1} {:>9.1} {:>10.1} {:>8.1} {:>9}",
+            "{:<20} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9.1} {:>10.1} {:>9.1} {:>10.1} {:>8.1} {:>9} {:>8.1}",
             shape.name,
             best.tasks,
             best.edges,
@@ -223,6 +232,7 @@ fn main() {
             median,
             best.total().as_secs_f64() * 1e9 / f64::from(best.tasks),
             mib(child_peak(index)),
+            ms(best.plan),
         );
     }
 }
