@@ -312,12 +312,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "| DAG | tasks | task | variant | workers | time (us) | ns/task | us/hop | vs persistent grr | % of LB | set-up (ms) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    for &(dag, cycles, task) in &cases {
-        if cli
-            .only
+    // Whether `--only` keeps a DAG.
+    let selected = |dag: &Dag| {
+        cli.only
             .as_ref()
-            .is_some_and(|only| !dag.name().contains(only.as_str()))
-        {
+            .is_none_or(|only| dag.name().contains(only.as_str()))
+    };
+    for &(dag, cycles, task) in &cases {
+        if !selected(&dag) {
             continue;
         }
         // The task's own duration, from a traced run: the lower bound's unit.
@@ -393,37 +395,26 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    if let Some(&(dag, cycles, _)) = cases
+    // The traced hop breakdowns, for the scheduler's variants: a chain's, and that of the first
+    // wavefront of spin tasks.
+    let schedulers: Vec<Variant> = variants
         .iter()
-        .find(|(dag, ..)| matches!(dag, Dag::Chain(_)))
-        .filter(|(dag, ..)| {
-            cli.only
-                .as_ref()
-                .is_none_or(|o| dag.name().contains(o.as_str()))
-        })
-    {
+        .copied()
+        .filter(|v| matches!(v.backend, Backend::Persistent | Backend::Cpu))
+        .collect();
+    let chain = cases.iter().find(|(dag, ..)| matches!(dag, Dag::Chain(_)));
+    if let Some(&(dag, cycles, _)) = chain.filter(|(dag, ..)| selected(dag)) {
         println!();
-        for &variant in variants
-            .iter()
-            .filter(|v| matches!(v.backend, Backend::Persistent | Backend::Cpu))
-        {
+        for &variant in &schedulers {
             hop_breakdown(&rt, dag, cycles, cli.threads, variant)?;
         }
     }
-    if let Some(&(Dag::Wavefront(t), cycles, _)) = cases
+    let wavefront = cases
         .iter()
-        .find(|(dag, cycles, _)| matches!(dag, Dag::Wavefront(_)) && *cycles > 0)
-        .filter(|(dag, ..)| {
-            cli.only
-                .as_ref()
-                .is_none_or(|o| dag.name().contains(o.as_str()))
-        })
-    {
+        .find(|(dag, cycles, _)| matches!(dag, Dag::Wavefront(_)) && *cycles > 0);
+    if let Some(&(Dag::Wavefront(t), cycles, _)) = wavefront.filter(|(dag, ..)| selected(dag)) {
         println!();
-        for &variant in variants
-            .iter()
-            .filter(|v| matches!(v.backend, Backend::Persistent | Backend::Cpu))
-        {
+        for &variant in &schedulers {
             wavefront_hops(&rt, t, cycles, cli.threads, variant)?;
         }
     }
