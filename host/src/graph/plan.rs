@@ -26,13 +26,16 @@ const PARENT_CANDIDATES: usize = 4;
 /// A list schedule of `dag` on `workers` workers, after HEFT (Topcuoglu et al.) with every task
 /// costing the same: tasks are taken by decreasing rank (bottom level), ties by spawn order, and
 /// each goes to the worker where the model starts it earliest, among the workers of its parents
-/// that finish last and the worker that is free first; a parent's worker wins ties, so a chain
-/// stays on one worker. A dependence between workers costs [`HOP`] in the model.
+/// that finish last (ties by spawn order) and the worker that is free first; a parent's worker
+/// wins ties, so a chain stays on one worker. A dependence between workers costs half a task in
+/// the model.
 ///
 /// Every worker's list is a subsequence of one topological order (a parent's rank exceeds its
 /// child's), so workers that run their lists in order, each waiting for its next task's parents,
 /// never deadlock: the first unfinished task of that order has all its parents finished and heads
-/// its worker's remaining list. `O((tasks + edges) log workers)`.
+/// its worker's remaining list. `O(tasks log workers + edges log parents)`: the order is a
+/// counting sort by rank, and the start of a task on a worker is known in `O(1)` from its two
+/// latest parents.
 ///
 /// # Panics
 /// If `workers` is zero.
@@ -40,9 +43,6 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Plan {
     assert!(workers > 0, "a schedule needs a worker");
     let n = dag.task_count();
     let parents = dag.parents();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&t| (Reverse(dag.rank[t as usize]), t));
-
     let mut worker = vec![0u32; n];
     let mut finish = vec![0u64; n];
     let mut free = vec![0u64; workers as usize];
@@ -50,23 +50,28 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Plan {
     // Every worker's free time, smallest first; an entry is stale once its worker took a task.
     let mut idle: BinaryHeap<Reverse<(u64, u32)>> = (0..workers).map(|w| Reverse((0, w))).collect();
     let mut candidates = Vec::with_capacity(PARENT_CANDIDATES + 1);
-    let mut latest: Vec<u32> = Vec::new();
+    // The parents' finish times and workers, latest first.
+    let mut latest: Vec<(u64, u32)> = Vec::new();
 
-    for &t in &order {
+    for t in by_rank(dag) {
+        latest.clear();
         let ps = parents.parents_of(t);
+        latest.extend(ps.iter().map(|&p| (finish[p as usize], worker[p as usize])));
+        // Stable: parents that finish together stay in spawn order.
+        latest.sort_by_key(|&(at, _)| Reverse(at));
         // The earliest `t` can start on `w`: after each parent, plus a hop from another worker.
-        let ready_on = |w: u32| {
-            ps.iter()
-                .map(|&p| finish[p as usize] + if worker[p as usize] == w { 0 } else { HOP })
-                .max()
-                .unwrap_or(0)
+        // The latest parent finishes at `last` on `on`; parents on other workers finish by
+        // `other`, so `w != on` waits for `last + HOP`, and `on` for `other + HOP` at worst.
+        let (last, on) = latest.first().copied().unwrap_or((0, u32::MAX));
+        let other = latest.iter().find(|&&(_, w)| w != on).map(|&(at, _)| at);
+        let ready_on = |w: u32| match (latest.is_empty(), w == on, other) {
+            (true, _, _) => 0,
+            (false, true, Some(other)) => last.max(other + HOP),
+            (false, true, None) => last,
+            (false, false, _) => last + HOP,
         };
         candidates.clear();
-        latest.clear();
-        latest.extend_from_slice(ps);
-        latest.sort_unstable_by_key(|&p| Reverse(finish[p as usize]));
-        for &p in &latest {
-            let w = worker[p as usize];
+        for &(_, w) in &latest {
             if !candidates.contains(&w) {
                 candidates.push(w);
                 if candidates.len() == PARENT_CANDIDATES {
@@ -96,8 +101,32 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Plan {
     Plan { worker, lists }
 }
 
+/// The tasks by decreasing rank, ties in spawn order: a counting sort, as ranks are at most the
+/// task count.
+fn by_rank(dag: &Dag) -> Vec<u32> {
+    let top = dag.critical_path() as usize;
+    // `start[k]`: where the tasks of rank `top - k` begin.
+    let mut start = vec![0usize; top + 1];
+    for &r in &dag.rank {
+        start[top - r as usize] += 1;
+    }
+    let mut sum = 0;
+    for s in &mut start {
+        let count = *s;
+        *s = sum;
+        sum += count;
+    }
+    let mut order = vec![0u32; dag.task_count()];
+    for (t, &r) in dag.rank.iter().enumerate() {
+        let slot = &mut start[top - r as usize];
+        order[*slot] = t as u32;
+        *slot += 1;
+    }
+    order
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::graph::{Access, DepTracker};
 
@@ -192,6 +221,94 @@ mod tests {
         let plan = list_schedule(&dag, 6);
         check(&dag, &plan);
         assert!(plan.lists.iter().all(|l| !l.is_empty()));
+    }
+
+    /// The schedule as first written: a comparison sort of the order, and the start on every
+    /// candidate worker from all the parents.
+    pub(in crate::graph) fn reference(dag: &Dag, workers: u32) -> Plan {
+        let n = dag.task_count();
+        let parents = dag.parents();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&t| (Reverse(dag.rank[t as usize]), t));
+        let mut worker = vec![0u32; n];
+        let mut finish = vec![0u64; n];
+        let mut free = vec![0u64; workers as usize];
+        let mut lists = vec![Vec::new(); workers as usize];
+        for &t in &order {
+            let ps = parents.parents_of(t);
+            let ready_on = |w: u32| {
+                ps.iter()
+                    .map(|&p| finish[p as usize] + if worker[p as usize] == w { 0 } else { HOP })
+                    .max()
+                    .unwrap_or(0)
+            };
+            let mut latest = ps.to_vec();
+            latest.sort_by_key(|&p| Reverse(finish[p as usize]));
+            let mut candidates = Vec::new();
+            for &p in &latest {
+                let w = worker[p as usize];
+                if !candidates.contains(&w) && candidates.len() < PARENT_CANDIDATES {
+                    candidates.push(w);
+                }
+            }
+            let first_free = (0..workers).min_by_key(|&w| (free[w as usize], w)).unwrap();
+            candidates.push(first_free);
+            let (w, start) = candidates
+                .iter()
+                .map(|&w| (w, free[w as usize].max(ready_on(w))))
+                .min_by_key(|&(_, start)| start)
+                .unwrap();
+            worker[t as usize] = w;
+            finish[t as usize] = start + TASK;
+            free[w as usize] = start + TASK;
+            lists[w as usize].push(t);
+        }
+        Plan { worker, lists }
+    }
+
+    #[test]
+    fn the_plan_is_the_reference_one() {
+        for (dag, workers) in [(wavefront(12), 5), (wavefront(7), 64), (chain(9), 3)] {
+            assert_eq!(list_schedule(&dag, workers), reference(&dag, workers));
+        }
+        // A tiled LU's DAG: several parents per task, many ties.
+        let t = 7;
+        let tile = |i: usize, j: usize| i * t + j..i * t + j + 1;
+        let mut tracker = DepTracker::new(&[t * t]);
+        for k in 0..t {
+            tracker
+                .add_task(&[(0, tile(k, k), Access::ReadWrite)])
+                .unwrap();
+            for j in k + 1..t {
+                tracker
+                    .add_task(&[
+                        (0, tile(k, k), Access::Read),
+                        (0, tile(k, j), Access::ReadWrite),
+                    ])
+                    .unwrap();
+                tracker
+                    .add_task(&[
+                        (0, tile(k, k), Access::Read),
+                        (0, tile(j, k), Access::ReadWrite),
+                    ])
+                    .unwrap();
+            }
+            for i in k + 1..t {
+                for j in k + 1..t {
+                    tracker
+                        .add_task(&[
+                            (0, tile(i, k), Access::Read),
+                            (0, tile(k, j), Access::Read),
+                            (0, tile(i, j), Access::ReadWrite),
+                        ])
+                        .unwrap();
+                }
+            }
+        }
+        let dag = tracker.finish();
+        for workers in [1, 4, 16] {
+            assert_eq!(list_schedule(&dag, workers), reference(&dag, workers));
+        }
     }
 
     #[test]
