@@ -4,16 +4,17 @@
 //!    [`Recorder`].
 //! 2. Each `spawn!` calls the task's generated spawn function, which evaluates the declared ranges
 //!    and calls [`Recorder::spawn`] with the packed scalars and the accesses.
-//! 3. The recorder validates every range against its array, feeds the task's accesses to the
-//!    [`DepTracker`], which adds the RAW, WAR and WAW edges, and appends the task to the task table.
-//! 4. `Recorder::finish` yields an [`Inspection`]: the task table, argument words, the DAG in CSR
+//! 3. The recorder validates every range against its array, records the task's ranges in the
+//!    [`DepTracker`], and appends the task to the task table.
+//! 4. `Recorder::finish` has the tracker add the RAW, WAR and WAW edges (on several threads for a
+//!    big region) and yields an [`Inspection`]: the task table, argument words, the DAG in CSR
 //!    form, and the spawn locations errors refer to.
 
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::panic::Location;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use taskweave_device::abi::TaskRecord;
 
@@ -131,7 +132,6 @@ pub struct Recorder {
     args: Vec<u64>,
     locations: Vec<&'static Location<'static>>,
     footprints: Vec<Footprint>,
-    scratch: Vec<(u32, Range<usize>, graph::Access)>,
     /// [`MAX_TASKS`]; lower in tests, which cannot spawn two billion tasks.
     max_tasks: u32,
     /// The most argument words: `u32::MAX`, as the task table's offsets are `u32`.
@@ -154,7 +154,6 @@ impl Recorder {
             tasks: Vec::new(),
             args: Vec::new(),
             locations: Vec::new(),
-            scratch: Vec::new(),
             ranges: None,
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
@@ -200,9 +199,9 @@ impl Recorder {
         }
     }
 
-    /// Records one task: validates its ranges, adds its dependences, and appends it. Nothing is
-    /// recorded when a range is invalid or the region grows past a limit ([`Error::TooLarge`]);
-    /// after too many dependence edges every later task is refused too.
+    /// Records one task: validates its ranges, records them for dependence tracking, and appends
+    /// the task. Nothing is recorded when a range is invalid or the region grows past a limit
+    /// ([`Error::TooLarge`]). Dependences are tracked when the region is finished.
     pub fn spawn(
         &mut self,
         kind: u32,
@@ -247,15 +246,6 @@ impl Recorder {
                 limit: self.max_args,
             });
         }
-        self.scratch.clear();
-        self.scratch.extend(accesses.iter().map(|a| {
-            let mode = if a.write {
-                graph::Access::Write
-            } else {
-                graph::Access::Read
-            };
-            (a.slot, a.range.clone(), mode)
-        }));
         let too_large = |limit: graph::LimitExceeded| Error::TooLarge {
             region: self.region,
             what: limit.what,
@@ -264,14 +254,18 @@ impl Recorder {
         // The ranges first: they can be taken back if the tracker refuses the task, which cannot.
         if let Some(ranges) = &mut self.ranges {
             ranges
-                .push_task(
-                    self.scratch
-                        .iter()
-                        .map(|(slot, range, _)| (*slot, range.clone())),
-                )
+                .push_task(accesses.iter().map(|a| (a.slot, a.range.clone())))
                 .map_err(too_large)?;
         }
-        if let Err(limit) = self.tracker.add_task(&self.scratch) {
+        let recorded = self.tracker.add_task_from(accesses.iter().map(|a| {
+            let mode = if a.write {
+                graph::Access::Write
+            } else {
+                graph::Access::Read
+            };
+            (a.slot, a.range.clone(), mode)
+        }));
+        if let Err(limit) = recorded {
             if let Some(ranges) = &mut self.ranges {
                 ranges.pop_task();
             }
@@ -294,24 +288,31 @@ impl Recorder {
         Ok(())
     }
 
-    pub(crate) fn finish(mut self, time: Duration) -> Inspection {
+    /// Tracks the dependences of the recorded tasks and yields the inspection, timed from `start`
+    /// (when the region's body began). [`Error::TooLarge`] when the DAG has too many edges.
+    pub(crate) fn finish(mut self, start: Instant) -> Result<Inspection, Error> {
         self.tasks.push(TaskRecord {
             kind: u32::MAX,
             args: self.args.len() as u32,
         });
-        Inspection {
+        let dag = self.tracker.finish().map_err(|limit| Error::TooLarge {
+            region: self.region,
+            what: limit.what,
+            limit: limit.limit,
+        })?;
+        Ok(Inspection {
             region: self.region,
             kinds: self.kinds,
             arrays: self.arrays,
-            dag: self.tracker.finish(),
+            dag,
             ranges: self.ranges,
             affine: OnceLock::new(),
             tasks: self.tasks,
             args: self.args,
             locations: self.locations,
             footprints: self.footprints,
-            time,
-        }
+            time: start.elapsed(),
+        })
     }
 }
 
@@ -477,21 +478,22 @@ mod tests {
             error.to_string(),
             "region `limits` is too large: more than 2 tasks"
         );
-        let ins = rec.finish(Duration::ZERO);
+        let ins = rec.finish(Instant::now()).expect("within the limits");
         assert_eq!(ins.task_count(), 2);
         assert_eq!(ins.dag.edge_count(), 1);
         assert_eq!(ins.args, [0, 1]);
     }
 
     #[test]
-    fn dependence_edges_past_the_limit_are_an_error_and_nothing_is_recorded() {
+    fn dependence_edges_past_the_limit_are_an_error_when_finishing() {
         let mut rec = recorder().with_ranges();
         rec.tracker.set_limits(1, usize::MAX);
         let here = Location::caller();
         rec.spawn(0, here, &[0], &write(0, 2)).expect("no edge");
         rec.spawn(0, here, &[1], &write(0, 2)).expect("one edge");
-        // A second edge, WAW from task 1.
-        let error = rec.spawn(0, here, &[2], &write(0, 4)).unwrap_err();
+        // A second edge, WAW from task 1: found when the tracker runs.
+        rec.spawn(0, here, &[2], &write(0, 4)).expect("recorded");
+        let error = rec.finish(Instant::now()).unwrap_err();
         assert!(
             matches!(
                 error,
@@ -507,19 +509,15 @@ mod tests {
             error.to_string(),
             "region `limits` is too large: more than 1 dependence edges"
         );
-        // The tracker holds part of the refused task: later tasks are refused too.
-        let error = rec.spawn(0, here, &[3], &[]).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                Error::TooLarge {
-                    what: "dependence edges",
-                    ..
-                }
-            ),
-            "{error}"
-        );
-        let ins = rec.finish(Duration::ZERO);
+    }
+
+    #[test]
+    fn affine_parents_come_from_the_recorded_ranges() {
+        let mut rec = recorder().with_ranges();
+        let here = Location::caller();
+        rec.spawn(0, here, &[0], &write(0, 2)).expect("no edge");
+        rec.spawn(0, here, &[1], &write(0, 2)).expect("one edge");
+        let ins = rec.finish(Instant::now()).expect("within the limits");
         assert_eq!(ins.task_count(), 2);
         assert_eq!(ins.dag.edge_count(), 1);
         assert_eq!(ins.args, [0, 1]);
@@ -550,6 +548,9 @@ mod tests {
             ),
             "{error}"
         );
-        assert_eq!(rec.finish(Duration::ZERO).args, [1, 2, 3]);
+        assert_eq!(
+            rec.finish(Instant::now()).expect("within the limits").args,
+            [1, 2, 3]
+        );
     }
 }

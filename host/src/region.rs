@@ -452,7 +452,7 @@ impl<'a> Region<'a> {
         if let Some(body) = self.body.take() {
             body(&mut recorder)?;
         }
-        Ok(recorder.finish(start.elapsed()))
+        recorder.finish(start)
     }
 
     /// Inspects the region and runs its DAG on `runtime`'s backend, after the regions in flight

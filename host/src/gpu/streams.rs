@@ -192,7 +192,7 @@ mod tests {
         for accesses in tasks {
             tracker.add_task(accesses).unwrap();
         }
-        tracker.finish()
+        tracker.finish().unwrap()
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //!     tracker.add_task(accesses)?;
 //!     ranges.push_task(accesses.iter().map(|(slot, range, _)| (*slot, range.clone())))?;
 //! }
-//! let dag = tracker.finish();
+//! let dag = tracker.finish()?;
 //! // 8 elements shared with task 0, 2 with task 1.
 //! assert_eq!(affine_parents(&dag, &ranges, &[4])[2], 0);
 //! # Ok::<(), taskweave_host::graph::LimitExceeded>(())
@@ -286,7 +286,7 @@ mod tests {
                 .push_task(t.iter().map(|(s, r, _)| (*s, r.clone())))
                 .unwrap();
         }
-        affine_parents(&tracker.finish(), &ranges, elem)
+        affine_parents(&tracker.finish().unwrap(), &ranges, elem)
     }
 
     use Access::{Read as R, ReadWrite as RW, Write as W};

@@ -86,7 +86,7 @@ mod tests {
         tracker.add_task(&[(0, 0..4, Access::Write)]).unwrap();
         tracker.add_task(&[(0, 0..2, Access::Read)]).unwrap();
         tracker.add_task(&[(0, 0..4, Access::Write)]).unwrap();
-        tracker.finish()
+        tracker.finish().unwrap()
     }
 
     #[test]

@@ -1,9 +1,8 @@
-//! The per-array interval map: maximal segments holding the last writer and the readers since.
-
-use std::collections::BTreeMap;
+//! The interval map of one array: maximal runs holding the last writer and the readers since.
 
 use super::EdgeKind;
-use super::tracker::EdgeSink;
+use super::bitset::BitSet;
+use super::job::EdgeSink;
 
 /// "No task" / "empty list" marker.
 pub(super) const NONE: u32 = u32::MAX;
@@ -11,8 +10,8 @@ pub(super) const NONE: u32 = u32::MAX;
 /// Reader sets as persistent singly linked lists sharing one arena.
 ///
 /// A list is the index of its head node (or [`NONE`]). Lists are never mutated, only extended at
-/// the head, so splitting a segment just copies the head index and both halves share the tail.
-/// Nodes are never freed; there is one per (read, overlapped segment).
+/// the head, so splitting a run just copies the head index and both halves share the tail.
+/// Nodes are never freed; there is one per (read, overlapped run).
 #[derive(Debug)]
 pub(super) struct ReaderArena {
     /// `(task, next)` pairs.
@@ -24,7 +23,7 @@ pub(super) struct ReaderArena {
 }
 
 /// The most reader-list entries: node indices are `u32`, and [`NONE`] is no index.
-const MAX_READER_ENTRIES: usize = NONE as usize;
+pub(super) const MAX_READER_ENTRIES: usize = NONE as usize;
 
 impl Default for ReaderArena {
     fn default() -> Self {
@@ -68,7 +67,6 @@ impl ReaderArena {
     }
 
     /// Lowers the most nodes (tests cannot allocate four billion).
-    #[cfg(test)]
     pub(super) fn set_max_nodes(&mut self, max: usize) {
         self.max_nodes = max.min(MAX_READER_ENTRIES);
     }
@@ -84,257 +82,192 @@ impl ReaderArena {
     }
 
     /// Number of nodes ever allocated.
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.nodes.len()
     }
 }
 
-/// One segment `start..end` (the start is the map key).
+/// The state of one run: where it ends, its last writer and the readers since that write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Seg {
-    /// One past the last element.
-    end: usize,
+    /// The next run's start (one past this run's last rank).
+    end: u32,
     /// Last writer, or [`NONE`].
     writer: u32,
     /// Readers since that write (a [`ReaderArena`] list).
     readers: u32,
 }
 
-/// The segments of one array. They always tile `0..len` exactly (none when `len == 0`).
+/// The interval map of one array (or one element range of it), over the ranks of its range ends
+/// (see [`Endpoints`](super::compress::Endpoints)): rank `r` stands for the elements from the
+/// `r`-th distinct end to the next.
+///
+/// The ranks are cut into maximal *runs* of equal state; [`BitSet`] holds the run starts and
+/// `segs[s]` the state of the run starting at `s` (other entries are stale). The last rank is
+/// always a run start, so every run has a next. Task ids are the job's local ones.
 #[derive(Debug)]
-pub(super) struct Segments {
-    map: BTreeMap<usize, Seg>,
-    len: usize,
-    /// Reused buffer for the keys a write removes.
-    scratch: Vec<usize>,
+pub(super) struct Runs {
+    starts: BitSet,
+    segs: Vec<Seg>,
+    /// The last rank: the end of the last run.
+    last: u32,
 }
 
-impl Segments {
-    /// One segment covering `0..len`, never written, with no readers.
-    pub(super) fn new(len: usize) -> Self {
-        let mut map = BTreeMap::new();
-        if len > 0 {
-            map.insert(
-                0,
-                Seg {
-                    end: len,
-                    writer: NONE,
-                    readers: NONE,
-                },
-            );
-        }
-        Segments {
-            map,
-            len,
-            scratch: Vec::new(),
+impl Runs {
+    /// One run over ranks `0..ends - 1`, never written, with no readers. `ends` is at least 2 and
+    /// fits in a `u32`.
+    pub(super) fn new(ends: usize) -> Self {
+        debug_assert!(ends >= 2, "a range has two distinct ends");
+        let last = u32::try_from(ends - 1).expect("a job numbers its ends in u32");
+        let mut starts = BitSet::new(ends);
+        starts.insert(0);
+        starts.insert(ends - 1);
+        let free = Seg {
+            end: last,
+            writer: NONE,
+            readers: NONE,
+        };
+        Runs {
+            starts,
+            segs: vec![free; ends],
+            last,
         }
     }
 
-    /// Number of segments currently in the map.
-    pub(super) fn segment_count(&self) -> usize {
-        self.map.len()
+    /// The number of runs (a measure of the map's memory).
+    #[cfg(test)]
+    pub(super) fn run_count(&self) -> usize {
+        let mut count = 0;
+        let mut s = 0;
+        while s < self.last {
+            count += 1;
+            s = self.segs[s as usize].end;
+        }
+        count
     }
 
-    /// Records a read of `lo..hi` by the sink's current task: `Raw` from each overlapped
-    /// writer, and the task joins the readers of exactly `lo..hi`.
-    pub(super) fn read(
-        &mut self,
-        lo: usize,
-        hi: usize,
-        arena: &mut ReaderArena,
-        sink: &mut EdgeSink,
-    ) {
-        self.check(lo, hi);
+    /// Makes `at` a run start, copying the state of the run it cuts.
+    #[inline]
+    fn split(&mut self, at: u32) {
+        if !self.starts.contains(at as usize) {
+            self.cut(at);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cut(&mut self, at: u32) {
+        let run = self
+            .starts
+            .prev_before(at as usize)
+            .expect("rank 0 is a run start");
+        self.starts.insert(at as usize);
+        let seg = &mut self.segs[run];
+        let right = Seg {
+            end: seg.end,
+            ..*seg
+        };
+        seg.end = at;
+        self.segs[at as usize] = right;
+    }
+
+    /// Records a read of ranks `a..b` by the sink's current task: `Raw` from each overlapped
+    /// writer, and the task joins the readers of exactly `a..b`.
+    #[inline]
+    pub(super) fn read(&mut self, a: u32, b: u32, arena: &mut ReaderArena, sink: &mut EdgeSink) {
         let task = sink.task();
-        if lo == hi {
-            return;
-        }
-        let (&start, seg) = self
-            .map
-            .range_mut(..=lo)
-            .next_back()
-            .expect("segments tile the array");
-        if hi <= seg.end {
-            // Fast path: the range lies inside one segment.
-            let old = *seg;
-            if old.writer != NONE {
-                sink.add(old.writer, EdgeKind::Raw);
-            }
-            let readers = arena.push(old.readers, task);
-            if readers == old.readers {
-                return;
-            }
-            if start == lo {
-                seg.end = hi;
-                seg.readers = readers;
-            } else {
-                seg.end = lo;
-                self.map.insert(
-                    lo,
-                    Seg {
-                        end: hi,
-                        writer: old.writer,
-                        readers,
-                    },
-                );
-            }
-            if hi < old.end {
-                self.map.insert(
-                    hi,
-                    Seg {
-                        end: old.end,
-                        ..old
-                    },
-                );
-            }
-            return;
-        }
-        self.split(lo);
-        self.split(hi);
-        for seg in self.map.range_mut(lo..hi).map(|(_, s)| s) {
+        self.split(a);
+        self.split(b);
+        let mut s = a;
+        while s < b {
+            let seg = &mut self.segs[s as usize];
             if seg.writer != NONE {
                 sink.add(seg.writer, EdgeKind::Raw);
             }
             seg.readers = arena.push(seg.readers, task);
+            s = seg.end;
         }
     }
 
-    /// Records a write of `lo..hi` by the sink's current task: `writer_kind` (`Waw` for a plain
-    /// write, `Raw` for a read-write) from each overlapped writer and `War` from each overlapped
-    /// reader; then the task is the only writer of `lo..hi`, with no readers. With `merge`, a
-    /// neighbouring segment in the same state (written by this task in another access, no
-    /// readers) is merged.
+    /// Records a write of ranks `a..b` by the sink's current task: `writer_kind` (`Waw` for a
+    /// plain write, `Raw` for a read-write) from each overlapped writer and `War` from each
+    /// overlapped reader; then `a..b` is one run, written by the task, with no readers. With
+    /// `merge`, a neighbouring run in the same state (written by this task in another access, no
+    /// readers) joins it.
+    #[inline]
     pub(super) fn write(
         &mut self,
-        lo: usize,
-        hi: usize,
+        a: u32,
+        b: u32,
         writer_kind: EdgeKind,
         merge: bool,
         arena: &ReaderArena,
         sink: &mut EdgeSink,
     ) {
-        self.check(lo, hi);
-        if lo == hi {
-            return;
+        let task = sink.task();
+        self.split(a);
+        self.split(b);
+        let mut s = a;
+        while s < b {
+            let seg = self.segs[s as usize];
+            if seg.writer != NONE {
+                sink.add(seg.writer, writer_kind);
+            }
+            arena.for_each(seg.readers, |reader| sink.add(reader, EdgeKind::War));
+            s = seg.end;
         }
-        let new = Seg {
-            end: hi,
-            writer: sink.task(),
+        if self.segs[a as usize].end != b {
+            self.starts.remove_range(a as usize + 1, b as usize);
+        }
+        self.segs[a as usize] = Seg {
+            end: b,
+            writer: task,
             readers: NONE,
         };
-        let (&start, seg) = self
-            .map
-            .range_mut(..=lo)
-            .next_back()
-            .expect("segments tile the array");
-        if hi <= seg.end {
-            // Fast path: the range lies inside one segment.
-            let old = *seg;
-            Self::emit_write(old, writer_kind, arena, sink);
-            if start == lo {
-                *seg = new;
-            } else {
-                seg.end = lo;
-                self.map.insert(lo, new);
-            }
-            if hi < old.end {
-                self.map.insert(
-                    hi,
-                    Seg {
-                        end: old.end,
-                        ..old
-                    },
-                );
-            }
-        } else {
-            self.split(lo);
-            self.split(hi);
-            self.scratch.clear();
-            for (&key, &seg) in self.map.range(lo..hi) {
-                Self::emit_write(seg, writer_kind, arena, sink);
-                if key != lo {
-                    self.scratch.push(key);
-                }
-            }
-            for key in &self.scratch {
-                self.map.remove(key);
-            }
-            self.map.insert(lo, new);
-        }
         if merge {
-            self.merge_around(lo, hi);
+            self.merge_around(a, b);
         }
     }
 
-    /// Edges a write over `seg` gets.
-    #[inline]
-    fn emit_write(seg: Seg, writer_kind: EdgeKind, arena: &ReaderArena, sink: &mut EdgeSink) {
-        if seg.writer != NONE {
-            sink.add(seg.writer, writer_kind);
+    /// Joins the run at `a..b`, just written by the current task, with a neighbour in the same
+    /// state.
+    #[cold]
+    fn merge_around(&mut self, a: u32, b: u32) {
+        let mine = self.segs[a as usize];
+        let same = |seg: &Seg| seg.writer == mine.writer && seg.readers == NONE;
+        let mut end = b;
+        if b < self.last && same(&self.segs[b as usize]) {
+            self.starts.remove(b as usize);
+            end = self.segs[b as usize].end;
+            self.segs[a as usize].end = end;
         }
-        arena.for_each(seg.readers, |reader| sink.add(reader, EdgeKind::War));
-    }
-
-    /// Makes `at` a segment start (no-op when it already is one, or is the array's end).
-    fn split(&mut self, at: usize) {
-        if at >= self.len {
-            return;
-        }
-        let (&start, seg) = self
-            .map
-            .range_mut(..=at)
-            .next_back()
-            .expect("segments tile the array");
-        if start == at {
-            return;
-        }
-        let right = *seg;
-        seg.end = at;
-        self.map.insert(at, right);
-    }
-
-    /// Merges the segment starting at `lo` (ending at `hi`) with equal-state neighbours.
-    fn merge_around(&mut self, lo: usize, hi: usize) {
-        let mid = self.map[&lo];
-        let mut start = lo;
-        if let Some((&prev_start, prev)) = self.map.range_mut(..lo).next_back()
-            && prev.writer == mid.writer
-            && prev.readers == mid.readers
+        if let Some(run) = self.starts.prev_before(a as usize)
+            && same(&self.segs[run])
         {
-            prev.end = mid.end;
-            self.map.remove(&lo);
-            start = prev_start;
-        }
-        if let Some(&next) = self.map.get(&hi)
-            && next.writer == mid.writer
-            && next.readers == mid.readers
-        {
-            self.map.remove(&hi);
-            self.map.get_mut(&start).expect("just merged").end = next.end;
+            self.starts.remove(a as usize);
+            self.segs[run].end = end;
         }
     }
 
-    #[inline]
-    fn check(&self, lo: usize, hi: usize) {
-        assert!(
-            lo <= hi && hi <= self.len,
-            "range {lo}..{hi} is not within an array of length {}",
-            self.len
-        );
-    }
-
-    /// The segments as `(start, end, writer, readers newest first)`, for tests.
+    /// The runs as `(start, end, writer, readers newest first)`, for tests.
     #[cfg(test)]
-    pub(super) fn dump(&self, arena: &ReaderArena) -> Vec<(usize, usize, Option<u32>, Vec<u32>)> {
-        self.map
-            .iter()
-            .map(|(&start, seg)| {
-                let mut readers = Vec::new();
-                arena.for_each(seg.readers, |r| readers.push(r));
-                let writer = (seg.writer != NONE).then_some(seg.writer);
-                (start, seg.end, writer, readers)
-            })
-            .collect()
+    pub(super) fn dump(&self, arena: &ReaderArena) -> Vec<(u32, u32, Option<u32>, Vec<u32>)> {
+        let mut out = Vec::new();
+        let mut s = 0;
+        while s < self.last {
+            let seg = self.segs[s as usize];
+            let mut readers = Vec::new();
+            arena.for_each(seg.readers, |r| readers.push(r));
+            out.push((
+                s,
+                seg.end,
+                (seg.writer != NONE).then_some(seg.writer),
+                readers,
+            ));
+            s = seg.end;
+        }
+        out
     }
 }
 
@@ -342,81 +275,79 @@ impl Segments {
 mod tests {
     use super::*;
 
+    /// A sink whose local ids are the task ids `0..tasks`.
+    fn sink(tasks: u32) -> EdgeSink {
+        let mut sink = EdgeSink::default();
+        for t in 0..tasks {
+            sink.begin(t);
+            sink.end();
+        }
+        sink
+    }
+
     #[test]
     fn read_splits_into_three_and_shares_readers() {
         let mut arena = ReaderArena::default();
-        let mut segs = Segments::new(10);
-        let mut sink = EdgeSink::default();
+        let mut runs = Runs::new(4);
+        let mut sink = sink(0);
         sink.begin(0);
-        segs.read(0, 10, &mut arena, &mut sink);
+        runs.read(0, 3, &mut arena, &mut sink);
+        sink.end();
         sink.begin(1);
-        segs.read(3, 6, &mut arena, &mut sink);
+        runs.read(1, 2, &mut arena, &mut sink);
+        sink.end();
         assert_eq!(
-            segs.dump(&arena),
+            runs.dump(&arena),
             vec![
-                (0, 3, None, vec![0]),
-                (3, 6, None, vec![1, 0]),
-                (6, 10, None, vec![0]),
+                (0, 1, None, vec![0]),
+                (1, 2, None, vec![1, 0]),
+                (2, 3, None, vec![0]),
             ]
         );
-        // The reader list of the outer segments was shared, not copied.
+        // The reader list of the outer runs was shared, not copied.
         assert_eq!(arena.len(), 2);
     }
 
     #[test]
-    fn write_over_several_segments_collapses_them() {
+    fn write_over_several_runs_collapses_them() {
+        // Ranks of the ends 0, 3, 5, 8, 10, 12, 15, 20.
         let mut arena = ReaderArena::default();
-        let mut segs = Segments::new(20);
-        let mut sink = EdgeSink::default();
+        let mut runs = Runs::new(8);
+        let mut sink = sink(0);
         sink.begin(0);
-        segs.write(0, 5, EdgeKind::Waw, false, &arena, &mut sink);
+        runs.write(0, 2, EdgeKind::Waw, false, &arena, &mut sink);
+        sink.end();
         sink.begin(1);
-        segs.write(5, 10, EdgeKind::Waw, false, &arena, &mut sink);
+        runs.write(2, 4, EdgeKind::Waw, false, &arena, &mut sink);
+        sink.end();
         sink.begin(2);
-        segs.read(8, 15, &mut arena, &mut sink);
+        runs.read(3, 6, &mut arena, &mut sink);
+        sink.end();
         sink.begin(3);
-        segs.write(3, 12, EdgeKind::Waw, false, &arena, &mut sink);
+        runs.write(1, 5, EdgeKind::Waw, false, &arena, &mut sink);
+        sink.end();
         assert_eq!(
-            segs.dump(&arena),
+            runs.dump(&arena),
             vec![
-                (0, 3, Some(0), vec![]),
-                (3, 12, Some(3), vec![]),
-                (12, 15, None, vec![2]),
-                (15, 20, None, vec![]),
+                (0, 1, Some(0), vec![]),
+                (1, 5, Some(3), vec![]),
+                (5, 6, None, vec![2]),
+                (6, 7, None, vec![]),
             ]
         );
+        assert_eq!(runs.run_count(), 4);
     }
 
     #[test]
     fn same_task_writes_merge() {
         let arena = ReaderArena::default();
-        let mut segs = Segments::new(9);
-        let mut sink = EdgeSink::default();
+        let mut runs = Runs::new(4);
+        let mut sink = sink(0);
         sink.begin(0);
-        segs.write(0, 3, EdgeKind::Waw, true, &arena, &mut sink);
-        segs.write(6, 9, EdgeKind::Waw, true, &arena, &mut sink);
-        segs.write(3, 6, EdgeKind::Waw, true, &arena, &mut sink);
-        assert_eq!(segs.dump(&arena), vec![(0, 9, Some(0), vec![])]);
-    }
-
-    #[test]
-    fn empty_array_and_empty_ranges() {
-        let mut arena = ReaderArena::default();
-        let mut segs = Segments::new(0);
-        let mut sink = EdgeSink::default();
-        sink.begin(0);
-        segs.read(0, 0, &mut arena, &mut sink);
-        segs.write(0, 0, EdgeKind::Waw, true, &arena, &mut sink);
-        assert_eq!(segs.segment_count(), 0);
-    }
-
-    #[test]
-    #[should_panic(expected = "not within an array")]
-    fn out_of_bounds_range_panics() {
-        let mut arena = ReaderArena::default();
-        let mut segs = Segments::new(4);
-        let mut sink = EdgeSink::default();
-        sink.begin(0);
-        segs.read(2, 5, &mut arena, &mut sink);
+        runs.write(0, 1, EdgeKind::Waw, true, &arena, &mut sink);
+        runs.write(2, 3, EdgeKind::Waw, true, &arena, &mut sink);
+        runs.write(1, 2, EdgeKind::Waw, true, &arena, &mut sink);
+        sink.end();
+        assert_eq!(runs.dump(&arena), vec![(0, 3, Some(0), vec![])]);
     }
 }

@@ -5,11 +5,12 @@
 //! 1. Create a [`DepTracker`] with the element count of every array slot the region touches:
 //!    `DepTracker::new(&[len_a, len_b])`.
 //! 2. Call [`DepTracker::add_task`] once per task, in spawn order, with all of that task's
-//!    accesses as `(array slot, lo..hi, Access)` triples. It returns the task id (0, 1, 2, ...)
-//!    and records the edges from earlier tasks whose accesses conflict with this one, or
-//!    [`LimitExceeded`] when the program outgrows the tracker's `u32` indices.
-//! 3. Call [`DepTracker::finish`] to get the [`Dag`] in CSR form: children, edge kinds,
-//!    in-degrees, the initially ready tasks and each task's rank (bottom level).
+//!    accesses as `(array slot, lo..hi, Access)` triples. It records them and returns the task id
+//!    (0, 1, 2, ...), or [`LimitExceeded`] when the program outgrows the tracker's `u32` indices.
+//! 3. Call [`DepTracker::finish`] to find the edges from earlier tasks whose accesses conflict
+//!    with later ones (on several threads for a big region, see [`Split`]) and get the [`Dag`] in
+//!    CSR form: children, edge kinds, in-degrees, the initially ready tasks and each task's rank
+//!    (bottom level).
 //! 4. Optionally inspect it ([`Dag::levels`], [`Dag::critical_path`], [`Dag::parents`]) or
 //!    export it with [`Dag::to_dot`] / [`Dag::to_json`].
 //! 5. To check a DAG against the exact semantics, [`oracle`] holds brute-force reference
@@ -24,7 +25,7 @@
 //! let mut tracker = DepTracker::new(&[100]);
 //! let producer = tracker.add_task(&[(0, 0..50, Access::Write)])?;
 //! let consumer = tracker.add_task(&[(0, 25..75, Access::Read)])?;
-//! let dag = tracker.finish();
+//! let dag = tracker.finish()?;
 //! assert_eq!(dag.children_of(producer), &[consumer]);
 //! assert_eq!(dag.kinds, vec![EdgeKind::Raw]);
 //! assert_eq!(dag.ready, vec![producer]);
@@ -47,27 +48,40 @@
 //!
 //! # Cost
 //!
-//! Each array is a `BTreeMap` keyed by segment start. An access costs `O(log s + k)` for `s`
-//! segments and `k` segments overlapped, with a fast path when the range lies inside one
-//! segment (the common case: exact tiles). Reader sets are persistent linked lists in one arena,
-//! so splitting a segment copies no reader list. Memory is `O(tasks + edges + segments + reader
-//! entries)`; a write merges the overlapped segments into one. Reader entries are one per
-//! (read, overlapped segment), so a pathological program that reads many finely split segments
-//! again and again uses memory proportional to that work; tiled patterns use one per read.
+//! Tracking works on the ranks of the distinct range ends of each array, not on element indices:
+//! all ranges are recorded first, then each array's ends are numbered through a hash table and
+//! the distinct ones sorted (a radix sort), so that the interval map is flat arrays indexed by
+//! rank. An array's runs of equal state are a bit set of run starts plus one state per start; an
+//! access costs `O(k)` for `k` runs overlapped (a bit test per end when the range is exactly a
+//! run, the common case of tiles), plus a search of the bit set's summary when a range cuts a run.
+//! Reader sets are persistent linked lists in one arena, so cutting a run copies no reader list.
+//! An array no task writes gives no edge and is never tracked.
+//!
+//! Recording costs a few words per range; tracking `O(ranges + d log d)` for `d` distinct ends
+//! (`O(ranges + d)` with the radix sort), plus one step per run a range covers. Memory is
+//! `O(tasks + ranges + edges + reader entries)`; a write merges the overlapped runs into one.
+//! Reader entries are one per (read, overlapped run), so a pathological program that reads many
+//! finely split runs again and again uses memory proportional to that work; tiled patterns use one
+//! per read.
 
 mod affinity;
+mod bitset;
+mod compress;
 mod dag;
 mod export;
 mod interval;
+mod job;
 pub mod oracle;
 mod plan;
 #[cfg(test)]
 mod proptests;
+mod split;
 mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
 pub use plan::{Plan, list_schedule};
+pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub use tracker::{DepTracker, MAX_EDGES};
 
 /// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`

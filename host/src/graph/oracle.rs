@@ -29,7 +29,9 @@ pub fn build(array_lens: &[usize], tasks: &[TaskAccesses]) -> Dag {
             .add_task(accesses)
             .expect("the program fits the tracker's limits");
     }
-    tracker.finish()
+    tracker
+        .finish()
+        .expect("the program fits the tracker's limits")
 }
 
 /// The kinds of direct conflict between an earlier task's and a later task's accesses: a pair

@@ -145,7 +145,7 @@ pub(super) mod tests {
                 tracker.add_task(&accesses).unwrap();
             }
         }
-        tracker.finish()
+        tracker.finish().unwrap()
     }
 
     fn chain(n: usize) -> Dag {
@@ -153,7 +153,7 @@ pub(super) mod tests {
         for _ in 0..n {
             tracker.add_task(&[(0, 0..1, Access::ReadWrite)]).unwrap();
         }
-        tracker.finish()
+        tracker.finish().unwrap()
     }
 
     /// Each list runs parents before children, and all lists together hold every task once.
@@ -194,7 +194,7 @@ pub(super) mod tests {
         for i in 0..100 {
             tracker.add_task(&[(0, i..i + 1, Access::Write)]).unwrap();
         }
-        let dag = tracker.finish();
+        let dag = tracker.finish().unwrap();
         let plan = list_schedule(&dag, 8);
         check(&dag, &plan);
         let sizes: Vec<usize> = plan.lists.iter().map(Vec::len).collect();
@@ -305,7 +305,7 @@ pub(super) mod tests {
                 }
             }
         }
-        let dag = tracker.finish();
+        let dag = tracker.finish().unwrap();
         for workers in [1, 4, 16] {
             assert_eq!(list_schedule(&dag, workers), reference(&dag, workers));
         }

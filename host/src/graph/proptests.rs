@@ -4,7 +4,9 @@ use proptest::prelude::*;
 
 use super::oracle::{self, TaskAccesses};
 use super::plan;
-use super::{Access, DepTracker, NO_AFFINE_PARENT, TaskRanges, affine_parents, list_schedule};
+use super::{
+    Access, DepTracker, NO_AFFINE_PARENT, Split, TaskRanges, affine_parents, list_schedule,
+};
 
 /// A random program: array lengths and, per task, 1..=4 accesses.
 #[derive(Clone, Debug)]
@@ -106,16 +108,23 @@ proptest! {
         prop_assert_eq!(oracle::build(&p.lens, &p.tasks), oracle::build(&p.lens, &reversed));
     }
 
-    /// The tracker's running counts agree with the finished DAG.
+    /// Tracking cut into element ranges on several threads gives exactly the DAG of tracking
+    /// every array whole on one thread, and that is the per-element reference.
     #[test]
-    fn counts_agree(p in program(60)) {
+    fn every_split_gives_the_same_dag(
+        p in program(60),
+        threads in 1usize..=4,
+        jobs in 1usize..=16,
+    ) {
         let mut tracker = DepTracker::new(&p.lens);
         for accesses in &p.tasks {
             tracker.add_task(accesses).unwrap();
         }
         prop_assert_eq!(tracker.task_count() as usize, p.tasks.len());
-        let edges = tracker.edge_count();
-        prop_assert_eq!(tracker.finish().edge_count(), edges);
+        let whole = tracker.clone().finish_with(Split::SEQUENTIAL).unwrap();
+        prop_assert_eq!(oracle::dag_edges(&whole), oracle::reference_edges(&p.lens, &p.tasks));
+        let split = tracker.finish_with(Split { threads, jobs }).unwrap();
+        prop_assert_eq!(split, whole);
     }
 
     /// The affine parent of every task is a parent (or none only when the task shares no byte

@@ -1,10 +1,18 @@
 //! [`DepTracker`]: turns a stream of tasks with declared accesses into dependence edges.
+//!
+//! 1. [`DepTracker::add_task`] records each task's non-empty ranges, per array, in task order.
+//! 2. [`DepTracker::finish`] cuts the arrays that some task writes into jobs (whole arrays, or
+//!    element ranges of big ones when threads pay), tracks the jobs on up to [`Split::threads`]
+//!    threads ([`job::run`](super::job::run)), unites their edges, and builds the [`Dag`].
+//!
+//! An array that no task writes gives no edge, so its ranges are recorded but never tracked.
 
 use core::ops::Range;
 
 use super::dag::Dag;
-use super::interval::{ReaderArena, Segments};
-use super::{Access, EdgeKind, LimitExceeded};
+use super::job::{self, Limits, Part, Rec};
+use super::split::{self, Split};
+use super::{Access, LimitExceeded};
 
 /// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
 pub const MAX_EDGES: usize = u32::MAX as usize;
@@ -13,132 +21,47 @@ pub const MAX_EDGES: usize = u32::MAX as usize;
 /// for "no task".
 const MAX_TASKS: u32 = u32::MAX - 1;
 
-/// Collects the edges of the task being added, one per parent, in a parent-CSR edge list.
-///
-/// `mark[p]` is one more than the index of the newest edge whose parent is `p` (0: none), so
-/// "does the current task already have an edge from `p`" is one load and one compare.
-#[derive(Debug)]
-pub(super) struct EdgeSink {
-    /// The task being added.
-    task: u32,
-    /// Index of its first edge.
-    start: usize,
-    /// Parent of every edge; edges are grouped by child in increasing child order.
-    parents: Vec<u32>,
-    /// Kind of every edge.
-    kinds: Vec<EdgeKind>,
-    /// Per task: 1 + index of the newest edge it is the parent of, or 0.
-    mark: Vec<u32>,
-    /// The most edges: [`MAX_EDGES`], lower in tests.
-    max_edges: usize,
-    /// An edge of the current task did not fit (and was not recorded).
-    overflowed: bool,
+/// The most ranges one array may record: their ends are numbered in `u32`, two per range.
+const MAX_RANGES: usize = (u32::MAX / 2) as usize;
+
+/// The ranges recorded for one array.
+#[derive(Clone, Debug)]
+struct ArrayLog {
+    len: usize,
+    recs: Vec<Rec>,
+    /// Some task writes the array.
+    written: bool,
 }
 
-impl Default for EdgeSink {
-    fn default() -> Self {
-        Self {
-            task: 0,
-            start: 0,
-            parents: Vec::new(),
-            kinds: Vec::new(),
-            mark: Vec::new(),
-            max_edges: MAX_EDGES,
-            overflowed: false,
-        }
-    }
-}
-
-impl EdgeSink {
-    /// Starts collecting the edges of `task`, which must be the next id.
-    pub(super) fn begin(&mut self, task: u32) {
-        debug_assert_eq!(task as usize, self.mark.len());
-        self.task = task;
-        self.start = self.parents.len();
-        self.mark.push(0);
-    }
-
-    /// Forgets the current task and its edges, after one of them did not fit. Its parents' marks
-    /// still point past the kept edges, so no later task may be added.
-    fn abort(&mut self) {
-        self.parents.truncate(self.start);
-        self.kinds.truncate(self.start);
-        self.mark.pop();
-    }
-
-    /// The task being added.
-    #[inline]
-    pub(super) fn task(&self) -> u32 {
-        self.task
-    }
-
-    /// Adds an edge `parent -> task` of `kind`, unless it is a self edge; if the edge exists,
-    /// keeps the kind with the higher [`EdgeKind::priority`]. A new edge past the limit is not
-    /// added and marks the sink overflowed.
-    #[inline]
-    pub(super) fn add(&mut self, parent: u32, kind: EdgeKind) {
-        if parent == self.task {
-            return;
-        }
-        debug_assert!(parent < self.task, "edges go from lower to higher ids");
-        let slot = &mut self.mark[parent as usize];
-        let m = *slot as usize;
-        if m > self.start {
-            let existing = &mut self.kinds[m - 1];
-            if kind.priority() > existing.priority() {
-                *existing = kind;
-            }
-            return;
-        }
-        if self.parents.len() >= self.max_edges {
-            self.overflowed = true;
-            return;
-        }
-        self.parents.push(parent);
-        self.kinds.push(kind);
-        // Cannot truncate: there are at most `MAX_EDGES` edges.
-        *slot = self.parents.len() as u32;
-    }
-}
-
-/// Builds the task DAG from each task's declared accesses, one task at a time.
+/// Builds the task DAG from each task's declared accesses.
 ///
 /// See the [module documentation](super) for the exact semantics.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct DepTracker {
-    /// One interval map per array slot.
-    arrays: Vec<Segments>,
-    /// Reader lists of all arrays.
-    arena: ReaderArena,
-    /// The edges so far (parent CSR).
-    sink: EdgeSink,
-    /// `in_offsets[t]..in_offsets[t + 1]` are task `t`'s edges in `sink`.
-    in_offsets: Vec<u32>,
-    /// The limit a task passed: the interval maps hold part of that task, so every later task is
-    /// refused with the same error.
-    full: Option<LimitExceeded>,
+    arrays: Vec<ArrayLog>,
+    /// Tasks recorded.
+    tasks: u32,
+    limits: Limits,
 }
 
 impl DepTracker {
     /// A tracker for arrays whose element counts are `array_lens` (`array_lens[a]` for slot `a`).
     pub fn new(array_lens: &[usize]) -> Self {
         DepTracker {
-            arrays: array_lens.iter().map(|&len| Segments::new(len)).collect(),
-            arena: ReaderArena::default(),
-            sink: EdgeSink::default(),
-            in_offsets: vec![0],
-            full: None,
+            arrays: array_lens
+                .iter()
+                .map(|&len| ArrayLog {
+                    len,
+                    recs: Vec::new(),
+                    written: false,
+                })
+                .collect(),
+            tasks: 0,
+            limits: Limits {
+                edges: MAX_EDGES,
+                reader_entries: super::interval::MAX_READER_ENTRIES,
+            },
         }
-    }
-
-    /// Like [`DepTracker::new`], reserving room for about `tasks` tasks and `edges` edges.
-    pub fn with_capacity(array_lens: &[usize], tasks: usize, edges: usize) -> Self {
-        let mut tracker = Self::new(array_lens);
-        tracker.in_offsets.reserve(tasks);
-        tracker.sink.mark.reserve(tasks);
-        tracker.sink.parents.reserve(edges);
-        tracker.sink.kinds.reserve(edges);
-        tracker
     }
 
     /// Records the next task (ids are 0, 1, 2, ... in call order) with all its accesses and
@@ -150,10 +73,8 @@ impl DepTracker {
     ///
     /// # Errors
     ///
-    /// [`LimitExceeded`] when the task would make more than `u32::MAX - 1` tasks, [`MAX_EDGES`]
-    /// dependence edges or `u32::MAX - 1` reader-list entries. The task is not recorded, and
-    /// after an edge or reader-list overflow the tracker refuses every later task with the same
-    /// error; [`DepTracker::finish`] still gives the DAG of the tasks before.
+    /// [`LimitExceeded`] when the task would make more than `u32::MAX - 1` tasks, or more than
+    /// `u32::MAX / 2` ranges of one array. The task is not recorded.
     ///
     /// # Panics
     ///
@@ -162,129 +83,123 @@ impl DepTracker {
         &mut self,
         accesses: &[(u32, Range<usize>, Access)],
     ) -> Result<u32, LimitExceeded> {
-        if let Some(full) = self.full {
-            return Err(full);
-        }
-        // Cannot truncate: tasks are only added below `MAX_TASKS`.
-        let task = (self.in_offsets.len() - 1) as u32;
+        self.add_task_from(accesses.iter().map(|(a, r, x)| (*a, r.clone(), *x)))
+    }
+
+    /// [`DepTracker::add_task`] with the accesses from an iterator.
+    pub fn add_task_from(
+        &mut self,
+        accesses: impl IntoIterator<Item = (u32, Range<usize>, Access)>,
+    ) -> Result<u32, LimitExceeded> {
+        let task = self.tasks;
         if task >= MAX_TASKS {
             return Err(LimitExceeded {
                 what: "tasks",
                 limit: u64::from(MAX_TASKS),
             });
         }
-        self.sink.begin(task);
-
-        // Applying reads, then read-writes, then writes, each right after computing its edges,
-        // gives the same edges and final state as evaluating every access against the state
-        // before the task: reads do not change writers; a later write that overlaps an earlier
-        // write of this task sees `task` (skipped) where the earlier one already took the same
-        // or a preferred edge from the old writer and the same edges from the old readers.
-        let mut writes = 0usize;
-        for (array, range, access) in accesses {
-            if *access == Access::Read {
-                let segs = &mut self.arrays[*array as usize];
-                segs.read(range.start, range.end, &mut self.arena, &mut self.sink);
-            } else {
-                writes += 1;
+        for (slot, range, access) in accesses {
+            let array = &mut self.arrays[slot as usize];
+            assert!(
+                range.start <= range.end && range.end <= array.len,
+                "range {}..{} is not within an array of length {}",
+                range.start,
+                range.end,
+                array.len
+            );
+            if range.is_empty() {
+                continue;
             }
-        }
-        if writes > 0 {
-            let merge = writes > 1;
-            for phase in [Access::ReadWrite, Access::Write] {
-                let writer_kind = match phase {
-                    Access::ReadWrite => EdgeKind::Raw,
-                    _ => EdgeKind::Waw,
-                };
-                for (array, range, access) in accesses {
-                    if *access == phase {
-                        let segs = &mut self.arrays[*array as usize];
-                        let (lo, hi, sink) = (range.start, range.end, &mut self.sink);
-                        segs.write(lo, hi, writer_kind, merge, &self.arena, sink);
-                    }
-                }
+            if array.recs.len() >= MAX_RANGES {
+                self.forget(task);
+                return Err(LimitExceeded {
+                    what: "ranges of one array",
+                    limit: MAX_RANGES as u64,
+                });
             }
+            array.written |= access.writes();
+            array.recs.push(Rec {
+                lo: range.start,
+                hi: range.end,
+                task,
+                access,
+            });
         }
-
-        // One flag test per task; the limits are checked where the edges and reader entries are
-        // pushed.
-        if self.sink.overflowed || self.arena.overflowed() {
-            let full = if self.sink.overflowed {
-                LimitExceeded {
-                    what: "dependence edges",
-                    limit: self.sink.max_edges as u64,
-                }
-            } else {
-                LimitExceeded {
-                    what: "reader-list entries",
-                    limit: self.arena.max_nodes() as u64,
-                }
-            };
-            self.sink.abort();
-            self.full = Some(full);
-            return Err(full);
-        }
-        // Cannot truncate: there are at most `MAX_EDGES` edges.
-        let end = self.sink.parents.len() as u32;
-        self.in_offsets.push(end);
+        self.tasks += 1;
         Ok(task)
+    }
+
+    /// Removes the ranges of `task`, the last, which was refused.
+    #[cold]
+    fn forget(&mut self, task: u32) {
+        for array in &mut self.arrays {
+            while array.recs.last().is_some_and(|r| r.task == task) {
+                array.recs.pop();
+            }
+            array.written = array.recs.iter().any(|r| r.access.writes());
+        }
     }
 
     /// Lowers the most edges and reader-list entries (tests cannot allocate four billion).
     #[cfg(test)]
     pub(crate) fn set_limits(&mut self, max_edges: usize, max_reader_entries: usize) {
-        self.sink.max_edges = max_edges.min(MAX_EDGES);
-        self.arena.set_max_nodes(max_reader_entries);
+        self.limits.edges = max_edges.min(MAX_EDGES);
+        self.limits.reader_entries = max_reader_entries;
     }
 
     /// Number of tasks added so far.
     pub fn task_count(&self) -> u32 {
-        // Cannot truncate: `add_task` keeps the count below `u32::MAX`.
-        (self.in_offsets.len() - 1) as u32
+        self.tasks
     }
 
-    /// Number of edges so far.
-    pub fn edge_count(&self) -> usize {
-        self.sink.parents.len()
+    /// Number of non-empty ranges recorded so far, over all arrays.
+    pub fn range_count(&self) -> usize {
+        self.arrays.iter().map(|a| a.recs.len()).sum()
     }
 
-    /// Current number of segments over all arrays (a measure of the tracker's memory).
-    pub fn segment_count(&self) -> usize {
-        self.arrays.iter().map(Segments::segment_count).sum()
+    /// Tracks the dependences and builds the CSR [`Dag`], on as many threads as pay
+    /// ([`Split::auto`]).
+    ///
+    /// # Errors
+    ///
+    /// [`LimitExceeded`] when the DAG would have more than [`MAX_EDGES`] edges, or one job more
+    /// than `u32::MAX - 1` reader-list entries (one per read and run of equal state it covers).
+    pub fn finish(self) -> Result<Dag, LimitExceeded> {
+        let split = Split::auto(self.range_count());
+        self.finish_with(split)
     }
 
-    /// Number of reader-list entries allocated so far (a measure of the tracker's memory).
-    pub fn reader_entry_count(&self) -> usize {
-        self.arena.len()
-    }
-
-    /// Consumes the tracker into the CSR [`Dag`].
-    pub fn finish(self) -> Dag {
-        let DepTracker {
-            arrays,
-            arena,
-            sink,
-            in_offsets,
-            ..
-        } = self;
-        // Free the interval maps before the CSR allocations to keep the peak down.
-        drop(arrays);
-        drop(arena);
-        let EdgeSink {
-            parents,
-            kinds,
-            mark,
-            ..
-        } = sink;
-        drop(mark);
-        Dag::from_parent_lists(&in_offsets, &parents, &kinds)
+    /// [`DepTracker::finish`] with the work spread as `split` says. Every split gives the same
+    /// [`Dag`].
+    ///
+    /// # Errors
+    ///
+    /// As [`DepTracker::finish`]. Under a split into several jobs, reader-list entries are counted
+    /// per job.
+    pub fn finish_with(self, split: Split) -> Result<Dag, LimitExceeded> {
+        let n = self.tasks as usize;
+        let limits = self.limits;
+        let written: Vec<(&[Rec], usize)> = (self.arrays.iter())
+            .filter(|a| a.written && !a.recs.is_empty())
+            .map(|a| (&a.recs[..], a.len))
+            .collect();
+        let outs = if split.jobs <= 1 {
+            let parts: Vec<Part<'_>> = written.iter().map(|&(recs, _)| vec![recs]).collect();
+            vec![job::run(&parts, limits)?]
+        } else {
+            split::track(&written, split, limits)?
+        };
+        // Free the recorded ranges before the CSR allocations to keep the peak down.
+        drop(written);
+        drop(self.arrays);
+        split::merge(n, outs, limits.edges)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::EdgeKind::{Raw, War, Waw};
+    use crate::graph::EdgeKind::{self, Raw, War, Waw};
 
     /// Edges as `(parent, child, kind)` in CSR order.
     fn edges(dag: &Dag) -> Vec<(u32, u32, EdgeKind)> {
@@ -299,15 +214,19 @@ mod tests {
             .collect()
     }
 
+    /// The DAG of `tasks`, the same whether tracked whole or cut into element ranges on threads.
     fn run(lens: &[usize], tasks: &[&[(u32, Range<usize>, Access)]]) -> Dag {
         let mut tracker = DepTracker::new(lens);
         for (i, accesses) in tasks.iter().enumerate() {
             assert_eq!(tracker.add_task(accesses), Ok(i as u32));
         }
         assert_eq!(tracker.task_count() as usize, tasks.len());
-        let edge_count = tracker.edge_count();
-        let dag = tracker.finish();
-        assert_eq!(dag.edge_count(), edge_count);
+        let split = Split {
+            threads: 2,
+            jobs: 8,
+        };
+        let dag = tracker.clone().finish_with(Split::SEQUENTIAL).unwrap();
+        assert_eq!(tracker.finish_with(split).unwrap(), dag);
         dag
     }
 
@@ -499,7 +418,7 @@ mod tests {
 
     #[test]
     fn empty_tracker() {
-        let dag = DepTracker::new(&[]).finish();
+        let dag = DepTracker::new(&[]).finish().unwrap();
         assert_eq!(dag.task_count(), 0);
         assert_eq!(dag.offsets, vec![0]);
         assert_eq!(dag.critical_path(), 0);
@@ -507,28 +426,48 @@ mod tests {
     }
 
     #[test]
-    fn edges_past_the_limit_are_an_error_and_later_tasks_are_refused() {
-        let mut tracker = DepTracker::new(&[4]);
-        tracker.set_limits(2, usize::MAX);
-        assert_eq!(tracker.add_task(&[(0, 0..4, W)]), Ok(0));
-        assert_eq!(tracker.add_task(&[(0, 0..2, R)]), Ok(1));
+    fn arrays_no_task_writes_are_not_tracked() {
+        let mut tracker = DepTracker::new(&[4, 4]);
+        // No reader list can be built for array 0: it is never written.
+        tracker.set_limits(usize::MAX, 0);
+        for _ in 0..3 {
+            tracker.add_task(&[(0, 0..4, R), (1, 0..0, W)]).unwrap();
+        }
+        assert_eq!(tracker.range_count(), 3);
+        assert_eq!(tracker.finish().unwrap().edge_count(), 0);
+    }
+
+    #[test]
+    fn edges_past_the_limit_are_an_error_when_finishing() {
+        let tasks: [&[(u32, Range<usize>, Access)]; 4] = [
+            &[(0, 0..4, W)],
+            &[(0, 0..2, R)],
+            &[(0, 2..4, R)],
+            &[(0, 0..4, W)],
+        ];
+        let tracker = |tasks: &[&[(u32, Range<usize>, Access)]]| {
+            let mut tracker = DepTracker::new(&[4]);
+            tracker.set_limits(2, usize::MAX);
+            for (i, accesses) in tasks.iter().enumerate() {
+                assert_eq!(tracker.add_task(accesses), Ok(i as u32));
+            }
+            tracker
+        };
         // Exactly at the limit.
-        assert_eq!(tracker.add_task(&[(0, 2..4, R)]), Ok(2));
-        assert_eq!(tracker.edge_count(), 2);
-        // Three more edges (WAW from 0, WAR from 1 and 2).
+        let dag = tracker(&tasks[..3]).finish().unwrap();
+        assert_eq!(edges(&dag), vec![(0, 1, Raw), (0, 2, Raw)]);
+        // Three more edges (WAW from 0, WAR from 1 and 2), whether tracked whole or in parts.
         let error = LimitExceeded {
             what: "dependence edges",
             limit: 2,
         };
-        assert_eq!(tracker.add_task(&[(0, 0..4, W)]), Err(error));
         assert_eq!(error.to_string(), "more than 2 dependence edges");
-        // The interval map holds part of the refused task, so nothing more goes in, even a task
-        // with no edges.
-        assert_eq!(tracker.add_task(&[]), Err(error));
-        assert_eq!(tracker.task_count(), 3);
-        assert_eq!(tracker.edge_count(), 2);
-        let dag = tracker.finish();
-        assert_eq!(edges(&dag), vec![(0, 1, Raw), (0, 2, Raw)]);
+        assert_eq!(tracker(&tasks).finish(), Err(error));
+        let split = Split {
+            threads: 2,
+            jobs: 4,
+        };
+        assert_eq!(tracker(&tasks).finish_with(split), Err(error));
     }
 
     #[test]
@@ -538,23 +477,41 @@ mod tests {
         tracker.set_limits(1, usize::MAX);
         tracker.add_task(&[(0, 0..4, W)]).unwrap();
         assert_eq!(tracker.add_task(&[(0, 0..2, R), (0, 2..4, W)]), Ok(1));
-        assert_eq!(edges(&tracker.finish()), vec![(0, 1, Raw)]);
+        assert_eq!(edges(&tracker.finish().unwrap()), vec![(0, 1, Raw)]);
     }
 
     #[test]
     fn reader_entries_past_the_limit_are_an_error() {
         let mut tracker = DepTracker::new(&[4]);
         tracker.set_limits(usize::MAX, 2);
-        assert_eq!(tracker.add_task(&[(0, 0..4, R)]), Ok(0));
-        assert_eq!(tracker.add_task(&[(0, 0..4, R)]), Ok(1));
+        for _ in 0..3 {
+            tracker.add_task(&[(0, 0..4, R)]).unwrap();
+        }
+        tracker.add_task(&[(0, 0..4, W)]).unwrap();
         let error = LimitExceeded {
             what: "reader-list entries",
             limit: 2,
         };
-        assert_eq!(tracker.add_task(&[(0, 0..4, R)]), Err(error));
-        assert_eq!(tracker.add_task(&[(0, 0..4, W)]), Err(error));
-        assert_eq!(tracker.reader_entry_count(), 2);
-        assert_eq!(tracker.finish().task_count(), 2);
+        assert_eq!(tracker.finish(), Err(error));
+    }
+
+    #[test]
+    fn a_refused_task_leaves_nothing_behind() {
+        let mut tracker = DepTracker::new(&[4]);
+        tracker.tasks = MAX_TASKS;
+        let error = tracker.add_task(&[(0, 0..4, W)]).unwrap_err();
+        assert_eq!(error.what, "tasks");
+        assert_eq!(tracker.range_count(), 0);
+        tracker.tasks = 1;
+        tracker.arrays[0].recs.push(Rec {
+            lo: 0,
+            hi: 1,
+            task: 0,
+            access: R,
+        });
+        tracker.forget(0);
+        assert_eq!(tracker.range_count(), 0);
+        assert!(!tracker.arrays[0].written);
     }
 
     #[test]

@@ -1,0 +1,361 @@
+//! Spreading dependence tracking over threads, and uniting what the pieces found.
+//!
+//! The semantics are per element, so the edges of a region are the union of those its arrays
+//! give, and those of an array the union of those disjoint element ranges of it give (a range
+//! crossing a cut is clipped into both sides). [`track`] uses that:
+//!
+//! 1. Each array some task writes gets a share of the jobs by its ranges; an array with several is
+//!    cut at quantiles of its ranges' starts ([`cuts`]) into pieces of about as many ranges.
+//! 2. Each thread takes a slice of every cut array's ranges and sorts them, clipped, into the
+//!    pieces they overlap. A slice's ranges are in task order, so a piece's ranges from every
+//!    slice, slice after slice, are too.
+//! 3. Each thread then tracks pieces, biggest first, each as one [`job`](super::job).
+//! 4. [`merge`] unites the pieces' edges into parent lists: a k-way merge by child, keeping one
+//!    edge per (parent, child) pair.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::num::NonZero;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::dag::Dag;
+use super::job::{self, JobEdges, Limits, Part, Rec};
+use super::{EdgeKind, LimitExceeded};
+
+/// The ranges a thread must have to track before [`Split::auto`] starts it: starting and joining
+/// a thread costs tens of microseconds, tracking a range tens of nanoseconds.
+pub const RANGES_PER_THREAD: usize = 1 << 15;
+
+/// How [`DepTracker::finish_with`](super::DepTracker::finish_with) spreads the tracking over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Threads, the calling one included; 1 runs everything on the calling thread.
+    pub threads: usize,
+    /// Jobs to cut the arrays into, shared among them by their recorded ranges: an array gets at
+    /// least one job, and a big one several element ranges. 1 tracks each array whole.
+    pub jobs: usize,
+}
+
+impl Split {
+    /// Everything on the calling thread, one job per array.
+    pub const SEQUENTIAL: Split = Split {
+        threads: 1,
+        jobs: 1,
+    };
+
+    /// What [`DepTracker::finish`](super::DepTracker::finish) uses for `ranges` recorded ranges: one thread per
+    /// [`RANGES_PER_THREAD`] ranges, up to the cores this process may use (or
+    /// [`THREADS_VAR`] when set), and four jobs per thread so that uneven jobs still balance.
+    /// Small regions stay on the calling thread.
+    pub fn auto(ranges: usize) -> Split {
+        let threads = (ranges / RANGES_PER_THREAD).clamp(1, max_threads());
+        if threads == 1 {
+            return Split::SEQUENTIAL;
+        }
+        Split {
+            threads,
+            jobs: 4 * threads,
+        }
+    }
+}
+
+/// The environment variable that caps the threads inspection uses (a positive number; 1 keeps
+/// it on the calling thread). Read once per process.
+pub const THREADS_VAR: &str = "TASKWEAVE_INSPECT_THREADS";
+
+/// The most threads inspection may use: [`THREADS_VAR`], or the cores this process may use. Asked
+/// once (the answer reads cgroup files on Linux).
+fn max_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var(THREADS_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, NonZero::get))
+    })
+}
+
+/// A piece of an array: its slot among the tracked arrays, and its elements.
+struct Piece {
+    array: usize,
+    start: usize,
+    end: usize,
+}
+
+/// Tracks `arrays` (each one's ranges in task order, and its length) as `split` says: the edges of
+/// every piece, in no particular order.
+pub(super) fn track(
+    arrays: &[(&[Rec], usize)],
+    split: Split,
+    limits: Limits,
+) -> Result<Vec<JobEdges>, LimitExceeded> {
+    let total: usize = arrays.iter().map(|(recs, _)| recs.len()).sum();
+    let threads = split.threads.max(1);
+    let mut pieces = Vec::new();
+    // Per array: its cuts, and its first piece.
+    let mut cut: Vec<(Vec<usize>, usize)> = Vec::with_capacity(arrays.len());
+    for (array, &(recs, len)) in arrays.iter().enumerate() {
+        let share = (split.jobs * recs.len()).div_ceil(total.max(1));
+        let cuts = if share > 1 {
+            cuts(recs, len, share)
+        } else {
+            Vec::new()
+        };
+        let first = pieces.len();
+        let bounds = std::iter::once(0).chain(cuts.iter().copied());
+        for (start, end) in bounds.zip(cuts.iter().copied().chain([len])) {
+            pieces.push(Piece { array, start, end });
+        }
+        cut.push((cuts, first));
+    }
+    // Each slice's ranges of every cut array, by piece.
+    let buckets: Vec<Vec<Vec<Rec>>> = parallel_map(threads, threads, |slice| {
+        let mut out = vec![Vec::new(); pieces.len()];
+        for (&(recs, _), (cuts, first)) in arrays.iter().zip(&cut) {
+            if cuts.is_empty() {
+                continue;
+            }
+            let from = recs.len() * slice / threads;
+            let to = recs.len() * (slice + 1) / threads;
+            for r in &recs[from..to] {
+                let mut p = cuts.partition_point(|&c| c <= r.lo);
+                loop {
+                    let piece = &pieces[first + p];
+                    let hi = r.hi.min(piece.end);
+                    out[first + p].push(Rec {
+                        lo: r.lo.max(piece.start),
+                        hi,
+                        ..*r
+                    });
+                    if hi == r.hi {
+                        break;
+                    }
+                    p += 1;
+                }
+            }
+        }
+        out
+    });
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    let size = |p: usize| {
+        let piece = &pieces[p];
+        match cut[piece.array].0.is_empty() {
+            true => arrays[piece.array].0.len(),
+            false => buckets.iter().map(|b| b[p].len()).sum(),
+        }
+    };
+    order.sort_by_cached_key(|&p| std::cmp::Reverse(size(p)));
+    parallel_map(threads, order.len(), |i| {
+        let p = order[i];
+        let array = pieces[p].array;
+        let part: Part<'_> = match cut[array].0.is_empty() {
+            true => vec![arrays[array].0],
+            false => buckets.iter().map(|b| &b[p][..]).collect(),
+        };
+        job::run(&[part], limits)
+    })
+    .into_iter()
+    .collect()
+}
+
+/// Up to `pieces - 1` increasing cuts strictly inside `0..len`, at quantiles of a sample of the
+/// ranges' starts; none at or before the first start, which would leave a piece with no range.
+fn cuts(recs: &[Rec], len: usize, pieces: usize) -> Vec<usize> {
+    let stride = (recs.len() / (64 * pieces)).max(1);
+    let mut sample: Vec<usize> = recs.iter().step_by(stride).map(|r| r.lo).collect();
+    sample.sort_unstable();
+    let mut cuts: Vec<usize> = (1..pieces)
+        .map(|i| sample[i * sample.len() / pieces])
+        .filter(|&c| c > sample[0] && c < len)
+        .collect();
+    cuts.dedup();
+    cuts
+}
+
+/// `f(0)`, ..., `f(items - 1)` on up to `threads` threads (the calling one included), each
+/// taking the next item until none is left; the results in item order.
+fn parallel_map<T: Send>(threads: usize, items: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= items {
+                return done;
+            }
+            done.push((i, f(i)));
+        }
+    };
+    let threads = threads.min(items).max(1);
+    let mut done = if threads == 1 {
+        work()
+    } else {
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut done = work();
+            for helper in helpers {
+                match helper.join() {
+                    Ok(more) => done.extend(more),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            done
+        })
+    };
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The DAG over `n` tasks of the jobs' edges, united: one edge per (parent, child) pair, of the
+/// kind with the highest [`EdgeKind::priority`].
+pub(super) fn merge(
+    n: usize,
+    mut outs: Vec<JobEdges>,
+    max_edges: usize,
+) -> Result<Dag, LimitExceeded> {
+    let too_many = LimitExceeded {
+        what: "dependence edges",
+        limit: max_edges as u64,
+    };
+    if outs.len() <= 1 {
+        // One job's lists have no duplicates: only the empty tasks' offsets are missing.
+        let JobEdges {
+            children,
+            parents,
+            kinds,
+        } = outs.pop().unwrap_or_default();
+        let mut in_offsets = Vec::with_capacity(n + 1);
+        in_offsets.push(0);
+        let mut end = 0;
+        for (child, child_end) in children {
+            in_offsets.resize(child as usize + 1, end);
+            in_offsets.push(child_end);
+            end = child_end;
+        }
+        in_offsets.resize(n + 1, end);
+        return Ok(Dag::from_parent_lists(&in_offsets, &parents, &kinds));
+    }
+    // A k-way merge by child: the job whose next child is smallest gives its edges next, so the
+    // lists are written in order; duplicates across jobs are dropped as they come.
+    let mut next: BinaryHeap<Reverse<(u32, usize)>> = (outs.iter().enumerate())
+        .filter_map(|(j, out)| out.children.first().map(|&(child, _)| Reverse((child, j))))
+        .collect();
+    // Per job: its next group of edges, and where that group starts.
+    let mut cursor = vec![(0usize, 0usize); outs.len()];
+    let total: usize = outs.iter().map(|out| out.parents.len()).sum();
+    let mut parents = Vec::with_capacity(total);
+    let mut kinds: Vec<EdgeKind> = Vec::with_capacity(total);
+    let mut in_offsets = Vec::with_capacity(n + 1);
+    in_offsets.push(0u32);
+    // `mark[p]`: one more than the index of the newest kept edge from `p`.
+    let mut mark = vec![0usize; n];
+    let mut first = 0;
+    let mut current = None;
+    while let Some(Reverse((child, j))) = next.pop() {
+        if current != Some(child) {
+            // Cannot truncate: at most `MAX_EDGES` edges are kept.
+            in_offsets.resize(child as usize + 1, parents.len() as u32);
+            first = parents.len();
+            current = Some(child);
+        }
+        let out = &outs[j];
+        let (group, from) = &mut cursor[j];
+        let to = out.children[*group].1 as usize;
+        for (&p, &kind) in out.parents[*from..to].iter().zip(&out.kinds[*from..to]) {
+            let m = mark[p as usize];
+            if m > first {
+                if kind.priority() > kinds[m - 1].priority() {
+                    kinds[m - 1] = kind;
+                }
+                continue;
+            }
+            if parents.len() >= max_edges {
+                return Err(too_many);
+            }
+            parents.push(p);
+            kinds.push(kind);
+            mark[p as usize] = parents.len();
+        }
+        *group += 1;
+        *from = to;
+        if let Some(&(child, _)) = out.children.get(*group) {
+            next.push(Reverse((child, j)));
+        }
+    }
+    drop(outs);
+    in_offsets.resize(n + 1, parents.len() as u32);
+    Ok(Dag::from_parent_lists(&in_offsets, &parents, &kinds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Access;
+
+    #[test]
+    fn big_arrays_are_cut_at_quantiles_of_their_ranges() {
+        let recs: Vec<Rec> = (0..1000)
+            .map(|i| Rec {
+                lo: i * 10,
+                hi: i * 10 + 10,
+                task: i as u32,
+                access: Access::Write,
+            })
+            .collect();
+        let quartiles = cuts(&recs, 10_000, 4);
+        assert_eq!(quartiles.len(), 3);
+        for (cut, quarter) in quartiles.iter().zip([2500, 5000, 7500]) {
+            assert!(cut.abs_diff(quarter) <= 100, "{cut} vs {quarter}");
+        }
+        // All ranges start at one place: a cut would leave a piece without any.
+        assert_eq!(cuts(&vec![recs[5]; 100], 10_000, 8), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_region_big_enough_for_threads_gives_the_one_thread_dag() {
+        // Two arrays: a tiled LU on one, a wavefront over strided rows on the other, with ranges
+        // that cross any cut; enough ranges for `auto` to use every core there is.
+        let t = 40;
+        let tile = |i: usize, j: usize| (i * t + j) * 16..(i * t + j + 1) * 16;
+        let mut tracker = crate::graph::DepTracker::new(&[t * t * 16, t * t * 16 + 7]);
+        for k in 0..t {
+            for i in k..t {
+                for j in k..t {
+                    let own = (0, tile(i, j), Access::ReadWrite);
+                    tracker
+                        .add_task(&[
+                            (0, tile(i, k), Access::Read),
+                            (0, tile(k, j), Access::Read),
+                            own,
+                        ])
+                        .unwrap();
+                    let (lo, hi) = (tile(i, j).start + k % 16, tile(i, j).end + 7);
+                    tracker
+                        .add_task(&[
+                            (1, lo..hi, Access::ReadWrite),
+                            (1, lo / 2..lo, Access::Read),
+                        ])
+                        .unwrap();
+                }
+            }
+        }
+        let ranges = tracker.range_count();
+        assert!(ranges > 2 * RANGES_PER_THREAD, "{ranges} ranges");
+        let whole = tracker.clone().finish_with(Split::SEQUENTIAL).unwrap();
+        assert_eq!(tracker.clone().finish().unwrap(), whole);
+        let split = Split {
+            threads: 3,
+            jobs: 12,
+        };
+        assert_eq!(tracker.finish_with(split).unwrap(), whole);
+    }
+
+    #[test]
+    fn parallel_map_keeps_item_order() {
+        let squares = parallel_map(3, 100, |i| i * i);
+        assert_eq!(squares, (0..100).map(|i| i * i).collect::<Vec<_>>());
+        assert!(parallel_map(4, 0, |i| i).is_empty());
+    }
+}
