@@ -1,18 +1,20 @@
 //! Inspection benchmark: builds 1,000,000-task regions in three shapes and times
-//! [`DepTracker::add_task`] (dependence tracking) and [`DepTracker::finish`] (CSR and ranks), and
-//! apart from them the static policy's plan ([`list_schedule`] on [`PLAN_WORKERS`] workers).
+//! [`DepTracker::add_task`] (recording the ranges) and [`DepTracker::finish_with`] (dependence
+//! tracking, CSR and ranks) on one thread ([`Split::SEQUENTIAL`]) and as [`DepTracker::finish`]
+//! spreads it ([`Split::auto`]), and apart from them the static policy's plan ([`list_schedule`]
+//! on [`PLAN_WORKERS`] workers).
 //!
-//! Run with `cargo bench -p taskweave-host --bench inspection`. Single-threaded; every shape is
-//! run `REPEATS` times and the fastest run is reported (plus the median total). Peak memory is
-//! `VmHWM` from `/proc/self/status` of a fresh child process (this binary, re-run with
-//! `--child <shape>`) that runs the shape once, so it is the whole process's peak, unaffected by
-//! the other shapes' freed heap.
+//! Run with `cargo bench -p taskweave-host --bench inspection`. Every shape is run `REPEATS` times
+//! and the fastest run is reported (plus the median one-thread total). Peak memory is `VmHWM` from
+//! `/proc/self/status` of a fresh child process (this binary, re-run with `--child <shape>`) that
+//! runs the shape once on one thread (`--child <shape> --split`: as `finish` splits it), so it is
+//! the whole process's peak, unaffected by the other shapes' freed heap.
 
 use std::hint::black_box;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use taskweave_host::graph::{Access, DepTracker, list_schedule};
+use taskweave_host::graph::{Access, DepTracker, Split, list_schedule};
 
 /// Runs per shape.
 const REPEATS: usize = 5;
@@ -104,12 +106,14 @@ fn status_mib(field: &str) -> Option<f64> {
 /// One measured run.
 struct Run {
     tasks: u32,
+    ranges: usize,
     edges: usize,
-    segments: usize,
-    reader_entries: usize,
     critical_path: u32,
     add: Duration,
+    /// `finish_with(Split::SEQUENTIAL)`.
     finish: Duration,
+    /// `finish_with(split)`.
+    finish_split: Duration,
     plan: Duration,
 }
 
@@ -117,9 +121,14 @@ impl Run {
     fn total(&self) -> Duration {
         self.add + self.finish
     }
+
+    fn total_split(&self) -> Duration {
+        self.add + self.finish_split
+    }
 }
 
-fn run(shape: &Shape) -> Run {
+/// Records `shape` into a tracker.
+fn record(shape: &Shape) -> (DepTracker, Duration) {
     let start = Instant::now();
     let mut tracker = DepTracker::new(&shape.lens);
     (shape.generate)(&mut |accesses| {
@@ -129,25 +138,42 @@ fn run(shape: &Shape) -> Run {
                 .expect("within the limits"),
         );
     });
-    let add = start.elapsed();
-    let (tasks, edges) = (tracker.task_count(), tracker.edge_count());
-    let (segments, reader_entries) = (tracker.segment_count(), tracker.reader_entry_count());
+    (tracker, start.elapsed())
+}
+
+/// Runs `shape` on one thread, then again under `split` (unless it is one thread too).
+fn run(shape: &Shape, split: Split) -> Run {
+    let (tracker, add) = record(shape);
+    let (tasks, ranges) = (tracker.task_count(), tracker.range_count());
     let start = Instant::now();
-    let dag = black_box(tracker.finish());
+    let dag = black_box(
+        tracker
+            .finish_with(Split::SEQUENTIAL)
+            .expect("within the limits"),
+    );
     let finish = start.elapsed();
+    let finish_split = if split == Split::SEQUENTIAL {
+        finish
+    } else {
+        let (tracker, _) = record(shape);
+        let start = Instant::now();
+        let again = black_box(tracker.finish_with(split).expect("within the limits"));
+        let elapsed = start.elapsed();
+        assert_eq!(again, dag, "every split gives the same DAG");
+        elapsed
+    };
     let critical_path = dag.critical_path();
     let start = Instant::now();
     black_box(list_schedule(&dag, PLAN_WORKERS));
     let plan = start.elapsed();
-    drop(dag);
     Run {
         tasks,
-        edges,
-        segments,
-        reader_entries,
+        ranges,
+        edges: dag.edge_count(),
         critical_path,
         add,
         finish,
+        finish_split,
         plan,
     }
 }
@@ -192,47 +218,65 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(pos) = args.iter().position(|a| a == "--child") {
         let index: usize = args[pos + 1].parse().expect("shape index");
-        black_box(run(&shapes[index]));
+        let (tracker, _) = record(&shapes[index]);
+        let split = match args.iter().any(|a| a == "--split") {
+            true => Split::auto(tracker.range_count()),
+            false => Split::SEQUENTIAL,
+        };
+        let dag = tracker.finish_with(split).expect("within the limits");
+        black_box(list_schedule(&dag, PLAN_WORKERS));
         println!("peak_mib {}", status_mib("VmHWM:").unwrap_or(f64::NAN));
         return;
     }
-    println!("taskweave-host inspection benchmark: best of {REPEATS} runs per shape, one thread");
     println!(
-        "{:<20} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>8}",
+        "taskweave-host inspection benchmark: best of {REPEATS} runs per shape; finish on one thread \
+         and split as `finish` splits it"
+    );
+    println!(
+        "{:<20} {:>9} {:>9} {:>9} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>12} {:>10} {:>8} {:>9} {:>8}",
         "shape",
         "tasks",
+        "ranges",
         "edges",
-        "segments",
-        "readers",
         "crit",
         "add ms",
         "finish ms",
         "total ms",
         "median ms",
         "ns/task",
+        "split",
+        "split ms",
+        "ns/task",
         "peak MiB",
         "plan ms"
     );
     for (index, shape) in shapes.iter().enumerate() {
-        let mut runs: Vec<Run> = (0..REPEATS).map(|_| run(shape)).collect();
+        let ranges = record(shape).0.range_count();
+        let split = Split::auto(ranges);
+        let mut runs: Vec<Run> = (0..REPEATS).map(|_| run(shape, split)).collect();
         runs.sort_by_key(Run::total);
         let median = ms(runs[REPEATS / 2].total());
+        let best_split = runs.iter().map(Run::total_split).min().expect("runs");
+        let best_plan = runs.iter().map(|r| r.plan).min().expect("runs");
         let best = &runs[0];
+        let per_task = |d: Duration| d.as_secs_f64() * 1e9 / f64::from(best.tasks);
         println!(
-            "{:<20} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9.1} {:>10.1} {:>9.1} {:>10.1} {:>8.1} {:>9} {:>8.1}",
+            "{:<20} {:>9} {:>9} {:>9} {:>6} {:>9.1} {:>10.1} {:>9.1} {:>10.1} {:>8.1} {:>12} {:>10.1} {:>8.1} {:>9} {:>8.1}",
             shape.name,
             best.tasks,
+            best.ranges,
             best.edges,
-            best.segments,
-            best.reader_entries,
             best.critical_path,
             ms(best.add),
             ms(best.finish),
             ms(best.total()),
             median,
-            best.total().as_secs_f64() * 1e9 / f64::from(best.tasks),
+            per_task(best.total()),
+            format!("{}t/{}j", split.threads, split.jobs),
+            ms(best_split),
+            per_task(best_split),
             mib(child_peak(index)),
-            ms(best.plan),
+            ms(best_plan),
         );
     }
 }
