@@ -1,0 +1,262 @@
+//! Inspection of the real workload regions: each example workload at its default size, the tiled
+//! LU of `taskweave_kernels::lu` at N = 4096 in 64 × 64 tiles (89,440 tasks) and at 144 × 144
+//! tiles (1,005,720 tasks), and a tiled Cholesky at N = 4096 in 64 × 64 tiles (45,760 tasks),
+//! whose region is defined here with the tile library's task shapes.
+//!
+//! Each region is inspected through [`Region::inspect`](taskweave::Region::inspect): running its
+//! body, recording the ranges, tracking the dependences and building the CSR, as a run does. The
+//! time is the inspection's own ([`Inspection::time`]); making the region's inputs is outside it.
+//! Every region is inspected in two fresh child processes (this binary, re-run with `--child`):
+//! one with inspection on one thread (`TASKWEAVE_INSPECT_THREADS=1`), one as it chooses by itself
+//! (all the cores it may use, when the region is big enough). The static policy's plan
+//! ([`list_schedule`] on 528 workers, an H100's resident persistent workers at 4 per SM) is timed
+//! apart.
+//!
+//! `cargo bench -p taskweave-examples --bench inspection [-- --reps N] [-- --only NAME]`
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use taskweave::inspect::Inspection;
+use taskweave::{Error, task, task_region};
+use taskweave_host::graph::{THREADS_VAR, list_schedule};
+use taskweave_kernels::lu;
+
+/// Workers of the static plan.
+const PLAN_WORKERS: u32 = 528;
+
+/// The element range of tile `(i, j)` of a tile-major matrix of `nb × nb` tiles of `bs × bs`.
+const fn tile(i: usize, j: usize, nb: usize, bs: usize) -> core::ops::Range<usize> {
+    let start = (i * nb + j) * bs * bs;
+    start..start + bs * bs
+}
+
+/// Factors diagonal tile `k`.
+#[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
+fn potrf(a: &mut [f64], k: usize, nb: usize, bs: usize) {
+    let _ = (a, k, nb, bs);
+}
+
+/// Solves tile `(i, k)` against the factored diagonal tile `k`.
+#[task(reads = [a[tile(k, k, nb, bs)], a[tile(i, k, nb, bs)]], writes = a[tile(i, k, nb, bs)])]
+fn trsm(a: &mut [f64], k: usize, i: usize, nb: usize, bs: usize) {
+    let _ = (a, k, i, nb, bs);
+}
+
+/// Updates diagonal tile `i` with tile `(i, k)`.
+#[task(reads = [a[tile(i, k, nb, bs)], a[tile(i, i, nb, bs)]], writes = a[tile(i, i, nb, bs)])]
+fn syrk(a: &mut [f64], k: usize, i: usize, nb: usize, bs: usize) {
+    let _ = (a, k, i, nb, bs);
+}
+
+/// Updates tile `(i, j)` with tiles `(i, k)` and `(j, k)`.
+#[task(
+    reads = [a[tile(i, k, nb, bs)], a[tile(j, k, nb, bs)], a[tile(i, j, nb, bs)]],
+    writes = a[tile(i, j, nb, bs)]
+)]
+#[allow(clippy::too_many_arguments)]
+fn gemm(a: &mut [f64], k: usize, i: usize, j: usize, nb: usize, bs: usize) {
+    let _ = (a, k, i, j, nb, bs);
+}
+
+task_region! {
+    /// Right-looking tiled Cholesky of the lower triangle of `a`.
+    fn cholesky(a: &mut [f64], nb: usize, bs: usize) {
+        for k in 0..nb {
+            spawn!(potrf(a, k, nb, bs));
+            for i in k + 1..nb {
+                spawn!(trsm(a, k, i, nb, bs));
+            }
+            for i in k + 1..nb {
+                spawn!(syrk(a, k, i, nb, bs));
+                for j in k + 1..i {
+                    spawn!(gemm(a, k, i, j, nb, bs));
+                }
+            }
+        }
+    }
+}
+
+/// A region to inspect: its name and a function that inspects it once.
+struct Case {
+    name: String,
+    inspect: Box<dyn FnMut() -> Result<Inspection, Error>>,
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases: Vec<Case> = taskweave_examples::workloads::all()
+        .into_iter()
+        .map(|mut w| Case {
+            name: w.name().to_owned(),
+            inspect: Box::new(move || w.inspect()),
+        })
+        .collect();
+    // The matrices are made on first use, in the child that inspects them.
+    for (nb, bs) in [(64, 64), (144, 8)] {
+        let mut a = Vec::new();
+        cases.push(Case {
+            name: format!("LU {nb}x{nb} tiles"),
+            inspect: Box::new(move || {
+                a.resize(nb * nb * bs * bs, 0f32);
+                lu::lu(&mut a, nb, bs).inspect()
+            }),
+        });
+    }
+    let (nb, bs) = (64, 64);
+    let mut a = Vec::new();
+    cases.push(Case {
+        name: format!("Cholesky {nb}x{nb} tiles"),
+        inspect: Box::new(move || {
+            a.resize(nb * nb * bs * bs, 0f64);
+            cholesky(&mut a, nb, bs).inspect()
+        }),
+    });
+    cases
+}
+
+/// What a child process measured for one region.
+struct Measured {
+    tasks: usize,
+    edges: usize,
+    best: Duration,
+    median: Duration,
+    plan: Duration,
+}
+
+/// Inspects `case` `reps` times (after one warm-up) and times the plan of the last DAG.
+fn measure(case: &mut Case, reps: usize) -> Measured {
+    let mut times = Vec::with_capacity(reps);
+    let mut last = None;
+    for _ in 0..=reps {
+        let ins = (case.inspect)().expect("the region inspects");
+        times.push(ins.time);
+        last = Some(ins);
+    }
+    // The first inspection grows the allocator's heap: a warm-up.
+    times.remove(0);
+    times.sort();
+    let ins = last.expect("at least one inspection");
+    let mut plan = Duration::MAX;
+    for _ in 0..reps.min(3) {
+        let start = Instant::now();
+        black_box(list_schedule(&ins.dag, PLAN_WORKERS));
+        plan = plan.min(start.elapsed());
+    }
+    Measured {
+        tasks: ins.task_count(),
+        edges: ins.dag.edge_count(),
+        best: times[0],
+        median: times[times.len() / 2],
+        plan,
+    }
+}
+
+/// Runs this binary as a child that measures `name` with `threads` inspection threads (`None`:
+/// the default), and parses its one line.
+fn child(name: &str, reps: usize, threads: Option<usize>) -> Measured {
+    let exe = std::env::current_exe().expect("this binary");
+    let mut command = Command::new(exe);
+    command.args(["--child", name, "--reps", &reps.to_string()]);
+    command.env_remove(THREADS_VAR);
+    if let Some(threads) = threads {
+        command.env(THREADS_VAR, threads.to_string());
+    }
+    let out = command.output().expect("the child runs");
+    assert!(
+        out.status.success(),
+        "child `{name}` failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let fields: Vec<u128> = text
+        .split_whitespace()
+        .map(|f| f.parse().expect("a number"))
+        .collect();
+    let ns = |i: usize| Duration::from_nanos(fields[i] as u64);
+    Measured {
+        tasks: fields[0] as usize,
+        edges: fields[1] as usize,
+        best: ns(2),
+        median: ns(3),
+        plan: ns(4),
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn us_per_task(d: Duration, tasks: usize) -> f64 {
+    d.as_secs_f64() * 1e6 / tasks.max(1) as f64
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .map(|i| args[i + 1].clone())
+    };
+    let reps: usize = value("--reps").map_or(5, |r| r.parse().expect("--reps N"));
+    if let Some(name) = value("--child") {
+        let mut case = cases()
+            .into_iter()
+            .find(|c| c.name == name)
+            .expect("a known region");
+        let m = measure(&mut case, reps);
+        println!(
+            "{} {} {} {} {}",
+            m.tasks,
+            m.edges,
+            m.best.as_nanos(),
+            m.median.as_nanos(),
+            m.plan.as_nanos()
+        );
+        return;
+    }
+    let only = value("--only");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "taskweave inspection of the workload regions: best and median of {reps} runs after a warm-up, \
+         one thread and default ({threads} threads available)"
+    );
+    println!(
+        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9} {:>8}",
+        "region",
+        "tasks",
+        "edges",
+        "1t ms",
+        "1t med",
+        "1t us/t",
+        "auto ms",
+        "auto med",
+        "auto us/t",
+        "plan ms",
+        "plan us/t"
+    );
+    for case in cases() {
+        if only
+            .as_ref()
+            .is_some_and(|o| !case.name.contains(o.as_str()))
+        {
+            continue;
+        }
+        let one = child(&case.name, reps, Some(1));
+        let auto = child(&case.name, reps, None);
+        println!(
+            "{:<22} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.3} {:>9.2} {:>9.2} {:>8.3} {:>9.2} {:>8.3}",
+            case.name,
+            one.tasks,
+            one.edges,
+            ms(one.best),
+            ms(one.median),
+            us_per_task(one.best, one.tasks),
+            ms(auto.best),
+            ms(auto.median),
+            us_per_task(auto.best, auto.tasks),
+            ms(one.plan),
+            us_per_task(one.plan, one.tasks),
+        );
+    }
+}
