@@ -2,7 +2,7 @@
 
 use super::EdgeKind;
 use super::bitset::BitSet;
-use super::job::EdgeSink;
+use super::sink::EdgeSink;
 
 /// "No task" / "empty list" marker.
 pub(super) const NONE: u32 = u32::MAX;

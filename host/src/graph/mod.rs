@@ -75,6 +75,7 @@ pub mod oracle;
 mod plan;
 #[cfg(test)]
 mod proptests;
+mod sink;
 mod split;
 mod tracker;
 
