@@ -155,4 +155,5 @@ pub fn run_main(
 pub mod bench;
 pub mod faults;
 pub mod plots;
+pub mod vendor;
 pub mod workloads;
