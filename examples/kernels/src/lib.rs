@@ -14,6 +14,7 @@ pub mod jacobi;
 pub mod lu;
 pub mod nowait;
 pub mod nw;
+pub mod same_name;
 pub mod sat;
 pub mod selfcheck;
 pub mod smw;
