@@ -154,5 +154,6 @@ pub fn run_main(
 
 pub mod bench;
 pub mod faults;
+pub mod mutation;
 pub mod plots;
 pub mod workloads;
