@@ -238,3 +238,27 @@ fn submitted_regions_outlive_neither_their_runtime_nor_their_arrays() {
         assert_eq!(p.wait().unwrap().tasks, 1);
     }
 }
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "waits on wall-clock time, which Miri's clock makes very slow"
+)]
+fn the_wall_time_covers_the_whole_call() {
+    let rt = Runtime::cpu_with(1);
+    let mut v = rt.upload(&[0u64; 8]).unwrap();
+    // A run: the wall time holds the inspection and the execution (a 20 ms task).
+    let report = step(&mut v, 1, 1, 0, 8, 20_000).run(&rt).unwrap();
+    assert!(report.execute_time.as_millis() >= 20, "{report}");
+    assert!(
+        report.wall_time >= report.inspect_time + report.execute_time,
+        "{report}"
+    );
+    // A submitted region: from `submit` to the return of `wait`, the caller's own wait included.
+    let start = Instant::now();
+    let pending = step(&mut v, 1, 1, 0, 8, 0).submit(&rt).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let report = pending.wait().unwrap();
+    assert!(report.wall_time.as_millis() >= 30, "{report}");
+    assert!(report.wall_time <= start.elapsed(), "{report}");
+}

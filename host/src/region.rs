@@ -478,6 +478,7 @@ impl<'a> Region<'a> {
     /// Inspects the region and runs its DAG on `runtime`'s backend, after the regions in flight
     /// whose accesses to its resident arrays conflict with its own (see [`Region::submit`]).
     pub fn run(mut self, runtime: &Runtime) -> Result<Report, Error> {
+        let start = Instant::now();
         let inspection = self.inspect_body()?;
         let done = Arc::new(Done::default());
         for earlier in self.register(&inspection, &done) {
@@ -485,7 +486,10 @@ impl<'a> Region<'a> {
         }
         let report = runtime.execute(&self, &inspection);
         done.set();
-        report
+        report.map(|report| Report {
+            wall_time: start.elapsed(),
+            ..report
+        })
     }
 
     /// Inspects the region and hands it to `runtime`'s helper threads, which run it once the
@@ -502,12 +506,14 @@ impl<'a> Region<'a> {
     /// Inspection errors (bad ranges) are returned here; errors of the run from
     /// [`Pending::wait`].
     pub fn submit(mut self, runtime: &Runtime) -> Result<Pending<'a>, Error> {
+        let start = Instant::now();
         let inspection = self.inspect_body()?;
         let done = Arc::new(Done::default());
         let after = self.register(&inspection, &done);
         let (mut region, copies, writeback) = self.detach();
         region.order = Some((after, done.clone()));
-        Ok(runtime.submit(region, inspection, copies, done, writeback))
+        let pending = runtime.submit(region, inspection, copies, done, writeback);
+        Ok(pending.started(start))
     }
 
     /// This region with its host arrays copied into buffers it owns, so that it can run on another

@@ -26,6 +26,12 @@ pub struct Report {
     pub workers: u32,
     /// Threads per task block (lanes on the CPU).
     pub threads: u32,
+    /// The call's wall time, what the caller waited: from [`Region::run`](crate::Region::run)
+    /// (or [`Region::submit`](crate::Region::submit)) to the report (or
+    /// [`Pending::wait`](crate::Pending::wait)'s return), everything included: inspection, waiting
+    /// for earlier regions, transfers, set-up, execution and copies back. Compare it with
+    /// `execute_time` to see what a call costs beyond its kernel.
+    pub wall_time: Duration,
     /// Inspection: running the body, dependence tracking, CSR.
     pub inspect_time: Duration,
     /// Copies between host and device (zero on the CPU).
@@ -68,6 +74,7 @@ impl Report {
             critical_path: ins.dag.critical_path(),
             workers,
             threads,
+            wall_time: Duration::ZERO,
             inspect_time: ins.time,
             transfer_time,
             setup_time: Duration::ZERO,
@@ -166,7 +173,7 @@ impl fmt::Display for Report {
         write!(
             f,
             "region `{}` on {} ({} policy): {} tasks, {} edges, critical path {}; {} workers x {} threads; \
-             inspect {:.3} ms, transfer {:.3} ms, execute {:.3} ms ({:.1} ns/task); load spread {}, {} continuations, {} steals",
+             wall {:.3} ms: inspect {:.3} ms, transfer {:.3} ms, execute {:.3} ms ({:.1} ns/task); load spread {}, {} continuations, {} steals",
             self.region,
             self.backend,
             self.policy.name(),
@@ -175,6 +182,7 @@ impl fmt::Display for Report {
             self.critical_path,
             self.workers,
             self.threads,
+            self.wall_time.as_secs_f64() * 1e3,
             self.inspect_time.as_secs_f64() * 1e3,
             self.transfer_time.as_secs_f64() * 1e3,
             self.execute_time.as_secs_f64() * 1e3,

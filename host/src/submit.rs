@@ -23,6 +23,7 @@ use std::marker::PhantomData;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use crate::error::Error;
 use crate::inspect::Inspection;
@@ -81,6 +82,7 @@ impl Job {
             region: region.meta.name,
             outcome: Some(outcome.clone()),
             writeback,
+            started: Instant::now(),
             _marker: PhantomData,
         };
         let job = Job {
@@ -133,10 +135,18 @@ pub struct Pending<'a> {
     region: &'static str,
     outcome: Option<Arc<Outcome>>,
     writeback: Vec<WriteBack<'a>>,
+    /// When the caller submitted the region: [`Report::wall_time`] counts from here.
+    started: Instant,
     _marker: PhantomData<&'a mut [u8]>,
 }
 
 impl Pending<'_> {
+    /// This pending region, with its call started at `start`.
+    pub(crate) fn started(mut self, start: Instant) -> Self {
+        self.started = start;
+        self
+    }
+
     /// The region's name.
     pub fn region(&self) -> &'static str {
         self.region
@@ -176,7 +186,10 @@ impl Pending<'_> {
                 unsafe { wb.binding.write(bytes) };
             }
         }
-        result
+        result.map(|report| Report {
+            wall_time: self.started.elapsed(),
+            ..report
+        })
     }
 }
 
