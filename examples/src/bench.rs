@@ -2,10 +2,17 @@
 //! every policy asked for), `reps` timed repetitions each after one warm-up, verified against the
 //! sequential reference after the last one.
 //!
-//! The figures are the reports' `execute_time`: the kernel(s) for the GPU backends, timed with
-//! events on the stream (the graph's replay without its set-up; the streams backend's host wall
-//! time from first launch to end, since host scheduling is that backend's cost). Inspection and
-//! transfers are the same for every backend and reported apart.
+//! Two figures per call, both from the reports:
+//! - **wall**, [`Report::wall_time`]: what the caller waits for one call of the region, as a user
+//!   makes it (inspection, transfers, set-up, execution, copies back). The *first call* is the
+//!   warm-up, the first call of the case; the *steady state* is the median of the timed
+//!   repetitions, each a fresh call of the region.
+//! - **execute**, [`Report::execute_time`]: the kernel(s) for the GPU backends, timed with events on
+//!   the stream (the graph's replay without its set-up; the streams backend's host wall time from
+//!   first launch to end, since host scheduling is that backend's cost).
+//!
+//! Speedups over a baseline backend are given in both: wall is what a user sees, execute what the
+//! schedule alone is worth.
 
 use std::fmt::Write as _;
 
@@ -30,6 +37,10 @@ pub struct Measurement {
     pub label: String,
     /// Execution time of each timed repetition, in milliseconds.
     pub times_ms: Vec<f64>,
+    /// Wall time of each timed repetition (the whole call), in milliseconds.
+    pub wall_ms: Vec<f64>,
+    /// The first call, the warm-up: its wall and execution time, in milliseconds.
+    pub first_ms: Option<(f64, f64)>,
     /// The verdict on the last repetition's output, or why the case failed to run.
     pub outcome: Result<Verdict, String>,
     /// The last repetition's report.
@@ -42,9 +53,23 @@ impl Measurement {
         matches!(&self.outcome, Ok(v) if v.passed())
     }
 
-    /// The median time in milliseconds (`NaN` when nothing ran).
+    /// The median execution time in milliseconds (`NaN` when nothing ran).
     pub fn median(&self) -> f64 {
         median(&self.times_ms)
+    }
+
+    /// The steady-state wall time per call: the median over the timed repetitions, in
+    /// milliseconds (`NaN` when nothing ran).
+    pub fn median_wall(&self) -> f64 {
+        median(&self.wall_ms)
+    }
+
+    /// The median of `metric`, in milliseconds.
+    pub fn steady(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::Wall => self.median_wall(),
+            Metric::Execute => self.median(),
+        }
     }
 
     /// The fastest and slowest repetitions, in milliseconds.
@@ -56,6 +81,25 @@ impl Measurement {
             .copied()
             .fold(f64::NEG_INFINITY, f64::max);
         (min, max)
+    }
+}
+
+/// Which time a comparison uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// The whole call, as the caller waits for it ([`Report::wall_time`]).
+    Wall,
+    /// The execution alone ([`Report::execute_time`]).
+    Execute,
+}
+
+impl Metric {
+    /// Lower-case name, for titles and file names: `wall` or `execute`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall",
+            Metric::Execute => "execute",
+        }
     }
 }
 
@@ -141,6 +185,8 @@ fn measure(
             args,
         ),
         times_ms: Vec::with_capacity(reps),
+        wall_ms: Vec::with_capacity(reps),
+        first_ms: None,
         outcome: Err("not run".into()),
         last: None,
     };
@@ -148,8 +194,13 @@ fn measure(
         match workload.run(runtime, args) {
             Ok(report) => {
                 m.label = label(report.backend, args);
-                if rep > 0 {
-                    m.times_ms.push(report.execute_time.as_secs_f64() * 1e3);
+                let wall = report.wall_time.as_secs_f64() * 1e3;
+                let execute = report.execute_time.as_secs_f64() * 1e3;
+                if rep == 0 {
+                    m.first_ms = Some((wall, execute));
+                } else {
+                    m.times_ms.push(execute);
+                    m.wall_ms.push(wall);
                 }
                 m.last = Some(report);
             }
@@ -165,13 +216,18 @@ fn measure(
     m
 }
 
-/// The speedup of `m` over the `baseline`-labelled measurement of the same workload (its median
-/// time over `m`'s; above 1 means `m` is faster).
-pub fn speedup(all: &[Measurement], m: &Measurement, baseline: &str) -> Option<f64> {
+/// The speedup of `m` over the `baseline`-labelled measurement of the same workload in `metric`
+/// (its median time over `m`'s; above 1 means `m` is faster).
+pub fn speedup(
+    all: &[Measurement],
+    m: &Measurement,
+    baseline: &str,
+    metric: Metric,
+) -> Option<f64> {
     let base = all
         .iter()
         .find(|b| b.workload == m.workload && b.label == baseline && b.passed())?;
-    m.passed().then(|| base.median() / m.median())
+    m.passed().then(|| base.steady(metric) / m.steady(metric))
 }
 
 /// The labels in first-seen order.
@@ -196,15 +252,20 @@ pub fn workloads(all: &[Measurement]) -> Vec<&'static str> {
     names
 }
 
-/// Each label's geometric-mean speedup over `baseline`, across the workloads where both passed.
-pub fn geomean_speedups(all: &[Measurement], baseline: &str) -> Vec<(String, f64, usize)> {
+/// Each label's geometric-mean speedup over `baseline` in `metric`, across the workloads where
+/// both passed.
+pub fn geomean_speedups(
+    all: &[Measurement],
+    baseline: &str,
+    metric: Metric,
+) -> Vec<(String, f64, usize)> {
     labels(all)
         .into_iter()
         .map(|label| {
             let speedups: Vec<f64> = all
                 .iter()
                 .filter(|m| m.label == label)
-                .filter_map(|m| speedup(all, m, baseline))
+                .filter_map(|m| speedup(all, m, baseline, metric))
                 .collect();
             (label, geomean(&speedups), speedups.len())
         })
@@ -230,16 +291,24 @@ pub fn load_deviation(report: &Report) -> Option<f64> {
     Some(100.0 * var.sqrt() / mean)
 }
 
-/// The results as a markdown table, with speedups over `baseline`, then the geometric means.
+/// The results as a markdown table: wall time per call (first call, steady state) and execute
+/// time, speedups over `baseline` in both, then their geometric means.
 pub fn markdown(all: &[Measurement], baseline: &str) -> String {
     let mut s = String::new();
-    s.push_str(&format!(
-        "| workload | size | tasks | backend | median (ms) | min-max (ms) | vs {baseline} | load dev. | check |\n"
-    ));
-    s.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    let _ = writeln!(
+        s,
+        "| workload | size | tasks | backend | wall first (ms) | wall steady (ms) | execute (ms) \
+         | execute min-max (ms) | wall vs {baseline} | execute vs {baseline} | load dev. | check |"
+    );
+    s.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    let ratio = |m: &Measurement, metric| {
+        speedup(all, m, baseline, metric).map_or("-".into(), |r| format!("{r:.2}x"))
+    };
     for m in all {
         let (lo, hi) = m.spread();
-        let ratio = speedup(all, m, baseline).map_or("-".into(), |r| format!("{r:.2}x"));
+        let first = m
+            .first_ms
+            .map_or("-".into(), |(wall, _)| format!("{wall:.3}"));
         let dev = m
             .last
             .as_ref()
@@ -251,38 +320,47 @@ pub fn markdown(all: &[Measurement], baseline: &str) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.3} | {:.3}-{:.3} | {ratio} | {dev} | {check} |",
+            "| {} | {} | {} | {} | {first} | {:.3} | {:.3} | {:.3}-{:.3} | {} | {} | {dev} | {check} |",
             m.workload,
             m.size,
             m.tasks,
             m.label,
+            m.median_wall(),
             m.median(),
             lo,
-            hi
+            hi,
+            ratio(m, Metric::Wall),
+            ratio(m, Metric::Execute),
         );
     }
-    s.push_str(&format!(
-        "\n| backend | geometric-mean speedup over {baseline} | workloads |\n| --- | --- | --- |\n"
-    ));
-    for (label, g, n) in geomean_speedups(all, baseline) {
-        let _ = writeln!(s, "| {label} | {g:.2}x | {n} |");
+    let _ = writeln!(
+        s,
+        "\n| backend | wall speedup over {baseline} (geometric mean) | execute speedup over \
+         {baseline} (geometric mean) | workloads |\n| --- | --- | --- | --- |"
+    );
+    let wall = geomean_speedups(all, baseline, Metric::Wall);
+    let execute = geomean_speedups(all, baseline, Metric::Execute);
+    for ((label, w, n), (_, e, _)) in wall.into_iter().zip(execute) {
+        let _ = writeln!(s, "| {label} | {w:.2}x | {e:.2}x | {n} |");
     }
     s
 }
 
-/// The results as CSV: one row per timed repetition.
+/// The results as CSV: one row per call, the first call (the warm-up) as repetition 0, with its
+/// wall and execution time.
 pub fn csv(all: &[Measurement]) -> String {
-    let mut s = String::from("workload,size,tasks,backend,rep,time_ms,check\n");
+    let mut s = String::from("workload,size,tasks,backend,rep,wall_ms,execute_ms,check\n");
     for m in all {
         let check = match &m.outcome {
             Ok(v) if v.passed() => "pass",
             Ok(_) => "mismatch",
             Err(_) => "error",
         };
-        for (rep, t) in m.times_ms.iter().enumerate() {
+        let timed = m.wall_ms.iter().zip(&m.times_ms).map(|(&w, &e)| (w, e));
+        for (rep, (wall, execute)) in m.first_ms.into_iter().chain(timed).enumerate() {
             let _ = writeln!(
                 s,
-                "{},\"{}\",{},{},{rep},{t:.6},{check}",
+                "{},\"{}\",{},{},{rep},{wall:.6},{execute:.6},{check}",
                 m.workload, m.size, m.tasks, m.label
             );
         }
@@ -305,6 +383,7 @@ pub fn progress_bar() -> ProgressBar {
 mod tests {
     use super::*;
 
+    /// A measurement whose wall times are each execution time plus one millisecond.
     fn m(workload: &'static str, label: &str, times: &[f64], ok: bool) -> Measurement {
         Measurement {
             workload,
@@ -312,6 +391,8 @@ mod tests {
             tasks: 10,
             label: label.into(),
             times_ms: times.to_vec(),
+            wall_ms: times.iter().map(|t| t + 1.0).collect(),
+            first_ms: Some((20.0, 5.0)),
             outcome: if ok {
                 Ok(Verdict::Exact)
             } else {
@@ -339,18 +420,39 @@ mod tests {
             m("C", "barrier", &[1.0], true),
             m("C", "persistent/grr", &[0.5], false),
         ];
-        assert_eq!(speedup(&all, &all[1], "barrier"), Some(2.0));
-        assert_eq!(speedup(&all, &all[3], "barrier"), Some(0.5));
-        assert_eq!(speedup(&all, &all[5], "barrier"), None);
-        let g = geomean_speedups(&all, "barrier");
+        let exec = Metric::Execute;
+        assert_eq!(speedup(&all, &all[1], "barrier", exec), Some(2.0));
+        assert_eq!(speedup(&all, &all[3], "barrier", exec), Some(0.5));
+        assert_eq!(speedup(&all, &all[5], "barrier", exec), None);
+        // In wall time: 5 ms against 3 ms, and 2 ms against 3 ms.
+        assert_eq!(
+            speedup(&all, &all[1], "barrier", Metric::Wall),
+            Some(5.0 / 3.0)
+        );
+        assert_eq!(
+            speedup(&all, &all[3], "barrier", Metric::Wall),
+            Some(2.0 / 3.0)
+        );
+        let g = geomean_speedups(&all, "barrier", exec);
         assert_eq!(g[0], ("barrier".into(), 1.0, 3));
         assert_eq!(g[1].0, "persistent/grr");
         assert!((g[1].1 - 1.0).abs() < 1e-12 && g[1].2 == 2);
         let table = markdown(&all, "barrier");
-        assert!(table.contains("| A | s | 10 | persistent/grr | 2.000 | 1.000-2.000 | 2.00x |"));
+        assert!(
+            table.contains(
+                "| A | s | 10 | persistent/grr | 20.000 | 3.000 | 2.000 | 1.000-2.000 | 1.67x | 2.00x |"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("| persistent/grr | 1.05x | 1.00x | 2 |"),
+            "{table}"
+        );
         assert!(table.contains("FAIL: x"));
         let csv = csv(&all);
-        assert_eq!(csv.lines().count(), 1 + 3 + 3 + 1 + 1 + 1 + 1);
-        assert!(csv.contains("C,\"s\",10,persistent/grr,0,0.500000,mismatch"));
+        // Each measurement's first call, then its timed repetitions.
+        assert_eq!(csv.lines().count(), 1 + 4 + 4 + 2 + 2 + 2 + 2);
+        assert!(csv.contains("A,\"s\",10,barrier,0,20.000000,5.000000,pass"));
+        assert!(csv.contains("C,\"s\",10,persistent/grr,1,1.500000,0.500000,mismatch"));
     }
 }

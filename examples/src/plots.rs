@@ -7,15 +7,16 @@ use std::path::Path;
 use plotters::prelude::*;
 use taskweave::Report;
 
-use crate::bench::{self, Measurement};
+use crate::bench::{self, Measurement, Metric};
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
 const WIDTH: u32 = 1100;
 const HEIGHT: u32 = 520;
 
-/// Grouped bars: for each workload, each label's speedup over `baseline`, with a line at 1.
-pub fn speedup(all: &[Measurement], baseline: &str, path: &Path) -> PlotResult {
+/// Grouped bars: for each workload, each label's speedup over `baseline` in `metric`, with a line
+/// at 1.
+pub fn speedup(all: &[Measurement], baseline: &str, metric: Metric, path: &Path) -> PlotResult {
     let workloads = bench::workloads(all);
     let labels: Vec<String> = bench::labels(all)
         .into_iter()
@@ -29,14 +30,17 @@ pub fn speedup(all: &[Measurement], baseline: &str, path: &Path) -> PlotResult {
                 let m = all
                     .iter()
                     .find(|m| m.workload == *name && &m.label == label)?;
-                Some((w, l, bench::speedup(all, m, baseline)?))
+                Some((w, l, bench::speedup(all, m, baseline, metric)?))
             })
         })
         .collect();
     let top = bars.iter().map(|b| b.2).fold(1.0f64, f64::max) * 1.15;
     grouped_bars(
         path,
-        &format!("Speedup over the {baseline} backend (higher is better)"),
+        &format!(
+            "Speedup over the {baseline} backend in {} time (higher is better)",
+            metric.name()
+        ),
         "speedup",
         &workloads,
         &labels,

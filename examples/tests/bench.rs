@@ -2,7 +2,7 @@
 //! tables and pictures it produces.
 
 use taskweave::{Policy, Report, Runtime};
-use taskweave_examples::bench::{self, Measurement};
+use taskweave_examples::bench::{self, Measurement, Metric};
 use taskweave_examples::workloads::{Verdict, Workload};
 use taskweave_examples::{BackendArg, RunArgs, plots};
 use taskweave_kernels::dags;
@@ -95,6 +95,9 @@ fn the_matrix_times_verifies_and_tabulates_every_case() {
             "three timed repetitions after the warm-up"
         );
         assert!(m.times_ms.iter().all(|t| *t > 0.0));
+        // Every call's wall time holds its execution.
+        assert!(m.wall_ms.iter().zip(&m.times_ms).all(|(w, e)| w >= e));
+        assert!(m.first_ms.is_some_and(|(wall, execute)| wall >= execute));
         assert_eq!(m.last.as_ref().map(|r| r.tasks), Some(m.tasks));
     }
     assert!(all[0].passed() && all[1].passed());
@@ -108,7 +111,11 @@ fn the_matrix_times_verifies_and_tabulates_every_case() {
     assert!(table.contains("| 1.00x |"));
     assert!(table.contains("FAIL: grid differs"));
     let csv = bench::csv(&all);
-    assert_eq!(csv.lines().count(), 1 + 4 * 3);
+    assert_eq!(
+        csv.lines().count(),
+        1 + 4 * (1 + 3),
+        "the first call and three repetitions"
+    );
 }
 
 #[test]
@@ -149,9 +156,9 @@ fn the_pictures_are_drawn_from_the_results() {
     let dir = std::env::temp_dir().join(format!("taskweave-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 
-    plots::speedup(&all, "cpu/grr", &dir.join("speedup.svg")).unwrap();
+    plots::speedup(&all, "cpu/grr", Metric::Wall, &dir.join("speedup.svg")).unwrap();
     let svg = std::fs::read_to_string(dir.join("speedup.svg")).unwrap();
-    assert!(svg.contains("cpu/local") && svg.contains("WAVE"));
+    assert!(svg.contains("cpu/local") && svg.contains("WAVE") && svg.contains("wall time"));
 
     plots::load(&all, &dir.join("load.svg")).unwrap();
     assert!(
