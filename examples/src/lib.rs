@@ -153,6 +153,7 @@ pub fn run_main(
 }
 
 pub mod bench;
+pub mod calls;
 pub mod faults;
 pub mod mutation;
 pub mod plots;

@@ -4,6 +4,7 @@
 
 use clap::Parser;
 use taskweave_examples::RunArgs;
+use taskweave_examples::calls::Calls;
 use taskweave_kernels::lu;
 
 #[derive(Parser, Debug)]
@@ -36,6 +37,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", runtime.describe());
     let input = lu::reference::matrix(cli.nb, cli.bs, 42);
     let mut a = input.clone();
+    let mut calls = Calls::default();
     for _ in 0..cli.reps {
         a.copy_from_slice(&input);
         let report = cli
@@ -44,7 +46,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .run(&runtime)?;
         println!("{report}");
         cli.run.write_trace(&report)?;
+        calls.push(&report);
     }
+    println!("{calls}");
     let reference = lu::reference::lu(&input, cli.nb, cli.bs);
     let error = taskweave_examples::workloads::factor_error(&a, &reference, cli.nb, cli.bs);
     println!(

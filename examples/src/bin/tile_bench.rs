@@ -12,6 +12,7 @@
 use clap::Parser;
 use taskweave_examples::RunArgs;
 use taskweave_examples::bench::median;
+use taskweave_examples::calls::Calls;
 use taskweave_kernels::dp;
 use taskweave_kernels::grid::host::to_tile_major;
 use taskweave_kernels::nw;
@@ -53,6 +54,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let tiles = (nb / 2) * (nb / 2);
     println!("{tiles} independent {bs}x{bs} NW tiles of a {n}x{n} matrix");
     let mut ns_per_tile = Vec::with_capacity(cli.reps);
+    let mut calls = Calls::default();
     for rep in 0..=cli.reps {
         m.iter_mut()
             .zip(&reference)
@@ -63,6 +65,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             nw::nw_odd_tiles(&x, &y, &mut m, &mut cols, nb, bs).shared_bytes(dp::SHARED_BYTES);
         let report = cli.run.apply(region).run(&runtime)?;
         assert_eq!(report.tasks, tiles);
+        calls.push(&report);
         if rep == 0 {
             println!("warm-up: {report}");
         } else {
@@ -83,6 +86,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         median(&ns_per_tile),
         ns_per_tile.len()
     );
+    println!("{calls}");
     Ok(())
 }
 

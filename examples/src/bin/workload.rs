@@ -6,6 +6,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use taskweave_examples::RunArgs;
+use taskweave_examples::calls::Calls;
 use taskweave_examples::workloads::{self, *};
 
 #[derive(Parser, Debug)]
@@ -85,7 +86,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-/// Runs `w` `reps` times with `args`, prints each report and the verdict on the last run.
+/// Runs `w` `reps` times with `args`, prints each report, the wall time per call (first, steady)
+/// beside the execution time, and the verdict on the last run.
 fn execute(
     mut w: impl Workload,
     reps: usize,
@@ -94,15 +96,18 @@ fn execute(
     let runtime = args.runtime()?;
     println!("{}", runtime.describe());
     println!("{}: {}, {} tasks", w.name(), w.size(), w.tasks());
+    let mut calls = Calls::default();
     for _ in 0..reps.max(1) {
         let report = w.run(&runtime, args)?;
         println!("{report}");
+        calls.push(&report);
         if args.per_sm.is_some() {
             let (sms, fewest, most) = report.sm_spread();
             println!("SMs: {sms} with workers, {fewest} to {most} workers on each");
         }
         args.write_trace(&report)?;
     }
+    println!("{calls}");
     let verdict = w.verify();
     println!("check: {verdict}");
     if verdict.passed() {
