@@ -309,9 +309,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     println!();
     println!(
-        "| DAG | tasks | task | variant | workers | time (us) | ns/task | us/hop | vs persistent grr | % of LB | set-up (ms) |"
+        "| DAG | tasks | task | variant | workers | time (us) | wall first (ms) | wall steady (ms) | ns/task | us/hop | vs persistent grr | % of LB | set-up (ms) |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     // Whether `--only` keeps a DAG.
     let selected = |dag: &Dag| {
         cli.only
@@ -366,23 +366,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             // The warm-up run also builds (and caches) the CUDA graph; its set-up time is reported.
             let warm = dag.run(&rt, cycles, &set)?;
             let mut times = Vec::new();
+            let mut walls = Vec::new();
             for _ in 0..cli.reps {
-                times.push(dag.run(&rt, cycles, &set)?.execute_time);
+                let report = dag.run(&rt, cycles, &set)?;
+                times.push(report.execute_time);
+                walls.push(report.wall_time);
             }
             let time = median(times);
+            let wall_ms = |d: Duration| d.as_secs_f64() * 1e3;
             let us = time.as_secs_f64() * 1e6;
             let base_us = *base.get_or_insert(us);
             // The bound is the DAG's on this machine: the persistent scheduler's resident workers.
             let lb_ns = (f64::from(warm.critical_path) * task_ns)
                 .max(dag.len() as f64 * task_ns / f64::from(traced.workers));
             println!(
-                "| {} | {} | {} | {} | {} | {:.1} | {:.2} | {:.3} | {:.2}x | {} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {:.1} | {:.3} | {:.3} | {:.2} | {:.3} | {:.2}x | {} | {:.1} |",
                 dag.name(),
                 dag.len(),
                 task,
                 variant.label(),
                 warm.workers,
                 us,
+                wall_ms(warm.wall_time),
+                wall_ms(median(walls)),
                 us * 1e3 / dag.len() as f64,
                 us / f64::from(warm.critical_path),
                 base_us / us,
@@ -421,6 +427,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!();
     println!(
         "vs persistent grr: >1 means faster than the persistent scheduler with the grr policy."
+    );
+    println!(
+        "wall: the whole call (inspection, tables, launch, copies); first = the warm-up, steady = median of the reps."
     );
     println!(
         "LB = max(critical path x task time, tasks x task time / W), W = the persistent scheduler's resident workers; task time = median traced body time."
