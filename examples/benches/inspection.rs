@@ -7,10 +7,11 @@
 //! body, recording the ranges, tracking the dependences and building the CSR, as a run does. The
 //! time is the inspection's own ([`Inspection::time`]); making the region's inputs is outside it.
 //! Every region is inspected in two fresh child processes (this binary, re-run with `--child`):
-//! one with inspection on one thread (`TASKWEAVE_INSPECT_THREADS=1`), one as it chooses by itself
-//! (all the cores it may use, when the region is big enough). The static policy's plan
-//! ([`list_schedule`] on 528 workers, an H100's resident persistent workers at 4 per SM) is timed
-//! apart.
+//! one with inspection on one thread (`TASKWEAVE_INSPECT_THREADS=1`), one allowed every core
+//! (`TASKWEAVE_INSPECT_THREADS` = the cores): what inspection does by itself on an idle machine,
+//! where it uses one thread per 32768 ranges (so small regions stay on one thread); on a busy one
+//! it leaves the busy cores alone. The static policy's plan ([`list_schedule`] on 528 workers, an
+//! H100's resident persistent workers at 4 per SM) is timed apart.
 //!
 //! `cargo bench -p taskweave-examples --bench inspection [-- --reps N] [-- --only NAME]`
 
@@ -152,16 +153,13 @@ fn measure(case: &mut Case, reps: usize) -> Measured {
     }
 }
 
-/// Runs this binary as a child that measures `name` with `threads` inspection threads (`None`:
-/// the default), and parses its one line.
-fn child(name: &str, reps: usize, threads: Option<usize>) -> Measured {
+/// Runs this binary as a child that measures `name` with inspection allowed `threads` threads,
+/// and parses its one line.
+fn child(name: &str, reps: usize, threads: usize) -> Measured {
     let exe = std::env::current_exe().expect("this binary");
     let mut command = Command::new(exe);
     command.args(["--child", name, "--reps", &reps.to_string()]);
-    command.env_remove(THREADS_VAR);
-    if let Some(threads) = threads {
-        command.env(THREADS_VAR, threads.to_string());
-    }
+    command.env(THREADS_VAR, threads.to_string());
     let out = command.output().expect("the child runs");
     assert!(
         out.status.success(),
@@ -219,7 +217,7 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "taskweave inspection of the workload regions: best and median of {reps} runs after a warm-up, \
-         one thread and default ({threads} threads available)"
+         on one thread (1t) and allowed all {threads} cores (all)"
     );
     println!(
         "{:<22} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9} {:>8}",
@@ -229,9 +227,9 @@ fn main() {
         "1t ms",
         "1t med",
         "1t us/t",
-        "auto ms",
-        "auto med",
-        "auto us/t",
+        "all ms",
+        "all med",
+        "all us/t",
         "plan ms",
         "plan us/t"
     );
@@ -242,8 +240,8 @@ fn main() {
         {
             continue;
         }
-        let one = child(&case.name, reps, Some(1));
-        let auto = child(&case.name, reps, None);
+        let one = child(&case.name, reps, 1);
+        let auto = child(&case.name, reps, threads);
         println!(
             "{:<22} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.3} {:>9.2} {:>9.2} {:>8.3} {:>9.2} {:>8.3}",
             case.name,

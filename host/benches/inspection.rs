@@ -1,14 +1,14 @@
 //! Inspection benchmark: builds 1,000,000-task regions in three shapes and times
 //! [`DepTracker::add_task`] (recording the ranges) and [`DepTracker::finish_with`] (dependence
-//! tracking, CSR and ranks) on one thread ([`Split::SEQUENTIAL`]) and as [`DepTracker::finish`]
-//! spreads it ([`Split::auto`]), and apart from them the static policy's plan ([`list_schedule`]
-//! on [`PLAN_WORKERS`] workers).
+//! tracking, CSR and ranks) on one thread ([`Split::SEQUENTIAL`]) and on every core
+//! ([`Split::threads`]; [`DepTracker::finish`] would use fewer on a busy machine), and apart from
+//! them the static policy's plan ([`list_schedule`] on [`PLAN_WORKERS`] workers).
 //!
 //! Run with `cargo bench -p taskweave-host --bench inspection`. Every shape is run `REPEATS` times
 //! and the fastest run is reported (plus the median one-thread total). Peak memory is `VmHWM` from
 //! `/proc/self/status` of a fresh child process (this binary, re-run with `--child <shape>`) that
-//! runs the shape once on one thread (`--child <shape> --split`: as `finish` splits it), so it is
-//! the whole process's peak, unaffected by the other shapes' freed heap.
+//! runs the shape once on one thread (`--child <shape> --split`: on every core), so it is the
+//! whole process's peak, unaffected by the other shapes' freed heap.
 
 use std::hint::black_box;
 use std::ops::Range;
@@ -178,6 +178,11 @@ fn run(shape: &Shape, split: Split) -> Run {
     }
 }
 
+/// The cores this process may use.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -220,7 +225,7 @@ fn main() {
         let index: usize = args[pos + 1].parse().expect("shape index");
         let (tracker, _) = record(&shapes[index]);
         let split = match args.iter().any(|a| a == "--split") {
-            true => Split::auto(tracker.range_count()),
+            true => Split::threads(cores()),
             false => Split::SEQUENTIAL,
         };
         let dag = tracker.finish_with(split).expect("within the limits");
@@ -230,7 +235,8 @@ fn main() {
     }
     println!(
         "taskweave-host inspection benchmark: best of {REPEATS} runs per shape; finish on one thread \
-         and split as `finish` splits it"
+         and split over all {} cores",
+        cores()
     );
     println!(
         "{:<20} {:>9} {:>9} {:>9} {:>6} {:>9} {:>10} {:>9} {:>10} {:>8} {:>12} {:>10} {:>8} {:>9} {:>8}",
@@ -251,8 +257,7 @@ fn main() {
         "plan ms"
     );
     for (index, shape) in shapes.iter().enumerate() {
-        let ranges = record(shape).0.range_count();
-        let split = Split::auto(ranges);
+        let split = Split::threads(cores());
         let mut runs: Vec<Run> = (0..REPEATS).map(|_| run(shape, split)).collect();
         runs.sort_by_key(Run::total);
         let median = ms(runs[REPEATS / 2].total());

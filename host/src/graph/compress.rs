@@ -6,18 +6,23 @@
 //! an open-addressing hash table (tiled regions repeat the same few ends many times), and only
 //! the distinct ones are sorted.
 //!
-//! The table's slots follow the ends' order: an end's slot is its offset from the smallest end,
-//! scaled from the range of the ends seen so far (a power of two, doubled when a later end lies
-//! past it) down to the table's size. Regions spawn tasks roughly in memory order, so the lookups
-//! of a million-end table stay within a few cache lines of each other. Ends crowded into a small
-//! part of that range would make long probe runs; the first run past [`PROBE_LIMIT`] switches the
-//! table to scattering hash (Fibonacci hashing) for good.
+//! A table that fits in the caches scatters the ends over its slots (Fibonacci hashing). One that
+//! grows past [`ORDERED_FROM`] slots would miss the caches on every lookup that way, so from then
+//! on its slots follow the ends' order: an end's slot is its offset from the smallest end, scaled
+//! from the range of the ends seen so far (a power of two, doubled when a later end lies past it)
+//! down to the table's size. Regions spawn tasks roughly in memory order, so the lookups of a
+//! million-end table stay within a few cache lines of each other. Ends crowded into a small part
+//! of that range would make long probe runs; the first run past [`PROBE_LIMIT`] scatters the
+//! table again, for good.
 
 /// A table slot that holds no end: no range end is `usize::MAX`, as ranges lie within arrays.
 const EMPTY: usize = usize::MAX;
 
 /// The longest probe run an ordered table tolerates before it scatters.
 const PROBE_LIMIT: usize = 32;
+
+/// The slots (16 bytes each) from which a table keeps its ends in order: 4 MiB.
+const ORDERED_FROM: usize = 1 << 18;
 
 /// How ends map to slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +46,8 @@ pub(super) struct Endpoints {
     /// The smallest end there may be.
     base: usize,
     slots: Slots,
+    /// Ordered slots made a probe run past [`PROBE_LIMIT`]: the table stays scattered.
+    crowded: bool,
 }
 
 impl Endpoints {
@@ -52,7 +59,8 @@ impl Endpoints {
             values: Vec::with_capacity(expected),
             last: (EMPTY, 0),
             base,
-            slots: Slots::Ordered { bits: 0, shift: 0 },
+            slots: Slots::Scattered,
+            crowded: false,
         }
     }
 
@@ -83,24 +91,49 @@ impl Endpoints {
             return self.last.1;
         }
         let mask = self.table.len() - 1;
-        let start = self.slot(value, mask);
-        let mut i = start;
+        let mut i = self.slot(value, mask);
+        let mut probes = 0;
         loop {
             let (v, n) = self.table[i];
             if v == value {
                 self.last = (value, n);
+                if probes > PROBE_LIMIT {
+                    self.crowd();
+                }
                 return n;
             }
             if v == EMPTY {
                 break;
             }
             i = (i + 1) & mask;
+            probes += 1;
         }
         // Cannot truncate: a job holds fewer than `u32::MAX / 2` ranges (see `MAX_RANGES`).
         let n = self.values.len() as u32;
         self.table[i] = (value, n);
         self.values.push(value);
         self.last = (value, n);
+        if probes > PROBE_LIMIT {
+            self.crowd();
+        } else {
+            self.grow(value);
+        }
+        n
+    }
+
+    /// Scatters a table whose ordered slots made a long probe run, for good.
+    #[cold]
+    fn crowd(&mut self) {
+        if matches!(self.slots, Slots::Ordered { .. }) {
+            self.crowded = true;
+            self.rebuild(self.table.len(), Slots::Scattered);
+        }
+    }
+
+    /// After `value` was numbered: doubles a table past half full, orders a big one, and doubles
+    /// an ordered table's range when `value` lies past it.
+    #[inline]
+    fn grow(&mut self, value: usize) {
         let size = self.table.len();
         let grown = if self.values.len() * 2 > size {
             size * 2
@@ -109,23 +142,25 @@ impl Endpoints {
         };
         match self.slots {
             Slots::Ordered { bits, .. } if (value - self.base) >> bits != 0 => {
-                // Past the range so far: double it until the end fits.
                 let bits = usize::BITS - (value - self.base).leading_zeros();
                 self.rebuild(grown, Self::ordered(bits, grown));
             }
-            Slots::Ordered { .. } if (i.wrapping_sub(start) & mask) > PROBE_LIMIT => {
-                self.rebuild(grown, Slots::Scattered);
-            }
             Slots::Ordered { bits, .. } if grown > size => {
+                self.rebuild(grown, Self::ordered(bits, grown));
+            }
+            Slots::Scattered if grown >= ORDERED_FROM && !self.crowded => {
+                // The range of the ends so far.
+                let top = self.values.iter().max().map_or(0, |&v| v - self.base);
+                let bits = usize::BITS - top.leading_zeros();
                 self.rebuild(grown, Self::ordered(bits, grown));
             }
             Slots::Scattered if grown > size => self.rebuild(grown, Slots::Scattered),
             _ => {}
         }
-        n
     }
 
-    /// Rebuilds the table with `size` slots, mapped as `slots` says.
+    /// Rebuilds the table with `size` slots, mapped as `slots` says; scattered for good instead
+    /// when ordered slots crowd.
     #[cold]
     fn rebuild(&mut self, size: usize, slots: Slots) {
         self.slots = slots;
@@ -133,8 +168,14 @@ impl Endpoints {
         let mut table = vec![(EMPTY, 0u32); size];
         for (n, &value) in self.values.iter().enumerate() {
             let mut i = self.slot(value, mask);
+            let mut probes = 0;
             while table[i].0 != EMPTY {
                 i = (i + 1) & mask;
+                probes += 1;
+            }
+            if probes > PROBE_LIMIT && slots != Slots::Scattered {
+                self.crowded = true;
+                return self.rebuild(size, Slots::Scattered);
             }
             table[i] = (value, n as u32);
         }
@@ -235,22 +276,39 @@ mod tests {
     }
 
     #[test]
-    fn crowded_ends_scatter_the_table() {
-        // A million-element range, every end among its first hundred elements but one.
+    fn a_big_table_keeps_its_ends_in_order_until_they_crowd() {
         let mut ends = Endpoints::new(0, 16);
-        ends.number(1 << 20);
-        assert!(matches!(ends.slots, Slots::Ordered { bits: 21, .. }));
-        for v in 0..100usize {
-            assert_eq!(ends.number(v), v as u32 + 1);
+        let big = ORDERED_FROM / 2;
+        for v in 0..big {
+            assert_eq!(ends.number(v * 64), v as u32);
         }
+        assert_eq!(ends.table.len(), ORDERED_FROM);
+        // The range so far, `64 * (big - 1)`, in order over the table's slots.
+        let range = usize::BITS - (64 * (big - 1)).leading_zeros();
+        assert_eq!(ends.slots, Endpoints::ordered(range, ORDERED_FROM));
+        // Later ends, in order, double the range and the table: still in order.
+        for v in big..2 * big {
+            assert_eq!(ends.number(v * 64), v as u32);
+        }
+        let range = usize::BITS - (64 * (2 * big - 1)).leading_zeros();
+        assert_eq!(ends.slots, Endpoints::ordered(range, 2 * ORDERED_FROM));
+        let big = 2 * big;
+        // An end far past the range would crowd every end so far into the first slots: the table
+        // scatters for good instead.
+        assert_eq!(ends.number(1 << 40), big as u32);
         assert_eq!(ends.slots, Slots::Scattered);
-        for v in 0..100usize {
-            assert_eq!(ends.number(v), v as u32 + 1);
+        assert!(ends.crowded);
+        for v in 0..PROBE_LIMIT * 2 {
+            ends.number(v * 64 + 1);
         }
-        assert_eq!(ends.number(1 << 20), 0);
+        // Every number stayed.
+        for v in (0..big).step_by(997) {
+            assert_eq!(ends.number(v * 64), v as u32);
+        }
+        assert_eq!(ends.number(1 << 40), big as u32);
         let (rank, count) = ends.ranks();
-        assert_eq!(count, 101);
-        assert_eq!(rank[0], 100);
+        assert_eq!(count, big + 1 + PROBE_LIMIT * 2);
+        assert_eq!(rank[big] as usize, count - 1);
     }
 
     #[test]

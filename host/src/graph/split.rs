@@ -44,13 +44,25 @@ impl Split {
         jobs: 1,
     };
 
-    /// What [`DepTracker::finish`](super::DepTracker::finish) uses for `ranges` recorded ranges: one thread per
-    /// [`RANGES_PER_THREAD`] ranges, up to the cores this process may use (or
+    /// What [`DepTracker::finish`](super::DepTracker::finish) uses for `ranges` recorded
+    /// ranges: one thread per [`RANGES_PER_THREAD`] ranges, up to the idle cores (or
     /// [`THREADS_VAR`] when set), and four jobs per thread so that uneven jobs still balance.
     /// Small regions stay on the calling thread.
+    ///
+    /// The idle cores are those this process may use less the 1-minute load average (Linux's
+    /// `/proc/loadavg`; elsewhere every core counts as idle): on a busy machine, a thread that
+    /// waits for a core holds up every join, and one thread is faster.
     pub fn auto(ranges: usize) -> Split {
-        let threads = (ranges / RANGES_PER_THREAD).clamp(1, max_threads());
-        if threads == 1 {
+        let wanted = ranges / RANGES_PER_THREAD;
+        if wanted < 2 {
+            return Split::SEQUENTIAL;
+        }
+        Split::threads(wanted.min(idle_threads()))
+    }
+
+    /// `threads` threads (the calling one included), four jobs each; one thread for 0 or 1.
+    pub fn threads(threads: usize) -> Split {
+        if threads <= 1 {
             return Split::SEQUENTIAL;
         }
         Split {
@@ -64,17 +76,31 @@ impl Split {
 /// it on the calling thread). Read once per process.
 pub const THREADS_VAR: &str = "TASKWEAVE_INSPECT_THREADS";
 
-/// The most threads inspection may use: [`THREADS_VAR`], or the cores this process may use. Asked
-/// once (the answer reads cgroup files on Linux).
-fn max_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| {
+/// The threads inspection may use now: [`THREADS_VAR`] when set, else the cores this process may
+/// use (asked once: the answer reads cgroup files on Linux) less the 1-minute load average.
+fn idle_threads() -> usize {
+    static CAP: OnceLock<Option<usize>> = OnceLock::new();
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cap = CAP.get_or_init(|| {
         std::env::var(THREADS_VAR)
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
             .filter(|&n| n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, NonZero::get))
-    })
+    });
+    if let Some(cap) = *cap {
+        return cap;
+    }
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, NonZero::get));
+    cores.saturating_sub(load()).max(1)
+}
+
+/// The 1-minute load average, rounded down: the threads that were runnable on this machine, on
+/// average, besides ours (0 where it cannot be read).
+fn load() -> usize {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0, |load| load as usize)
 }
 
 /// A piece of an array: its slot among the tracked arrays, and its elements.
