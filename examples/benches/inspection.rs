@@ -4,8 +4,10 @@
 //! whose region is defined here with the tile library's task shapes.
 //!
 //! Each region is inspected through [`Region::inspect`](taskweave::Region::inspect): running its
-//! body, recording the ranges, tracking the dependences and building the CSR, as a run does. The
-//! time is the inspection's own ([`Inspection::time`]); making the region's inputs is outside it.
+//! body, recording the ranges, tracking the dependences and building the CSR, as a run does. Two
+//! times, making the region's inputs left out of both: the inspection's wall time
+//! ([`Inspection::time`]) and the CPU time of the thread that inspects (`CLOCK_THREAD_CPUTIME_ID`),
+//! which on a busy machine leaves out the time it waited for a core.
 //! Every region is inspected in two fresh child processes (this binary, re-run with `--child`):
 //! one with inspection on one thread (`TASKWEAVE_INSPECT_THREADS=1`), one allowed every core
 //! (`TASKWEAVE_INSPECT_THREADS` = the cores): what inspection does by itself on an idle machine,
@@ -79,10 +81,36 @@ task_region! {
     }
 }
 
-/// A region to inspect: its name and a function that inspects it once.
+/// A region to inspect: its name and a function that inspects it once, returning the inspection
+/// and the CPU time the calling thread spent in it (making the inputs left out).
 struct Case {
     name: String,
-    inspect: Box<dyn FnMut() -> Result<Inspection, Error>>,
+    inspect: Box<dyn FnMut() -> Result<(Inspection, Duration), Error>>,
+}
+
+/// The CPU time this thread has run (`CLOCK_THREAD_CPUTIME_ID`; `None` where there is none).
+/// Unlike wall time, it does not count the time the thread waited for a core, which on a busy
+/// machine is most of it.
+fn thread_cpu() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// `region.inspect()`, with the CPU time this thread spent in it (its wall time where there is no
+/// CPU clock).
+fn timed(region: taskweave::Region<'_>) -> Result<(Inspection, Duration), Error> {
+    let before = thread_cpu();
+    let ins = region.inspect()?;
+    let cpu = match (before, thread_cpu()) {
+        (Some(before), Some(after)) => after - before,
+        _ => ins.time,
+    };
+    Ok((ins, cpu))
 }
 
 fn cases() -> Vec<Case> {
@@ -90,7 +118,7 @@ fn cases() -> Vec<Case> {
         .into_iter()
         .map(|mut w| Case {
             name: w.name().to_owned(),
-            inspect: Box::new(move || w.inspect()),
+            inspect: Box::new(move || timed(w.fresh())),
         })
         .collect();
     // The matrices are made on first use, in the child that inspects them.
@@ -100,7 +128,7 @@ fn cases() -> Vec<Case> {
             name: format!("LU {nb}x{nb} tiles"),
             inspect: Box::new(move || {
                 a.resize(nb * nb * bs * bs, 0f32);
-                lu::lu(&mut a, nb, bs).inspect()
+                timed(lu::lu(&mut a, nb, bs))
             }),
         });
     }
@@ -110,45 +138,55 @@ fn cases() -> Vec<Case> {
         name: format!("Cholesky {nb}x{nb} tiles"),
         inspect: Box::new(move || {
             a.resize(nb * nb * bs * bs, 0f64);
-            cholesky(&mut a, nb, bs).inspect()
+            timed(cholesky(&mut a, nb, bs))
         }),
     });
     cases
 }
 
-/// What a child process measured for one region.
+/// What a child process measured for one region: the inspection's wall time (best and median),
+/// its CPU time on the calling thread (best), and the plan's CPU time (best).
 struct Measured {
     tasks: usize,
     edges: usize,
     best: Duration,
     median: Duration,
+    cpu: Duration,
     plan: Duration,
 }
 
 /// Inspects `case` `reps` times (after one warm-up) and times the plan of the last DAG.
 fn measure(case: &mut Case, reps: usize) -> Measured {
-    let mut times = Vec::with_capacity(reps);
+    let mut times = Vec::with_capacity(reps + 1);
+    let mut cpu = Duration::MAX;
     let mut last = None;
-    for _ in 0..=reps {
-        let ins = (case.inspect)().expect("the region inspects");
-        times.push(ins.time);
+    for rep in 0..=reps {
+        let (ins, spent) = (case.inspect)().expect("the region inspects");
+        // The first inspection grows the allocator's heap: a warm-up.
+        if rep > 0 {
+            times.push(ins.time);
+            cpu = cpu.min(spent);
+        }
         last = Some(ins);
     }
-    // The first inspection grows the allocator's heap: a warm-up.
-    times.remove(0);
     times.sort();
     let ins = last.expect("at least one inspection");
     let mut plan = Duration::MAX;
-    for _ in 0..reps.min(3) {
-        let start = Instant::now();
+    for _ in 0..reps.clamp(1, 3) {
+        let (start, wall) = (thread_cpu(), Instant::now());
         black_box(list_schedule(&ins.dag, PLAN_WORKERS));
-        plan = plan.min(start.elapsed());
+        let spent = match (start, thread_cpu()) {
+            (Some(start), Some(end)) => end - start,
+            _ => wall.elapsed(),
+        };
+        plan = plan.min(spent);
     }
     Measured {
         tasks: ins.task_count(),
         edges: ins.dag.edge_count(),
         best: times[0],
         median: times[times.len() / 2],
+        cpu,
         plan,
     }
 }
@@ -177,7 +215,8 @@ fn child(name: &str, reps: usize, threads: usize) -> Measured {
         edges: fields[1] as usize,
         best: ns(2),
         median: ns(3),
-        plan: ns(4),
+        cpu: ns(4),
+        plan: ns(5),
     }
 }
 
@@ -204,11 +243,12 @@ fn main() {
             .expect("a known region");
         let m = measure(&mut case, reps);
         println!(
-            "{} {} {} {} {}",
+            "{} {} {} {} {} {}",
             m.tasks,
             m.edges,
             m.best.as_nanos(),
             m.median.as_nanos(),
+            m.cpu.as_nanos(),
             m.plan.as_nanos()
         );
         return;
@@ -216,21 +256,23 @@ fn main() {
     let only = value("--only");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "taskweave inspection of the workload regions: best and median of {reps} runs after a warm-up, \
-         on one thread (1t) and allowed all {threads} cores (all)"
+        "taskweave inspection of the workload regions: {reps} runs after a warm-up, on one thread (1t) \
+         and allowed all {threads} cores (all); wall: best and median; cpu: the inspecting thread's \
+         CPU time, best"
     );
     println!(
-        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9} {:>8}",
+        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "region",
         "tasks",
         "edges",
-        "1t ms",
-        "1t med",
+        "1t cpu ms",
         "1t us/t",
-        "all ms",
+        "1t wall",
+        "1t med",
+        "all wall",
         "all med",
         "all us/t",
-        "plan ms",
+        "plan cpu",
         "plan us/t"
     );
     for case in cases() {
@@ -241,18 +283,19 @@ fn main() {
             continue;
         }
         let one = child(&case.name, reps, 1);
-        let auto = child(&case.name, reps, threads);
+        let all = child(&case.name, reps, threads);
         println!(
-            "{:<22} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.3} {:>9.2} {:>9.2} {:>8.3} {:>9.2} {:>8.3}",
+            "{:<22} {:>9} {:>9} {:>9.2} {:>9.3} {:>9.2} {:>8.2} {:>9.2} {:>9.2} {:>9.3} {:>9.2} {:>9.3}",
             case.name,
             one.tasks,
             one.edges,
+            ms(one.cpu),
+            us_per_task(one.cpu, one.tasks),
             ms(one.best),
             ms(one.median),
-            us_per_task(one.best, one.tasks),
-            ms(auto.best),
-            ms(auto.median),
-            us_per_task(auto.best, auto.tasks),
+            ms(all.best),
+            ms(all.median),
+            us_per_task(all.best, all.tasks),
             ms(one.plan),
             us_per_task(one.plan, one.tasks),
         );
