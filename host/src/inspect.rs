@@ -145,10 +145,17 @@ impl Recorder {
         arrays: Vec<ArrayInfo>,
     ) -> Self {
         let lens: Vec<usize> = arrays.iter().map(|a| a.len).collect();
+        let mut tracker = DepTracker::new(&lens);
+        // A `&[T]` parameter reaches tasks only as `&[T]`: no task writes it.
+        for (slot, array) in arrays.iter().enumerate() {
+            if !array.writable {
+                tracker.mark_read_only(slot as u32);
+            }
+        }
         Self {
             region,
             kinds,
-            tracker: DepTracker::new(&lens),
+            tracker,
             footprints: vec![Footprint::default(); arrays.len()],
             arrays,
             tasks: Vec::new(),

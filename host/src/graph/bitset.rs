@@ -25,6 +25,21 @@ impl BitSet {
         }
     }
 
+    /// Every position of `0..len`.
+    pub(super) fn full(len: usize) -> Self {
+        let mut set = BitSet::new(len);
+        set.words.fill(u64::MAX);
+        if len % 64 != 0 {
+            *set.words.last_mut().expect("len > 0") = u64::MAX >> (64 - len % 64);
+        }
+        let words = set.words.len();
+        set.summary.fill(u64::MAX);
+        if words % 64 != 0 {
+            *set.summary.last_mut().expect("words > 0") = u64::MAX >> (64 - words % 64);
+        }
+        set
+    }
+
     /// Whether `i` is a member.
     #[inline]
     pub(super) fn contains(&self, i: usize) -> bool {
@@ -40,7 +55,7 @@ impl BitSet {
     }
 
     /// Removes `i`.
-    #[inline]
+    #[cfg(test)]
     pub(super) fn remove(&mut self, i: usize) {
         let w = i >> 6;
         self.words[w] &= !(1 << (i & 63));
@@ -150,6 +165,17 @@ mod tests {
                 prop_assert_eq!(set.contains(p), reference.contains(&p));
                 prop_assert_eq!(set.prev_before(p), reference.range(..p).next_back().copied());
             }
+        }
+    }
+
+    #[test]
+    fn a_full_set_holds_every_position_and_no_more() {
+        for len in [1, 63, 64, 65, 4096, 4097, 64 * 64 * 3 + 5] {
+            let mut set = BitSet::full(len);
+            assert!((0..len).all(|i| set.contains(i)), "{len}");
+            assert_eq!(set.prev_before(len), Some(len - 1));
+            set.remove_range(1, len);
+            assert_eq!(set.prev_before(len), Some(0), "{len}");
         }
     }
 

@@ -35,7 +35,7 @@ enum Slots {
 }
 
 /// The distinct ends seen so far, each with its first-seen number.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Endpoints {
     /// `(end, number)`, open addressing with linear probing; the length is a power of two.
     table: Vec<(usize, u32)>,
@@ -82,6 +82,11 @@ impl Endpoints {
                 (h >> 32) as usize & mask
             }
         }
+    }
+
+    /// Each end by number.
+    pub(super) fn values(&self) -> &[usize] {
+        &self.values
     }
 
     /// The number of `value`, numbering it if it is new.

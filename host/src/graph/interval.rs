@@ -103,36 +103,45 @@ struct Seg {
 /// (see [`Endpoints`](super::compress::Endpoints)): rank `r` stands for the elements from the
 /// `r`-th distinct end to the next.
 ///
-/// The ranks are cut into maximal *runs* of equal state; [`BitSet`] holds the run starts and
-/// `segs[s]` the state of the run starting at `s` (other entries are stale). The last rank is
-/// always a run start, so every run has a next. Task ids are the job's local ones.
+/// The ranks are cut into *runs* of equal state; [`BitSet`] holds the run starts and `segs[s]` the
+/// state of the run starting at `s` (other entries are stale). Every rank starts as a run of its
+/// own, so a range's ends are run starts on its first use and need no cut. A write over more than
+/// [`COLLAPSE`] runs makes them one; a write over fewer leaves them apart (so that the reads of a
+/// tile's rows that follow a write of the whole tile, on a stencil, cut nothing). The last rank
+/// is always a run start, so every run has a next. Task ids are the job's local ones.
 #[derive(Debug)]
 pub(super) struct Runs {
     starts: BitSet,
     segs: Vec<Seg>,
-    /// The last rank: the end of the last run.
-    last: u32,
 }
 
+/// The most runs a write leaves apart. Each costs the write and every later read of the range one
+/// step, and the reads one reader-list entry; past this many, one run is cheaper.
+const COLLAPSE: usize = 8;
+
 impl Runs {
-    /// One run over ranks `0..ends - 1`, never written, with no readers. `ends` is at least 2 and
+    /// One run per rank `0..ends - 1`, never written, with no readers. `ends` is at least 2 and
     /// fits in a `u32`.
     pub(super) fn new(ends: usize) -> Self {
         debug_assert!(ends >= 2, "a range has two distinct ends");
         let last = u32::try_from(ends - 1).expect("a job numbers its ends in u32");
-        let mut starts = BitSet::new(ends);
-        starts.insert(0);
-        starts.insert(ends - 1);
-        let free = Seg {
-            end: last,
-            writer: NONE,
-            readers: NONE,
-        };
         Runs {
-            starts,
-            segs: vec![free; ends],
-            last,
+            starts: BitSet::full(ends),
+            segs: (1..=last)
+                .chain([last])
+                .map(|end| Seg {
+                    end,
+                    writer: NONE,
+                    readers: NONE,
+                })
+                .collect(),
         }
+    }
+
+    /// The last rank: the end of the last run.
+    #[cfg(test)]
+    fn last(&self) -> u32 {
+        self.segs.len() as u32 - 1
     }
 
     /// The number of runs (a measure of the map's memory).
@@ -140,7 +149,7 @@ impl Runs {
     pub(super) fn run_count(&self) -> usize {
         let mut count = 0;
         let mut s = 0;
-        while s < self.last {
+        while s < self.last() {
             count += 1;
             s = self.segs[s as usize].end;
         }
@@ -192,16 +201,14 @@ impl Runs {
 
     /// Records a write of ranks `a..b` by the sink's current task: `writer_kind` (`Waw` for a
     /// plain write, `Raw` for a read-write) from each overlapped writer and `War` from each
-    /// overlapped reader; then `a..b` is one run, written by the task, with no readers. With
-    /// `merge`, a neighbouring run in the same state (written by this task in another access, no
-    /// readers) joins it.
+    /// overlapped reader; then the task is the writer of `a..b`, with no readers (one run when the
+    /// write covered more than [`COLLAPSE`]).
     #[inline]
     pub(super) fn write(
         &mut self,
         a: u32,
         b: u32,
         writer_kind: EdgeKind,
-        merge: bool,
         arena: &ReaderArena,
         sink: &mut EdgeSink,
     ) {
@@ -209,44 +216,21 @@ impl Runs {
         self.split(a);
         self.split(b);
         let mut s = a;
+        let mut runs = 0;
         while s < b {
-            let seg = self.segs[s as usize];
+            let seg = &mut self.segs[s as usize];
             if seg.writer != NONE {
                 sink.add(seg.writer, writer_kind);
             }
             arena.for_each(seg.readers, |reader| sink.add(reader, EdgeKind::War));
+            seg.writer = task;
+            seg.readers = NONE;
             s = seg.end;
+            runs += 1;
         }
-        if self.segs[a as usize].end != b {
+        if runs > COLLAPSE {
             self.starts.remove_range(a as usize + 1, b as usize);
-        }
-        self.segs[a as usize] = Seg {
-            end: b,
-            writer: task,
-            readers: NONE,
-        };
-        if merge {
-            self.merge_around(a, b);
-        }
-    }
-
-    /// Joins the run at `a..b`, just written by the current task, with a neighbour in the same
-    /// state.
-    #[cold]
-    fn merge_around(&mut self, a: u32, b: u32) {
-        let mine = self.segs[a as usize];
-        let same = |seg: &Seg| seg.writer == mine.writer && seg.readers == NONE;
-        let mut end = b;
-        if b < self.last && same(&self.segs[b as usize]) {
-            self.starts.remove(b as usize);
-            end = self.segs[b as usize].end;
-            self.segs[a as usize].end = end;
-        }
-        if let Some(run) = self.starts.prev_before(a as usize)
-            && same(&self.segs[run])
-        {
-            self.starts.remove(a as usize);
-            self.segs[run].end = end;
+            self.segs[a as usize].end = b;
         }
     }
 
@@ -255,7 +239,7 @@ impl Runs {
     pub(super) fn dump(&self, arena: &ReaderArena) -> Vec<(u32, u32, Option<u32>, Vec<u32>)> {
         let mut out = Vec::new();
         let mut s = 0;
-        while s < self.last {
+        while s < self.last() {
             let seg = self.segs[s as usize];
             let mut readers = Vec::new();
             arena.for_each(seg.readers, |r| readers.push(r));
@@ -286,9 +270,10 @@ mod tests {
     }
 
     #[test]
-    fn read_splits_into_three_and_shares_readers() {
+    fn every_rank_starts_apart_and_reads_share_reader_lists() {
         let mut arena = ReaderArena::default();
         let mut runs = Runs::new(4);
+        assert_eq!(runs.run_count(), 3);
         let mut sink = sink(0);
         sink.begin(0);
         runs.read(0, 3, &mut arena, &mut sink);
@@ -304,50 +289,46 @@ mod tests {
                 (2, 3, None, vec![0]),
             ]
         );
-        // The reader list of the outer runs was shared, not copied.
-        assert_eq!(arena.len(), 2);
+        // One entry per run read: the second read extended the first's list of rank 1.
+        assert_eq!(arena.len(), 4);
     }
 
     #[test]
-    fn write_over_several_runs_collapses_them() {
-        // Ranks of the ends 0, 3, 5, 8, 10, 12, 15, 20.
+    fn a_write_over_few_runs_leaves_them_apart_and_over_many_collapses_them() {
         let mut arena = ReaderArena::default();
-        let mut runs = Runs::new(8);
+        let ends = COLLAPSE + 4;
+        let mut runs = Runs::new(ends);
         let mut sink = sink(0);
         sink.begin(0);
-        runs.write(0, 2, EdgeKind::Waw, false, &arena, &mut sink);
+        runs.read(2, 4, &mut arena, &mut sink);
         sink.end();
         sink.begin(1);
-        runs.write(2, 4, EdgeKind::Waw, false, &arena, &mut sink);
+        runs.write(1, 4, EdgeKind::Waw, &arena, &mut sink);
         sink.end();
+        assert_eq!(
+            runs.dump(&arena)[..4],
+            [
+                (0, 1, None, vec![]),
+                (1, 2, Some(1), vec![]),
+                (2, 3, Some(1), vec![]),
+                (3, 4, Some(1), vec![]),
+            ]
+        );
         sink.begin(2);
-        runs.read(3, 6, &mut arena, &mut sink);
+        runs.write(0, ends as u32 - 1, EdgeKind::Waw, &arena, &mut sink);
         sink.end();
+        assert_eq!(runs.dump(&arena), [(0, ends as u32 - 1, Some(2), vec![])]);
+        // A read inside the collapsed run cuts it.
         sink.begin(3);
-        runs.write(1, 5, EdgeKind::Waw, false, &arena, &mut sink);
+        runs.read(5, 6, &mut arena, &mut sink);
         sink.end();
         assert_eq!(
             runs.dump(&arena),
-            vec![
-                (0, 1, Some(0), vec![]),
-                (1, 5, Some(3), vec![]),
-                (5, 6, None, vec![2]),
-                (6, 7, None, vec![]),
+            [
+                (0, 5, Some(2), vec![]),
+                (5, 6, Some(2), vec![3]),
+                (6, ends as u32 - 1, Some(2), vec![]),
             ]
         );
-        assert_eq!(runs.run_count(), 4);
-    }
-
-    #[test]
-    fn same_task_writes_merge() {
-        let arena = ReaderArena::default();
-        let mut runs = Runs::new(4);
-        let mut sink = sink(0);
-        sink.begin(0);
-        runs.write(0, 1, EdgeKind::Waw, true, &arena, &mut sink);
-        runs.write(2, 3, EdgeKind::Waw, true, &arena, &mut sink);
-        runs.write(1, 2, EdgeKind::Waw, true, &arena, &mut sink);
-        sink.end();
-        assert_eq!(runs.dump(&arena), vec![(0, 3, Some(0), vec![])]);
     }
 }

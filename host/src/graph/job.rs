@@ -11,22 +11,24 @@ use super::interval::{ReaderArena, Runs};
 use super::sink::EdgeSink;
 use super::{Access, EdgeKind, LimitExceeded};
 
-/// One recorded range: a task's non-empty access to `lo..hi` of an array.
+/// A task's non-empty access to `lo..hi` of an array, in elements: what a piece of an array
+/// holds after the ranges were cut at its bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Rec {
+pub(super) struct Span {
     pub lo: usize,
     pub hi: usize,
     pub task: u32,
     pub access: Access,
 }
 
-/// A recorded range with its ends replaced by their ranks.
-#[derive(Clone, Copy, Debug)]
-struct Ranked {
-    a: u32,
-    b: u32,
-    task: u32,
-    access: Access,
+/// A task's non-empty access to an array, its ends given by their numbers in the array's
+/// [`Endpoints`]: first-seen numbers as recorded, ranks once [ranked](Part::ranked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Rec {
+    pub a: u32,
+    pub b: u32,
+    pub task: u32,
+    pub access: Access,
 }
 
 /// What a job may allocate: the tracker's `u32` limits, lowered in tests.
@@ -49,29 +51,64 @@ pub(super) struct JobEdges {
     pub kinds: Vec<EdgeKind>,
 }
 
-/// A part of a job: ranges of one array, or of one element range of it, in task order across
-/// the slices.
-pub(super) type Part<'a> = Vec<&'a [Rec]>;
+/// A part of a job: the ranges of one array, or of one element range of it, in task order, their
+/// ends ranked among the part's `ends` distinct ones.
+#[derive(Debug)]
+pub(super) struct Part {
+    pub ranked: Vec<Rec>,
+    pub ends: usize,
+}
+
+impl Part {
+    /// The part of `recs`, whose ends are numbered in `ends`: the numbers replaced by ranks, in
+    /// place.
+    pub(super) fn ranked(mut recs: Vec<Rec>, ends: Endpoints) -> Part {
+        let (rank, count) = ends.ranks();
+        for r in &mut recs {
+            r.a = rank[r.a as usize];
+            r.b = rank[r.b as usize];
+        }
+        Part {
+            ranked: recs,
+            ends: count,
+        }
+    }
+
+    /// The part of `slices` (one piece's spans from each slice, in order), starting at element
+    /// `base`.
+    pub(super) fn of_spans(slices: &[&[Span]], base: usize) -> Part {
+        let count = slices.iter().map(|s| s.len()).sum();
+        let mut ends = Endpoints::new(base, 1024);
+        let mut recs = Vec::with_capacity(count);
+        for r in slices.iter().flat_map(|s| s.iter()) {
+            recs.push(Rec {
+                a: ends.number(r.lo),
+                b: ends.number(r.hi),
+                task: r.task,
+                access: r.access,
+            });
+        }
+        Part::ranked(recs, ends)
+    }
+}
 
 /// A part being tracked: its ranked ranges, how far they are done, and its interval map.
 struct Tracked {
-    ranked: Vec<Ranked>,
+    ranked: Vec<Rec>,
     next: usize,
     runs: Runs,
 }
 
-/// Tracks the dependences of `parts` (of different arrays, or disjoint ranges of one), task by
-/// task, into one list of edges.
-pub(super) fn run(parts: &[Part<'_>], limits: Limits) -> Result<JobEdges, LimitExceeded> {
+/// Tracks the dependences of `parts` (of different arrays, or disjoint element ranges of one),
+/// task by task, into one list of edges.
+pub(super) fn run(parts: Vec<Part>, limits: Limits) -> Result<JobEdges, LimitExceeded> {
     let mut tracked: Vec<Tracked> = parts
-        .iter()
-        .filter_map(|part| {
-            let (ranked, ends) = rank(part);
-            (!ranked.is_empty()).then(|| Tracked {
-                ranked,
-                next: 0,
-                runs: Runs::new(ends),
-            })
+        .into_iter()
+        .filter(|part| !part.ranked.is_empty())
+        .map(|part| Tracked {
+            ranked: part.ranked,
+            next: 0,
+            runs: Runs::new(part.ends),
         })
         .collect();
     let mut arena = ReaderArena::default();
@@ -138,7 +175,7 @@ pub(super) fn run(parts: &[Part<'_>], limits: Limits) -> Result<JobEdges, LimitE
 /// the task itself (skipped) where the earlier one already took the same or a preferred edge from
 /// the old writer and the same edges from the old readers.
 #[inline]
-fn add_ranges(task: &[Ranked], runs: &mut Runs, arena: &mut ReaderArena, sink: &mut EdgeSink) {
+fn add_ranges(task: &[Rec], runs: &mut Runs, arena: &mut ReaderArena, sink: &mut EdgeSink) {
     let mut writes = 0usize;
     for r in task {
         if r.access == Access::Read {
@@ -150,35 +187,12 @@ fn add_ranges(task: &[Ranked], runs: &mut Runs, arena: &mut ReaderArena, sink: &
     if writes == 0 {
         return;
     }
-    let merge = writes > 1;
     for (phase, writer_kind) in [
         (Access::ReadWrite, EdgeKind::Raw),
         (Access::Write, EdgeKind::Waw),
     ] {
         for r in task.iter().filter(|r| r.access == phase) {
-            runs.write(r.a, r.b, writer_kind, merge, arena, sink);
+            runs.write(r.a, r.b, writer_kind, arena, sink);
         }
     }
-}
-
-/// The ranges of `slices` with their ends replaced by ranks; and the number of distinct ends.
-fn rank(slices: &[&[Rec]]) -> (Vec<Ranked>, usize) {
-    let count = slices.iter().map(|s| s.len()).sum();
-    let lo = (slices.iter().flat_map(|s| s.iter())).fold(usize::MAX, |lo, r| lo.min(r.lo));
-    let mut ends = Endpoints::new(lo, 1024);
-    let mut ranked = Vec::with_capacity(count);
-    for r in slices.iter().flat_map(|s| s.iter()) {
-        ranked.push(Ranked {
-            a: ends.number(r.lo),
-            b: ends.number(r.hi),
-            task: r.task,
-            access: r.access,
-        });
-    }
-    let (rank, count) = ends.ranks();
-    for r in &mut ranked {
-        r.a = rank[r.a as usize];
-        r.b = rank[r.b as usize];
-    }
-    (ranked, count)
 }

@@ -51,18 +51,18 @@
 //! Tracking works on the ranks of the distinct range ends of each array, not on element indices:
 //! all ranges are recorded first, then each array's ends are numbered through a hash table and
 //! the distinct ones sorted (a radix sort), so that the interval map is flat arrays indexed by
-//! rank. An array's runs of equal state are a bit set of run starts plus one state per start; an
-//! access costs `O(k)` for `k` runs overlapped (a bit test per end when the range is exactly a
-//! run, the common case of tiles), plus a search of the bit set's summary when a range cuts a run.
-//! Reader sets are persistent linked lists in one arena, so cutting a run copies no reader list.
-//! An array no task writes gives no edge and is never tracked.
+//! rank. An array's runs of equal state are a bit set of run starts plus one state per start.
+//! Every rank starts as a run of its own, so an access costs `O(k)` for the `k` runs it covers:
+//! two bit tests and one state for an exact tile, the common case, plus a search of the bit set's
+//! summary when a range cuts a run. Reader sets are persistent linked lists in one arena, so
+//! cutting a run copies no reader list. An array no task writes gives no edge and is never
+//! tracked.
 //!
-//! Recording costs a few words per range; tracking `O(ranges + d log d)` for `d` distinct ends
-//! (`O(ranges + d)` with the radix sort), plus one step per run a range covers. Memory is
-//! `O(tasks + ranges + edges + reader entries)`; a write merges the overlapped runs into one.
-//! Reader entries are one per (read, overlapped run), so a pathological program that reads many
-//! finely split runs again and again uses memory proportional to that work; tiled patterns use one
-//! per read.
+//! Recording costs a few words per range; tracking `O(ranges + d)` for `d` distinct ends, plus
+//! one step per run a range covers. Memory is `O(tasks + ranges + d + edges + reader entries)`; a
+//! write over more than eight runs merges them into one. Reader entries are one per (read,
+//! overlapped run), so a pathological program that reads many finely split runs again and again
+//! uses memory proportional to that work; tiled patterns use one per read.
 
 mod affinity;
 mod bitset;

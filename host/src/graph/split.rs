@@ -16,11 +16,12 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::num::NonZero;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::dag::Dag;
-use super::job::{self, JobEdges, Limits, Part, Rec};
+use super::job::{self, JobEdges, Limits, Part, Rec, Span};
+use super::tracker::ArrayLog;
 use super::{EdgeKind, LimitExceeded};
 
 /// The ranges a thread must have to track before [`Split::auto`] starts it: starting and joining
@@ -110,52 +111,55 @@ struct Piece {
     end: usize,
 }
 
-/// Tracks `arrays` (each one's ranges in task order, and its length) as `split` says: the edges of
-/// every piece, in no particular order.
+/// Tracks `arrays` (each one's ranges in task order, ends numbered) as `split` says: the edges
+/// of every piece, in no particular order.
 pub(super) fn track(
-    arrays: &[(&[Rec], usize)],
+    arrays: Vec<ArrayLog>,
     split: Split,
     limits: Limits,
 ) -> Result<Vec<JobEdges>, LimitExceeded> {
-    let total: usize = arrays.iter().map(|(recs, _)| recs.len()).sum();
+    let total: usize = arrays.iter().map(|a| a.recs.len()).sum();
     let threads = split.threads.max(1);
     let mut pieces = Vec::new();
     // Per array: its cuts, and its first piece.
     let mut cut: Vec<(Vec<usize>, usize)> = Vec::with_capacity(arrays.len());
-    for (array, &(recs, len)) in arrays.iter().enumerate() {
-        let share = (split.jobs * recs.len()).div_ceil(total.max(1));
+    for (array, log) in arrays.iter().enumerate() {
+        let share = (split.jobs * log.recs.len()).div_ceil(total.max(1));
         let cuts = if share > 1 {
-            cuts(recs, len, share)
+            cuts(&log.recs, log.ends.values(), log.len, share)
         } else {
             Vec::new()
         };
         let first = pieces.len();
         let bounds = std::iter::once(0).chain(cuts.iter().copied());
-        for (start, end) in bounds.zip(cuts.iter().copied().chain([len])) {
+        for (start, end) in bounds.zip(cuts.iter().copied().chain([log.len])) {
             pieces.push(Piece { array, start, end });
         }
         cut.push((cuts, first));
     }
-    // Each slice's ranges of every cut array, by piece.
-    let buckets: Vec<Vec<Vec<Rec>>> = parallel_map(threads, threads, |slice| {
+    // Each slice's ranges of every cut array, in elements, by piece.
+    let buckets: Vec<Vec<Vec<Span>>> = parallel_map(threads, threads, |slice| {
         let mut out = vec![Vec::new(); pieces.len()];
-        for (&(recs, _), (cuts, first)) in arrays.iter().zip(&cut) {
+        for (log, (cuts, first)) in arrays.iter().zip(&cut) {
             if cuts.is_empty() {
                 continue;
             }
-            let from = recs.len() * slice / threads;
-            let to = recs.len() * (slice + 1) / threads;
-            for r in &recs[from..to] {
-                let mut p = cuts.partition_point(|&c| c <= r.lo);
+            let values = log.ends.values();
+            let from = log.recs.len() * slice / threads;
+            let to = log.recs.len() * (slice + 1) / threads;
+            for r in &log.recs[from..to] {
+                let (lo, hi) = (values[r.a as usize], values[r.b as usize]);
+                let mut p = cuts.partition_point(|&c| c <= lo);
                 loop {
                     let piece = &pieces[first + p];
-                    let hi = r.hi.min(piece.end);
-                    out[first + p].push(Rec {
-                        lo: r.lo.max(piece.start),
-                        hi,
-                        ..*r
+                    let end = hi.min(piece.end);
+                    out[first + p].push(Span {
+                        lo: lo.max(piece.start),
+                        hi: end,
+                        task: r.task,
+                        access: r.access,
                     });
-                    if hi == r.hi {
+                    if end == hi {
                         break;
                     }
                     p += 1;
@@ -164,33 +168,46 @@ pub(super) fn track(
         }
         out
     });
-    let mut order: Vec<usize> = (0..pieces.len()).collect();
     let size = |p: usize| {
         let piece = &pieces[p];
         match cut[piece.array].0.is_empty() {
-            true => arrays[piece.array].0.len(),
+            true => arrays[piece.array].recs.len(),
             false => buckets.iter().map(|b| b[p].len()).sum(),
         }
     };
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
     order.sort_by_cached_key(|&p| std::cmp::Reverse(size(p)));
+    // The arrays cut into pieces are in the buckets now; the others go whole to one job each.
+    let whole: Vec<Mutex<Option<ArrayLog>>> = (arrays.into_iter().zip(&cut))
+        .map(|(log, (cuts, _))| Mutex::new(cuts.is_empty().then_some(log)))
+        .collect();
     parallel_map(threads, order.len(), |i| {
-        let p = order[i];
-        let array = pieces[p].array;
-        let part: Part<'_> = match cut[array].0.is_empty() {
-            true => vec![arrays[array].0],
-            false => buckets.iter().map(|b| &b[p][..]).collect(),
+        let piece = &pieces[order[i]];
+        // An uncut array has one piece, so its log is taken once.
+        let log = (whole[piece.array].lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let part = match log {
+            Some(log) => Part::ranked(log.recs, log.ends),
+            None => {
+                let slices: Vec<&[Span]> = buckets.iter().map(|b| &b[order[i]][..]).collect();
+                Part::of_spans(&slices, piece.start)
+            }
         };
-        job::run(&[part], limits)
+        job::run(vec![part], limits)
     })
     .into_iter()
     .collect()
 }
 
 /// Up to `pieces - 1` increasing cuts strictly inside `0..len`, at quantiles of a sample of the
-/// ranges' starts; none at or before the first start, which would leave a piece with no range.
-fn cuts(recs: &[Rec], len: usize, pieces: usize) -> Vec<usize> {
+/// ranges' starts (`values[r.a]`); none at or before the first start, which would leave a piece
+/// with no range.
+fn cuts(recs: &[Rec], values: &[usize], len: usize, pieces: usize) -> Vec<usize> {
     let stride = (recs.len() / (64 * pieces)).max(1);
-    let mut sample: Vec<usize> = recs.iter().step_by(stride).map(|r| r.lo).collect();
+    let mut sample: Vec<usize> = (recs.iter().step_by(stride))
+        .map(|r| values[r.a as usize])
+        .collect();
     sample.sort_unstable();
     let mut cuts: Vec<usize> = (1..pieces)
         .map(|i| sample[i * sample.len() / pieces])
@@ -322,21 +339,26 @@ mod tests {
 
     #[test]
     fn big_arrays_are_cut_at_quantiles_of_their_ranges() {
+        // Range `i` is `10 i..10 i + 10`: ends `2 i` and `2 i + 1` are `10 i` and `10 i + 10`.
+        let values: Vec<usize> = (0..1000).flat_map(|i| [i * 10, i * 10 + 10]).collect();
         let recs: Vec<Rec> = (0..1000)
             .map(|i| Rec {
-                lo: i * 10,
-                hi: i * 10 + 10,
-                task: i as u32,
+                a: 2 * i,
+                b: 2 * i + 1,
+                task: i,
                 access: Access::Write,
             })
             .collect();
-        let quartiles = cuts(&recs, 10_000, 4);
+        let quartiles = cuts(&recs, &values, 10_000, 4);
         assert_eq!(quartiles.len(), 3);
         for (cut, quarter) in quartiles.iter().zip([2500, 5000, 7500]) {
             assert!(cut.abs_diff(quarter) <= 100, "{cut} vs {quarter}");
         }
         // All ranges start at one place: a cut would leave a piece without any.
-        assert_eq!(cuts(&vec![recs[5]; 100], 10_000, 8), Vec::<usize>::new());
+        assert_eq!(
+            cuts(&vec![recs[5]; 100], &values, 10_000, 8),
+            Vec::<usize>::new()
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use core::ops::Range;
 
+use super::compress::Endpoints;
 use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
 use super::split::{self, Split};
@@ -24,13 +25,16 @@ const MAX_TASKS: u32 = u32::MAX - 1;
 /// The most ranges one array may record: their ends are numbered in `u32`, two per range.
 const MAX_RANGES: usize = (u32::MAX / 2) as usize;
 
-/// The ranges recorded for one array.
+/// The ranges recorded for one array, their ends numbered as they come.
 #[derive(Clone, Debug)]
-struct ArrayLog {
-    len: usize,
-    recs: Vec<Rec>,
+pub(super) struct ArrayLog {
+    pub len: usize,
+    pub recs: Vec<Rec>,
+    pub ends: Endpoints,
     /// Some task writes the array.
-    written: bool,
+    pub written: bool,
+    /// No task may write the array (see [`DepTracker::mark_read_only`]).
+    pub read_only: bool,
 }
 
 /// Builds the task DAG from each task's declared accesses.
@@ -53,7 +57,9 @@ impl DepTracker {
                 .map(|&len| ArrayLog {
                     len,
                     recs: Vec::new(),
+                    ends: Endpoints::new(0, 1024),
                     written: false,
+                    read_only: false,
                 })
                 .collect(),
             tasks: 0,
@@ -62,6 +68,16 @@ impl DepTracker {
                 reader_entries: super::interval::MAX_READER_ENTRIES,
             },
         }
+    }
+
+    /// Declares that no task writes the array in `slot`: its accesses give no edge, so they are
+    /// not even recorded. A region's `&[T]` parameters are such arrays.
+    ///
+    /// # Panics
+    ///
+    /// [`DepTracker::add_task`] panics on a write to the array.
+    pub fn mark_read_only(&mut self, slot: u32) {
+        self.arrays[slot as usize].read_only = true;
     }
 
     /// Records the next task (ids are 0, 1, 2, ... in call order) with all its accesses and
@@ -78,7 +94,8 @@ impl DepTracker {
     ///
     /// # Panics
     ///
-    /// If a slot is out of range, or a range is reversed or exceeds its array.
+    /// If a slot is out of range, a range is reversed or exceeds its array, or a task writes an
+    /// array [marked read-only](DepTracker::mark_read_only).
     pub fn add_task(
         &mut self,
         accesses: &[(u32, Range<usize>, Access)],
@@ -107,6 +124,10 @@ impl DepTracker {
                 range.end,
                 array.len
             );
+            if array.read_only {
+                assert!(!access.writes(), "a task writes a read-only array");
+                continue;
+            }
             if range.is_empty() {
                 continue;
             }
@@ -118,12 +139,8 @@ impl DepTracker {
                 });
             }
             array.written |= access.writes();
-            array.recs.push(Rec {
-                lo: range.start,
-                hi: range.end,
-                task,
-                access,
-            });
+            let (a, b) = (array.ends.number(range.start), array.ends.number(range.end));
+            array.recs.push(Rec { a, b, task, access });
         }
         self.tasks += 1;
         Ok(task)
@@ -179,19 +196,18 @@ impl DepTracker {
     pub fn finish_with(self, split: Split) -> Result<Dag, LimitExceeded> {
         let n = self.tasks as usize;
         let limits = self.limits;
-        let written: Vec<(&[Rec], usize)> = (self.arrays.iter())
+        let written: Vec<ArrayLog> = (self.arrays.into_iter())
             .filter(|a| a.written && !a.recs.is_empty())
-            .map(|a| (&a.recs[..], a.len))
             .collect();
+        // The parts' ranges are freed as the job ends, before the CSR allocations.
         let outs = if split.jobs <= 1 {
-            let parts: Vec<Part<'_>> = written.iter().map(|&(recs, _)| vec![recs]).collect();
-            vec![job::run(&parts, limits)?]
+            let parts = (written.into_iter())
+                .map(|a| Part::ranked(a.recs, a.ends))
+                .collect();
+            vec![job::run(parts, limits)?]
         } else {
-            split::track(&written, split, limits)?
+            split::track(written, split, limits)?
         };
-        // Free the recorded ranges before the CSR allocations to keep the peak down.
-        drop(written);
-        drop(self.arrays);
         split::merge(n, outs, limits.edges)
     }
 }
@@ -438,6 +454,24 @@ mod tests {
     }
 
     #[test]
+    fn read_only_arrays_are_not_recorded() {
+        let mut tracker = DepTracker::new(&[4, 4]);
+        tracker.mark_read_only(0);
+        tracker.add_task(&[(0, 0..4, R), (1, 0..2, W)]).unwrap();
+        tracker.add_task(&[(0, 0..4, R), (1, 1..3, R)]).unwrap();
+        assert_eq!(tracker.range_count(), 2);
+        assert_eq!(edges(&tracker.finish().unwrap()), vec![(0, 1, Raw)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "writes a read-only array")]
+    fn a_write_to_a_read_only_array_panics() {
+        let mut tracker = DepTracker::new(&[4]);
+        tracker.mark_read_only(0);
+        let _ = tracker.add_task(&[(0, 0..1, RW)]);
+    }
+
+    #[test]
     fn edges_past_the_limit_are_an_error_when_finishing() {
         let tasks: [&[(u32, Range<usize>, Access)]; 4] = [
             &[(0, 0..4, W)],
@@ -504,8 +538,8 @@ mod tests {
         assert_eq!(tracker.range_count(), 0);
         tracker.tasks = 1;
         tracker.arrays[0].recs.push(Rec {
-            lo: 0,
-            hi: 1,
+            a: 0,
+            b: 1,
             task: 0,
             access: R,
         });
