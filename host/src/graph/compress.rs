@@ -15,13 +15,13 @@
 //! of that range would make long probe runs; the first run past [`PROBE_LIMIT`] scatters the
 //! table again, for good.
 
-/// A table slot that holds no end: no range end is `usize::MAX`, as ranges lie within arrays.
-const EMPTY: usize = usize::MAX;
+/// A table slot that holds no end (a slot holds one more than an end's number).
+const EMPTY: u32 = 0;
 
 /// The longest probe run an ordered table tolerates before it scatters.
 const PROBE_LIMIT: usize = 32;
 
-/// The slots (16 bytes each) from which a table keeps its ends in order: 4 MiB.
+/// The slots (4 bytes each) from which a table keeps its ends in order: 1 MiB.
 const ORDERED_FROM: usize = 1 << 18;
 
 /// How ends map to slots.
@@ -37,8 +37,10 @@ enum Slots {
 /// The distinct ends seen so far, each with its first-seen number.
 #[derive(Clone, Debug)]
 pub(super) struct Endpoints {
-    /// `(end, number)`, open addressing with linear probing; the length is a power of two.
-    table: Vec<(usize, u32)>,
+    /// One more than an end's number (`values` gives the end), open addressing with linear
+    /// probing; the length is a power of two. Four bytes a slot keep the table in the caches,
+    /// and the ends compared on a lookup are mostly the recent ones, at the end of `values`.
+    table: Vec<u32>,
     /// Each end by number.
     values: Vec<usize>,
     /// The last end looked up and its number: consecutive ranges often share an end.
@@ -55,9 +57,9 @@ impl Endpoints {
     pub(super) fn new(base: usize, expected: usize) -> Self {
         let size = (expected * 2).next_power_of_two().max(16);
         Endpoints {
-            table: vec![(EMPTY, 0); size],
+            table: vec![EMPTY; size],
             values: Vec::with_capacity(expected),
-            last: (EMPTY, 0),
+            last: (usize::MAX, 0),
             base,
             slots: Slots::Scattered,
             crowded: false,
@@ -99,23 +101,24 @@ impl Endpoints {
         let mut i = self.slot(value, mask);
         let mut probes = 0;
         loop {
-            let (v, n) = self.table[i];
-            if v == value {
+            let slot = self.table[i];
+            if slot == EMPTY {
+                break;
+            }
+            let n = slot - 1;
+            if self.values[n as usize] == value {
                 self.last = (value, n);
                 if probes > PROBE_LIMIT {
                     self.crowd();
                 }
                 return n;
             }
-            if v == EMPTY {
-                break;
-            }
             i = (i + 1) & mask;
             probes += 1;
         }
         // Cannot truncate: a job holds fewer than `u32::MAX / 2` ranges (see `MAX_RANGES`).
         let n = self.values.len() as u32;
-        self.table[i] = (value, n);
+        self.table[i] = n + 1;
         self.values.push(value);
         self.last = (value, n);
         if probes > PROBE_LIMIT {
@@ -170,11 +173,11 @@ impl Endpoints {
     fn rebuild(&mut self, size: usize, slots: Slots) {
         self.slots = slots;
         let mask = size - 1;
-        let mut table = vec![(EMPTY, 0u32); size];
+        let mut table = vec![EMPTY; size];
         for (n, &value) in self.values.iter().enumerate() {
             let mut i = self.slot(value, mask);
             let mut probes = 0;
-            while table[i].0 != EMPTY {
+            while table[i] != EMPTY {
                 i = (i + 1) & mask;
                 probes += 1;
             }
@@ -182,7 +185,8 @@ impl Endpoints {
                 self.crowded = true;
                 return self.rebuild(size, Slots::Scattered);
             }
-            table[i] = (value, n as u32);
+            // Cannot truncate: fewer than `u32::MAX` ends.
+            table[i] = n as u32 + 1;
         }
         self.table = table;
     }
