@@ -26,6 +26,7 @@ pub mod error;
 pub mod scalar;
 pub mod sched;
 pub mod shared;
+pub mod tile;
 pub mod view;
 
 pub use block::{Block, LoopIndex};
