@@ -30,6 +30,7 @@ use super::lanes::Lanes;
 use super::mma;
 use super::numeric::round_tf32;
 use super::smem::{Major, SharedTile, Word};
+use super::unroll::{array, unroll};
 
 /// Where each register of a warp fragment sits in its matrix.
 pub trait Layout: Copy {
@@ -65,6 +66,10 @@ pub trait Fragment: Copy {
     fn for_each(&self, f: impl FnMut(u32, usize, u32, u32, Self::Elem));
     /// Each register replaced by `f(row, col, value)`.
     fn map(&mut self, f: impl FnMut(u32, u32, Self::Elem) -> Self::Elem);
+    /// Calls `f(row, col, first, second)` for registers `2i` and `2i + 1` of every lane the
+    /// calling thread holds, `(row, col)` being the first's place (with
+    /// [`Layout::COL_PAIRS`], the second sits at `(row, col + 1)`).
+    fn for_each_pair(&self, f: impl FnMut(u32, u32, Self::Elem, Self::Elem));
 }
 
 impl<T: Copy, L: Layout, const N: usize> Fragment for Frag<T, L, N> {
@@ -74,7 +79,7 @@ impl<T: Copy, L: Layout, const N: usize> Fragment for Frag<T, L, N> {
 
     #[inline(always)]
     fn from_fn(mut f: impl FnMut(u32, usize, u32, u32) -> T) -> Self {
-        let regs = core::array::from_fn(|reg| {
+        let regs = array(|reg| {
             Lanes::from_fn(|lane| {
                 let (r, c) = L::coord(lane, reg);
                 f(lane, reg, r, c)
@@ -88,22 +93,37 @@ impl<T: Copy, L: Layout, const N: usize> Fragment for Frag<T, L, N> {
 
     #[inline(always)]
     fn for_each(&self, mut f: impl FnMut(u32, usize, u32, u32, T)) {
-        for (reg, lanes) in self.regs.iter().enumerate() {
-            lanes.for_each(|lane, v| {
+        unroll::<N>(|reg| {
+            self.regs[reg].for_each(|lane, v| {
                 let (r, c) = L::coord(lane, reg);
                 f(lane, reg, r, c, v);
             });
-        }
+        });
+    }
+
+    #[inline(always)]
+    fn for_each_pair(&self, mut f: impl FnMut(u32, u32, T, T)) {
+        unroll::<N>(|reg| {
+            if reg % 2 == 1 {
+                return;
+            }
+            self.regs[reg]
+                .zip(self.regs[reg + 1], |x, y| (x, y))
+                .for_each(|lane, (x, y)| {
+                    let (r, c) = L::coord(lane, reg);
+                    f(r, c, x, y);
+                });
+        });
     }
 
     #[inline(always)]
     fn map(&mut self, mut f: impl FnMut(u32, u32, T) -> T) {
-        for (reg, lanes) in self.regs.iter_mut().enumerate() {
-            *lanes = lanes.map_lane(|lane, v| {
+        unroll::<N>(|reg| {
+            self.regs[reg] = self.regs[reg].map_lane(|lane, v| {
                 let (r, c) = L::coord(lane, reg);
                 f(r, c, v)
             });
-        }
+        });
     }
 }
 
@@ -133,8 +153,10 @@ impl<T: Copy + Default, L: Layout, const N: usize> Frag<T, L, N> {
     ) -> Self {
         let mut regs = [Lanes::splat(T::default()); N];
         if L::COL_PAIRS && M::K_CONTIGUOUS {
-            let mut p = 0;
-            while p < N {
+            unroll::<N>(|p| {
+                if p % 2 == 1 {
+                    return;
+                }
                 let pair = Lanes::from_fn(|lane| {
                     let (r, c) = L::coord(lane, p);
                     // SAFETY: inside the tile (the caller's promise); `c` is even and the tile's
@@ -143,16 +165,15 @@ impl<T: Copy + Default, L: Layout, const N: usize> Frag<T, L, N> {
                 });
                 regs[p] = pair.map(|(x, _)| conv(x));
                 regs[p + 1] = pair.map(|(_, y)| conv(y));
-                p += 2;
-            }
+            });
         } else {
-            for (reg, out) in regs.iter_mut().enumerate() {
-                *out = Lanes::from_fn(|lane| {
+            unroll::<N>(|reg| {
+                regs[reg] = Lanes::from_fn(|lane| {
                     let (r, c) = L::coord(lane, reg);
                     // SAFETY: inside the tile (the caller's promise).
                     conv(unsafe { tile.get(row0 + r, col0 + c) })
                 });
-            }
+            });
         }
         Self {
             regs,
@@ -544,14 +565,12 @@ impl Atom for SimtF32 {
     }
     #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
-        for i in 0..8 {
-            for j in 0..4 {
-                let acc = &mut c.regs[4 * i + j];
-                *acc = acc.zip(a.regs[i].zip(b.regs[j], |x, y| (x, y)), |s, (x, y)| {
-                    fma_f32(x, y, s)
-                });
-            }
-        }
+        unroll::<32>(|r| {
+            let (i, j) = (r / 4, r % 4);
+            c.regs[r] = c.regs[r].zip(a.regs[i].zip(b.regs[j], |x, y| (x, y)), |s, (x, y)| {
+                fma_f32(x, y, s)
+            });
+        });
     }
 }
 

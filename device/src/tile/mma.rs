@@ -175,21 +175,22 @@ fn emulate<C: Copy + Default>(
     b: impl Fn(u32, usize) -> C,
     fma: impl Fn(C, C, C) -> C,
 ) {
-    use std::vec;
+    // Dense copies of the three matrices (every shape fits 16 × 16); the layouts are bijections
+    // (tested below), so every element is written.
     let (m, n, k) = (instr.m as usize, instr.n as usize, instr.k as usize);
     let (mut am, mut bm, mut cm) = (
-        vec![None; m * k],
-        vec![None; k * n],
-        vec![C::default(); m * n],
+        [C::default(); 256],
+        [C::default(); 256],
+        [C::default(); 256],
     );
     for lane in 0..32u32 {
         for e in 0..instr.a_elems {
             let (r, q) = (instr.a)(lane, e);
-            am[r as usize * k + q as usize] = Some(a(lane, e));
+            am[r as usize * k + q as usize] = a(lane, e);
         }
         for e in 0..instr.b_elems {
             let (q, c) = (instr.b)(lane, e);
-            bm[q as usize * n + c as usize] = Some(b(lane, e));
+            bm[q as usize * n + c as usize] = b(lane, e);
         }
         for (e, reg) in d.iter().enumerate().take(instr.c_elems) {
             let (r, c) = (instr.c)(lane, e);
@@ -200,9 +201,7 @@ fn emulate<C: Copy + Default>(
         for c in 0..n {
             let mut acc = cm[r * n + c];
             for q in 0..k {
-                let x = am[r * k + q].expect("the A layout covers its matrix");
-                let y = bm[q * n + c].expect("the B layout covers its matrix");
-                acc = fma(acc, x, y);
+                acc = fma(acc, am[r * k + q], bm[q * n + c]);
             }
             cm[r * n + c] = acc;
         }
@@ -240,6 +239,19 @@ fn half(regs: &[Lanes<u32>], lane: u32, e: usize, to_f32: fn(u16) -> f32) -> f32
     } else {
         (word >> 16) as u16
     })
+}
+
+/// The calling lane's four results as lane values. Spelled out: `[T; N]::map` is a loop that
+/// LLVM may leave rolled, which would put the accumulators in local memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn own<T: Copy>(r: [T; 4]) -> [Lanes<T>; 4] {
+    [
+        Lanes::from_own(r[0]),
+        Lanes::from_own(r[1]),
+        Lanes::from_own(r[2]),
+        Lanes::from_own(r[3]),
+    ]
 }
 
 /// f64 `m8n8k4`: `d += a·b` (see [`M8N8K4_F64`]).
@@ -289,7 +301,7 @@ pub fn m16n8k4_f64(d: &mut [Lanes<f64>; 4], a: &[Lanes<f64>; 2], b: &[Lanes<f64>
                 options(pure, nomem, nostack, preserves_flags)
             )
         };
-        *d = r.map(Lanes::from_own);
+        *d = own(r);
     }
     #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
     {
@@ -322,7 +334,7 @@ pub fn m16n8k8_f64(d: &mut [Lanes<f64>; 4], a: &[Lanes<f64>; 4], b: &[Lanes<f64>
                 options(pure, nomem, nostack, preserves_flags)
             )
         };
-        *d = r.map(Lanes::from_own);
+        *d = own(r);
     }
     #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
     {
@@ -356,7 +368,7 @@ pub fn m16n8k16_f64(d: &mut [Lanes<f64>; 4], a: &[Lanes<f64>; 8], b: &[Lanes<f64
                 options(pure, nomem, nostack, preserves_flags)
             )
         };
-        *d = r.map(Lanes::from_own);
+        *d = own(r);
     }
     #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
     {
@@ -392,7 +404,7 @@ pub fn m16n8k8_tf32(d: &mut [Lanes<f32>; 4], a: &[Lanes<f32>; 4], b: &[Lanes<f32
                 options(pure, nomem, nostack, preserves_flags)
             )
         };
-        *d = r.map(Lanes::from_own);
+        *d = own(r);
     }
     #[cfg(not(target_arch = "nvptx64"))]
     emulate(
@@ -422,7 +434,7 @@ macro_rules! half_mma {
                         options(pure, nomem, nostack, preserves_flags)
                     )
                 };
-                *d = r.map(Lanes::from_own);
+                *d = own(r);
             }
             #[cfg(not(target_arch = "nvptx64"))]
             emulate(

@@ -14,11 +14,26 @@
 //! host) and which warp it is ([`Team`]), so that every layer above is written once for both
 //! targets and the CPU backend runs the very code the GPU runs.
 
+pub mod args;
+pub mod engine;
+pub mod flags;
 pub mod frag;
+pub mod gemm;
 pub mod lanes;
 pub mod mma;
 pub mod numeric;
+pub mod operand;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod reference;
+pub mod shapes;
 pub mod smem;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod testing;
+pub mod unroll;
 
+pub use flags::{Diag, Op, Side, Uplo};
+pub use gemm::{gemm, gemm_with, syrk, syrk_with};
 pub use lanes::{Lanes, Team};
 pub use numeric::{Bf16, Element, F16, round_tf32};
+pub use operand::{MatMut, MatRef, Operands, Rect};
+pub use shapes::Tiled;

@@ -29,8 +29,6 @@ pub trait Element:
     const ONE: Self;
     /// The machine epsilon, for error bounds.
     const EPSILON: f64;
-    /// Bytes per element.
-    const BYTES: usize;
     /// The square root, correctly rounded.
     fn sqrt(self) -> Self;
     /// `self` as `f64`.
@@ -43,7 +41,6 @@ impl Element for f64 {
     const ZERO: Self = 0.0;
     const ONE: Self = 1.0;
     const EPSILON: f64 = f64::EPSILON;
-    const BYTES: usize = 8;
     #[inline(always)]
     fn sqrt(self) -> Self {
         #[cfg(target_arch = "nvptx64")]
@@ -73,7 +70,6 @@ impl Element for f32 {
     const ZERO: Self = 0.0;
     const ONE: Self = 1.0;
     const EPSILON: f64 = f32::EPSILON as f64;
-    const BYTES: usize = 4;
     #[inline(always)]
     fn sqrt(self) -> Self {
         #[cfg(target_arch = "nvptx64")]

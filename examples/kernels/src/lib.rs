@@ -5,15 +5,18 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
+pub mod batch;
 pub mod dags;
 pub mod dp;
 pub mod dtw;
 pub mod faults;
+pub mod gemm;
 pub mod grid;
 pub mod heat;
 pub mod inthist;
 pub mod jacobi;
 pub mod lu;
+pub mod matrix;
 pub mod nowait;
 pub mod nw;
 pub mod sat;
