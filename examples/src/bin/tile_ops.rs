@@ -27,6 +27,21 @@ enum Prec {
     F32,
 }
 
+/// The warp-level instruction shape (see `taskweave::tile::shapes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ShapeArg {
+    /// The element type's default: f64 on two `m8n8k4`, f32 exact on FMAs.
+    Default,
+    /// f64 on sm_90's `m16n8k4`.
+    M16n8k4,
+    /// f64 on sm_90's `m16n8k8`.
+    M16n8k8,
+    /// f64 on sm_90's `m16n8k16`.
+    M16n8k16,
+    /// f32 on TF32 tensor cores (`m16n8k8`), about 10-bit products.
+    Tf32,
+}
+
 #[derive(Parser, Debug)]
 #[command(about = "Times a tile operation on independent tiles (compare a batched BLAS call)")]
 struct Cli {
@@ -36,6 +51,9 @@ struct Cli {
     /// Element type.
     #[arg(long, value_enum, default_value_t = Prec::F64)]
     prec: Prec,
+    /// Instruction shape of the GEMM.
+    #[arg(long, value_enum, default_value_t = ShapeArg::Default)]
+    shape: ShapeArg,
     /// Tile side: a multiple of 16 from 16 to 256.
     #[arg(long, default_value_t = 64)]
     bs: usize,
@@ -69,9 +87,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let runtime = cli.run.runtime()?;
     println!("{}", runtime.describe());
-    match cli.prec {
-        Prec::F64 => gemm::<f64>(&cli, &runtime),
-        Prec::F32 => gemm::<f32>(&cli, &runtime),
+    match (cli.prec, cli.shape) {
+        (Prec::F64, ShapeArg::Tf32)
+        | (Prec::F32, ShapeArg::M16n8k4 | ShapeArg::M16n8k8 | ShapeArg::M16n8k16) => {
+            Err("--shape tf32 goes with --prec f32, the m16n8k* shapes with --prec f64".into())
+        }
+        (Prec::F64, _) => gemm::<f64>(&cli, &runtime),
+        (Prec::F32, _) => gemm::<f32>(&cli, &runtime),
     }
 }
 
@@ -79,6 +101,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 trait Batched: Element {
     const NAME: &'static str;
     fn region<'a>(
+        shape: ShapeArg,
         c: &'a mut [Self],
         a: &'a [Self],
         b: &'a [Self],
@@ -91,6 +114,7 @@ trait Batched: Element {
 impl Batched for f64 {
     const NAME: &'static str = "f64";
     fn region<'a>(
+        shape: ShapeArg,
         c: &'a mut [f64],
         a: &'a [f64],
         b: &'a [f64],
@@ -98,13 +122,19 @@ impl Batched for f64 {
         count: usize,
         bs: usize,
     ) -> taskweave::Region<'a> {
-        batch::gemm_batch_f64(c, a, b, beta, count, bs)
+        match shape {
+            ShapeArg::M16n8k4 => batch::gemm_batch_f64_m16n8k4(c, a, b, beta, count, bs),
+            ShapeArg::M16n8k8 => batch::gemm_batch_f64_m16n8k8(c, a, b, beta, count, bs),
+            ShapeArg::M16n8k16 => batch::gemm_batch_f64_m16n8k16(c, a, b, beta, count, bs),
+            ShapeArg::Default | ShapeArg::Tf32 => batch::gemm_batch_f64(c, a, b, beta, count, bs),
+        }
     }
 }
 
 impl Batched for f32 {
     const NAME: &'static str = "f32";
     fn region<'a>(
+        shape: ShapeArg,
         c: &'a mut [f32],
         a: &'a [f32],
         b: &'a [f32],
@@ -112,7 +142,10 @@ impl Batched for f32 {
         count: usize,
         bs: usize,
     ) -> taskweave::Region<'a> {
-        batch::gemm_batch_f32(c, a, b, beta, count, bs)
+        match shape {
+            ShapeArg::Tf32 => batch::gemm_batch_tf32(c, a, b, beta, count, bs),
+            _ => batch::gemm_batch_f32(c, a, b, beta, count, bs),
+        }
     }
 }
 
@@ -141,7 +174,8 @@ fn gemm<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::err
     let mut times = Vec::with_capacity(cli.reps);
     for rep in 0..=cli.reps {
         c.copy_from_slice(&c0);
-        let region = T::region(&mut c, &a, &b, beta, count, bs).shared_bytes(cli.shared_bytes);
+        let region =
+            T::region(cli.shape, &mut c, &a, &b, beta, count, bs).shared_bytes(cli.shared_bytes);
         let report = cli.run.apply(region).run(runtime)?;
         if rep == 0 {
             println!("warm-up: {report}");
@@ -162,7 +196,13 @@ fn gemm<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::err
         flops / t / 1e12
     );
     let worst = check_gemm(&c, &c0, &a, &b, cli.beta, count, bs, cli.check_tiles);
-    let bound = 2.0 * (bs as f64 + 2.0) * T::EPSILON;
+    // TF32 operands carry a relative error of 2^-11 each: the bound scales by 2^13 over f32's.
+    let slack = if cli.shape == ShapeArg::Tf32 {
+        8192.0
+    } else {
+        1.0
+    };
+    let bound = 2.0 * (bs as f64 + 2.0) * T::EPSILON * slack;
     let pass = worst.is_finite() && worst <= bound;
     println!(
         "check: {} ({} tiles, worst error {worst:.2e} of the element's scale, bound {bound:.2e})",
