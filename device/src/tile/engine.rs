@@ -123,16 +123,19 @@ pub trait Shape {
     /// staging layouts).
     fn stage_bytes(warps: u32) -> u32;
 
-    /// `C = α·op(A)·op(B) + β·C` for the block, with stores masked by `keep(row, col)` and the
-    /// block tiles (and warp tiles) at `(row0, col0)` of `rows × cols` for which
-    /// `skip(row0, col0, rows, cols)` holds left alone. Every thread of the block calls it.
+    /// `C = α·op(A)·op(B) + β·C` for the block, staged through `scratch`, with stores masked by
+    /// `keep(row, col)` and the block tiles (and warp tiles) at `(row0, col0)` of `rows × cols`
+    /// for which `skip(row0, col0, rows, cols)` holds left alone. Every thread of the block calls
+    /// it; it ends with a block barrier, so the result is visible to every thread.
     ///
     /// # Safety
     /// The operands' elements are valid memory, C overlaps neither A nor B, `K` is a multiple of
-    /// [`KC`](Self::KC), `M` and `N` of 16, and the scratch holds at least one stage
-    /// ([`stage_bytes`](Self::stage_bytes)).
+    /// [`KC`](Self::KC), `M` and `N` of 16, and `scratch` is the block's and unused by anything
+    /// else until the call returns (it panics when it holds less than one stage,
+    /// [`stage_bytes`](Self::stage_bytes)).
     unsafe fn multiply(
         block: &Block,
+        scratch: Scratch,
         p: &Product<Self::Elem>,
         keep: impl Fn(u32, u32) -> bool + Copy,
         skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
@@ -179,6 +182,7 @@ where
     #[inline(always)]
     unsafe fn multiply(
         block: &Block,
+        scratch: Scratch,
         p: &Product<A::Elem>,
         keep: impl Fn(u32, u32) -> bool + Copy,
         skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
@@ -194,10 +198,10 @@ where
         // SAFETY: the caller's promises, passed on.
         unsafe {
             match (a.k_contiguous(), b.k_contiguous()) {
-                (true, true) => e.run::<KMajor, KMajor>(block, keep, skip),
-                (true, false) => e.run::<KMajor, MnMajor>(block, keep, skip),
-                (false, true) => e.run::<MnMajor, KMajor>(block, keep, skip),
-                (false, false) => e.run::<MnMajor, MnMajor>(block, keep, skip),
+                (true, true) => e.run::<KMajor, KMajor>(block, scratch, keep, skip),
+                (true, false) => e.run::<KMajor, MnMajor>(block, scratch, keep, skip),
+                (false, true) => e.run::<MnMajor, KMajor>(block, scratch, keep, skip),
+                (false, false) => e.run::<MnMajor, MnMajor>(block, scratch, keep, skip),
             }
         }
     }
@@ -263,7 +267,7 @@ const fn chunk_layout(
 /// What the engine multiplies.
 #[derive(Debug)]
 pub struct Product<T> {
-    /// The output, `M × N`, never transposed.
+    /// The output, `M × N` (a transposed output is written element by element).
     pub c: Gmat<T>,
     /// op(A), `M × K`.
     pub a: Gmat<T>,
@@ -392,6 +396,7 @@ where
     unsafe fn run<MA: Major, MB: Major>(
         &self,
         block: &Block,
+        scratch: Scratch,
         keep: impl Fn(u32, u32) -> bool + Copy,
         skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
     ) {
@@ -403,7 +408,6 @@ where
         let (a_stride, a_bytes) = chunk_layout(MA::K_CONTIGUOUS, g.bm, KC, PK, PM, bytes);
         let (b_stride, b_bytes) = chunk_layout(MB::K_CONTIGUOUS, g.bn, KC, PK, PM, bytes);
         let stage = a_bytes + b_bytes;
-        let scratch = Scratch::of(block);
         let stages = (scratch.bytes() / stage).min(MAX_STAGES);
         if stages == 0 {
             too_little_scratch(stage, scratch.bytes());
@@ -416,7 +420,8 @@ where
             )
         };
         let (a_aligned, b_aligned) = (self.a.m.aligned(), self.b.m.aligned());
-        let pairs = p.c.aligned() && <<A::C as Fragment>::Layout as Layout>::COL_PAIRS;
+        let pairs =
+            !p.c.trans && p.c.aligned() && <<A::C as Fragment>::Layout as Layout>::COL_PAIRS;
         let fold = p.alpha == A::Elem::ONE || p.alpha == -A::Elem::ONE;
         let chunks = k / KC;
         let (wi, wj) = (team.warp() / g.wn, team.warp() % g.wn);
@@ -652,7 +657,7 @@ unsafe fn store_pair<T: Copy>(at: *mut T, pair: [T; 2]) {
 
 #[cold]
 #[inline(never)]
-fn too_little_scratch(stage: u32, have: u32) -> ! {
+pub(crate) fn too_little_scratch(stage: u32, have: u32) -> ! {
     #[cfg(target_arch = "nvptx64")]
     {
         let _ = (stage, have);

@@ -19,6 +19,7 @@ use super::engine::{Product, Shape};
 use super::flags::{Op, Uplo};
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
+use super::smem::Scratch;
 use crate::Block;
 
 /// `C = α·op(A)·op(B) + β·C` with `T`'s default engine shape (see [`shapes`](super::shapes)).
@@ -78,7 +79,15 @@ pub fn gemm_with<S: Shape, const CHECKED: bool>(
     // SAFETY: the handles were checked inside their arrays, C overlaps neither input (checked
     // above in checked mode; the caller's word otherwise), and the sides are multiples of 16,
     // hence of every shape's chunk depth.
-    unsafe { S::multiply(block, &p, |_, _| true, |_, _, _, _| false) };
+    unsafe {
+        S::multiply(
+            block,
+            Scratch::of(block),
+            &p,
+            |_, _| true,
+            |_, _, _, _| false,
+        )
+    };
 }
 
 /// `C = α·op(A)·op(A)ᵀ + β·C` on the `uplo` triangle of the square `C` (the other triangle is
@@ -128,7 +137,7 @@ pub fn syrk_with<S: Shape, const CHECKED: bool>(
         beta,
     };
     // SAFETY: as in `gemm_with`.
-    unsafe { triangle::<S>(block, &p, uplo) };
+    unsafe { triangle::<S>(block, Scratch::of(block), &p, uplo) };
 }
 
 /// The engine on the `uplo` triangle of `p.c` only.
@@ -136,12 +145,18 @@ pub fn syrk_with<S: Shape, const CHECKED: bool>(
 /// # Safety
 /// As for [`Shape::multiply`].
 #[inline(always)]
-pub(crate) unsafe fn triangle<S: Shape>(block: &Block, p: &Product<S::Elem>, uplo: Uplo) {
+pub(crate) unsafe fn triangle<S: Shape>(
+    block: &Block,
+    scratch: Scratch,
+    p: &Product<S::Elem>,
+    uplo: Uplo,
+) {
     let lower = uplo == Uplo::Lower;
     // SAFETY: the caller's promise.
     unsafe {
         S::multiply(
             block,
+            scratch,
             p,
             move |r, c| if lower { r >= c } else { r <= c },
             // A block tile strictly on the other side of the diagonal is skipped whole.

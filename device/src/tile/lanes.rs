@@ -118,6 +118,27 @@ impl<T: Copy> Lanes<T> {
     }
 }
 
+impl<T: super::numeric::Element> Lanes<T> {
+    /// Lane `src`'s value, in every lane: a warp shuffle (`shfl.sync.idx`, one per 32 bits) on
+    /// the GPU, where every lane of the warp must call it with the same `src`.
+    #[inline(always)]
+    pub fn broadcast(self, src: u32) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let bits = self.0.to_bits64();
+            let lo = arch::shfl_idx(bits as u32, src);
+            let hi = if size_of::<T>() > 4 {
+                arch::shfl_idx((bits >> 32) as u32, src)
+            } else {
+                0
+            };
+            T::from_bits64(u64::from(lo) | (u64::from(hi) << 32))
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        self.0[src as usize]
+    }
+}
+
 /// The calling thread's place in the block, in warps.
 #[derive(Clone, Copy, Debug)]
 pub struct Team {

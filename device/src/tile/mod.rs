@@ -16,6 +16,7 @@
 
 pub mod args;
 pub mod engine;
+pub mod factor;
 pub mod flags;
 pub mod frag;
 pub mod gemm;
@@ -29,11 +30,14 @@ pub mod shapes;
 pub mod smem;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod testing;
+pub mod trsm;
 pub mod unroll;
 
+pub use factor::{getrf, potrf};
 pub use flags::{Diag, Op, Side, Uplo};
 pub use gemm::{gemm, gemm_with, syrk, syrk_with};
 pub use lanes::{Lanes, Team};
 pub use numeric::{Bf16, Element, F16, round_tf32};
 pub use operand::{MatMut, MatRef, Operands, Rect};
 pub use shapes::Tiled;
+pub use trsm::trsm;

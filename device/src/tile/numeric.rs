@@ -35,6 +35,10 @@ pub trait Element:
     fn to_f64(self) -> f64;
     /// `v` rounded to `Self`.
     fn from_f64(v: f64) -> Self;
+    /// The bits, zero-extended to 64.
+    fn to_bits64(self) -> u64;
+    /// The value of the low bits of `bits`.
+    fn from_bits64(bits: u64) -> Self;
 }
 
 impl Element for f64 {
@@ -64,6 +68,14 @@ impl Element for f64 {
     fn from_f64(v: f64) -> Self {
         v
     }
+    #[inline(always)]
+    fn to_bits64(self) -> u64 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn from_bits64(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
 }
 
 impl Element for f32 {
@@ -92,6 +104,14 @@ impl Element for f32 {
     #[inline(always)]
     fn from_f64(v: f64) -> Self {
         v as f32
+    }
+    #[inline(always)]
+    fn to_bits64(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    #[inline(always)]
+    fn from_bits64(bits: u64) -> Self {
+        f32::from_bits(bits as u32)
     }
 }
 

@@ -3,9 +3,9 @@
 //!
 //! | alias | atom | warp tile | chunk | notes |
 //! | --- | --- | --- | --- | --- |
-//! | [`F64Tile`] (f64 default) | 2 × `m8n8k4` (sm_80+) | 32 × 32 | 8 | 16 DMMA atoms per `k` step |
+//! | [`F64Tile`] | 2 × `m8n8k4` (sm_80+) | 32 × 32 | 8 | f64 default before sm_90 |
 //! | [`F64M16K4Tile`] | 2 × `m16n8k4` (sm_90) | 32 × 32 | 8 | |
-//! | [`F64M16K8Tile`] | `m16n8k8` (sm_90) | 32 × 32 | 8 | |
+//! | [`F64M16K8Tile`] | `m16n8k8` (sm_90) | 32 × 32 | 8 | f64 default on sm_90 (and on the host) |
 //! | [`F64M16K16Tile`] | `m16n8k16` (sm_90) | 32 × 32 | 16 | two-way bank conflicts on `MnMajor` chunks |
 //! | [`F32Tile`] (f32 default) | SIMT FFMA | 32 × 32 | 16 | exact f32 |
 //! | [`Tf32Tile`] (opt-in) | tf32 `m16n8k8` | 32 × 32 | 8 | operands rounded to TF32 |
@@ -37,6 +37,10 @@ pub trait Tiled: Element {
 }
 
 impl Tiled for f64 {
+    // Full rate on the H100, where m8n8k4 runs at half (bench/results/dmma-shapes-h100.md).
+    #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90"))]
+    type Shape = F64M16K8Tile;
+    #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
     type Shape = F64Tile;
 }
 

@@ -52,6 +52,39 @@ impl Scratch {
         self.bytes
     }
 
+    /// The scratch after the first `bytes` (a multiple of 16), which the caller keeps.
+    #[inline(always)]
+    pub fn after(&self, bytes: u32) -> Self {
+        let bytes = bytes.min(self.bytes);
+        Self {
+            #[cfg(target_arch = "nvptx64")]
+            base: self.base + bytes,
+            #[cfg(not(target_arch = "nvptx64"))]
+            base: self.base.wrapping_add(bytes as usize),
+            bytes: self.bytes - bytes,
+        }
+    }
+
+    /// Word `i` of the scratch (a small flag area the caller reserved with [`after`](Self::after)).
+    ///
+    /// # Safety
+    /// `4 * (i + 1) <= bytes()`; no thread writes the word concurrently.
+    #[inline(always)]
+    pub unsafe fn word(&self, i: u32) -> u32 {
+        // SAFETY: the caller's promise.
+        unsafe { self.tile::<u32, KMajor>(0, 0).get(0, i) }
+    }
+
+    /// Sets word `i` (see [`word`](Self::word)).
+    ///
+    /// # Safety
+    /// As for [`word`](Self::word), and no thread reads it concurrently.
+    #[inline(always)]
+    pub unsafe fn set_word(&self, i: u32, value: u32) {
+        // SAFETY: the caller's promise.
+        unsafe { self.tile::<u32, KMajor>(0, 0).set(0, i, value) }
+    }
+
     /// A tile starting `offset` bytes in, with rows of `stride` elements.
     ///
     /// # Safety

@@ -5,7 +5,7 @@
 //! call is one launch: [`gemm_batch_f64`] against cuBLAS's strided batched DGEMM on the same tiles,
 //! and so on.
 
-use taskweave::tile::{self, Op, Rect, Tiled, shapes};
+use taskweave::tile::{self, Diag, Op, Rect, Side, Tiled, Uplo, shapes};
 use taskweave::{Block, task, task_region};
 
 /// The range of tile `t` of a batch of `bs × bs` tiles.
@@ -55,6 +55,13 @@ gemm_batch!(
 );
 gemm_batch!(
     f64,
+    shapes::F64Tile,
+    gemm_one_f64_m8n8k4,
+    gemm_batch_f64_m8n8k4,
+    "[`gemm_batch_f64`] on two `m8n8k4` (sm_80's shape)."
+);
+gemm_batch!(
+    f64,
     shapes::F64M16K4Tile,
     gemm_one_f64_m16n8k4,
     gemm_batch_f64_m16n8k4,
@@ -87,4 +94,112 @@ gemm_batch!(
     gemm_one_tf32,
     gemm_batch_tf32,
     "[`gemm_batch_f32`] on TF32 tensor cores (about 10-bit products)."
+);
+
+macro_rules! panel_batches {
+    ($t:ty, $syrk:ident, $syrk_r:ident, $trsm:ident, $trsm_r:ident, $potrf:ident, $potrf_r:ident, $getrf:ident, $getrf_r:ident) => {
+        /// `C[t] −= A[t]·A[t]ᵀ` on the lower triangle.
+        #[task(reads = [a[at(t, bs)], c[at(t, bs)]], writes = c[at(t, bs)])]
+        pub fn $syrk(blk: &Block, c: &mut [$t], a: &[$t], t: usize, bs: usize) {
+            tile::syrk(
+                blk,
+                Uplo::Lower,
+                Op::N,
+                c.mat_mut(square(t, bs)),
+                a.mat(square(t, bs)),
+                -1.0,
+                1.0,
+            );
+        }
+
+        task_region! {
+            /// `count` independent SYRKs `C[t] −= A[t]·A[t]ᵀ` (lower triangle) on `bs`-tiles.
+            pub fn $syrk_r(c: &mut [$t], a: &[$t], count: usize, bs: usize) {
+                for t in 0..count {
+                    spawn!($syrk(c, a, t, bs));
+                }
+            }
+        }
+
+        /// `B[t] = B[t]·L[t]⁻ᵀ`: the panel solve of a tiled Cholesky.
+        #[task(reads = [l[at(t, bs)], b[at(t, bs)]], writes = b[at(t, bs)])]
+        pub fn $trsm(blk: &Block, b: &mut [$t], l: &[$t], t: usize, bs: usize) {
+            tile::trsm(
+                blk,
+                Side::Right,
+                Uplo::Lower,
+                Op::T,
+                Diag::NonUnit,
+                1.0,
+                l.mat(square(t, bs)),
+                b.mat_mut(square(t, bs)),
+            );
+        }
+
+        task_region! {
+            /// `count` independent TRSMs `B[t] = B[t]·L[t]⁻ᵀ` on `bs`-tiles.
+            pub fn $trsm_r(b: &mut [$t], l: &[$t], count: usize, bs: usize) {
+                for t in 0..count {
+                    spawn!($trsm(b, l, t, bs));
+                }
+            }
+        }
+
+        /// `A[t] = L[t]·L[t]ᵀ`, in place (lower triangle).
+        #[task(reads = a[at(t, bs)], writes = a[at(t, bs)])]
+        pub fn $potrf(blk: &Block, a: &mut [$t], t: usize, bs: usize) {
+            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(square(t, bs))) {
+                panic!("tile not positive definite");
+            }
+        }
+
+        task_region! {
+            /// `count` independent Cholesky factorizations of `bs`-tiles.
+            pub fn $potrf_r(a: &mut [$t], count: usize, bs: usize) {
+                for t in 0..count {
+                    spawn!($potrf(a, t, bs));
+                }
+            }
+        }
+
+        /// `A[t] = L[t]·U[t]`, in place, without pivoting.
+        #[task(reads = a[at(t, bs)], writes = a[at(t, bs)])]
+        pub fn $getrf(blk: &Block, a: &mut [$t], t: usize, bs: usize) {
+            if let Err(_column) = tile::getrf(blk, a.mat_mut(square(t, bs))) {
+                panic!("zero pivot");
+            }
+        }
+
+        task_region! {
+            /// `count` independent LU factorizations (no pivoting) of `bs`-tiles.
+            pub fn $getrf_r(a: &mut [$t], count: usize, bs: usize) {
+                for t in 0..count {
+                    spawn!($getrf(a, t, bs));
+                }
+            }
+        }
+    };
+}
+
+panel_batches!(
+    f64,
+    syrk_one_f64,
+    syrk_batch_f64,
+    trsm_one_f64,
+    trsm_batch_f64,
+    potrf_one_f64,
+    potrf_batch_f64,
+    getrf_one_f64,
+    getrf_batch_f64
+);
+panel_batches!(
+    f32,
+    syrk_one_f32,
+    syrk_batch_f32,
+    trsm_one_f32,
+    trsm_batch_f32,
+    potrf_one_f32,
+    potrf_batch_f32,
+    getrf_one_f32,
+    getrf_batch_f32
 );
