@@ -4,6 +4,7 @@
 //! `build.rs`, for `nvptx64-nvidia-cuda` (task bodies, region kernels, self-check kernels).
 
 pub mod batch;
+pub mod cholesky;
 pub mod dags;
 pub mod dp;
 pub mod dtw;
@@ -14,6 +15,7 @@ pub mod heat;
 pub mod inthist;
 pub mod jacobi;
 pub mod lu;
+pub mod lud;
 pub mod matrix;
 pub mod nowait;
 pub mod nw;
