@@ -20,7 +20,7 @@
 //! factorizations.
 
 use super::args::{self, gmat_mut};
-use super::engine::{Gmat, Product, Shape};
+use super::engine::{Gmat, Mask, Product, Shape};
 use super::flags::Uplo;
 use super::gemm::triangle;
 use super::lanes::{Lanes, Team};
@@ -224,13 +224,24 @@ pub fn potrf<T: Tiled, const CHECKED: bool>(
         return Ok(());
     }
     let l = if uplo == Uplo::Lower { ga } else { ga.t() };
+    // SAFETY: the handle was checked inside its array.
+    unsafe { cholesky::<T>(block, l) }
+}
+
+/// [`potrf`] on the lower triangle of `l`, one function per element type (not inlined): every
+/// task that factors shares its code.
+///
+/// # Safety
+/// `l` is valid memory that only this block accesses during the call.
+#[inline(never)]
+unsafe fn cholesky<T: Tiled>(block: &Block, l: Gmat<T>) -> Result<(), usize> {
     let team = Team::new(block);
     let (flags, scratch) = split(block);
     let n = l.rows;
     for j in (0..n).step_by(N) {
         let d = l.sub(j, j, P, P);
-        // SAFETY: the handle was checked inside its array; the blocks below lie in it, and
-        // `diagonal` runs the factorization on warp 0 alone.
+        // SAFETY: the caller's promise; the blocks below lie in `l`, and `diagonal` runs the
+        // factorization on warp 0 alone.
         if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| cholesky_block(d)) } {
             return Err((j + c) as usize);
         }
@@ -241,7 +252,7 @@ pub fn potrf<T: Tiled, const CHECKED: bool>(
         let panel = l.sub(j + P, j, rest, P);
         // L₂₁ᵀ = L₁₁⁻¹·A₂₁ᵀ: each panel row is a line.
         // SAFETY: as above; the diagonal block and the panel are disjoint.
-        unsafe { solve_lines(&team, l.sub(j, j, P, P), panel.t(), true, false) };
+        unsafe { solve_lines(team, l.sub(j, j, P, P), panel.t(), true, false) };
         block.sync();
         let p = Product {
             c: l.sub(j + P, j + P, rest, rest),
@@ -273,12 +284,22 @@ pub fn getrf<T: Tiled, const CHECKED: bool>(
     if !a.is_ok() {
         return Ok(());
     }
+    // SAFETY: the handle was checked inside its array.
+    unsafe { lu::<T>(block, ga) }
+}
+
+/// [`getrf`] on `ga`, one function per element type (not inlined).
+///
+/// # Safety
+/// `ga` is valid memory that only this block accesses during the call.
+#[inline(never)]
+unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
     let team = Team::new(block);
     let (flags, scratch) = split(block);
     let n = ga.rows;
     for j in (0..n).step_by(N) {
         let d = ga.sub(j, j, P, P);
-        // SAFETY: as in `potrf`.
+        // SAFETY: as in `cholesky`.
         if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| lu_block(d)) } {
             return Err((j + c) as usize);
         }
@@ -290,8 +311,8 @@ pub fn getrf<T: Tiled, const CHECKED: bool>(
         // SAFETY: as above; the diagonal block and the two panels are disjoint.
         unsafe {
             // U₁₂ = L₁₁⁻¹·A₁₂ (columns are lines), L₂₁ᵀ = U₁₁⁻ᵀ·A₂₁ᵀ (rows are lines).
-            solve_lines(&team, d, row, true, true);
-            solve_lines(&team, d.t(), col.t(), true, false);
+            solve_lines(team, d, row, true, true);
+            solve_lines(team, d.t(), col.t(), true, false);
         }
         block.sync();
         let p = Product {
@@ -302,7 +323,7 @@ pub fn getrf<T: Tiled, const CHECKED: bool>(
             beta: T::ONE,
         };
         // SAFETY: as above; the trailing block and the panels are disjoint.
-        unsafe { T::Shape::multiply(block, scratch, &p, |_, _| true, |_, _, _, _| false) };
+        unsafe { T::Shape::multiply(block, scratch, &p, Mask::All) };
     }
     Ok(())
 }

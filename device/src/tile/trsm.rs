@@ -23,7 +23,7 @@
 //! of substitution.
 
 use super::args::{self, disjoint, gmat, gmat_mut};
-use super::engine::{Gmat, Product, Shape};
+use super::engine::{Gmat, Mask, Product, Shape};
 use super::flags::{Diag, Op, Side, Uplo};
 use super::lanes::Team;
 use super::numeric::Element;
@@ -40,12 +40,14 @@ pub const P: u32 = 16;
 /// backward; a unit diagonal when `unit`) and each column of the `P × w` matrix `x`: every
 /// thread of the block calls it, each solving its share of the columns.
 ///
+/// One function per element type (not inlined): the tasks that solve lines share its code.
+///
 /// # Safety
 /// `t` and `x` are valid memory that no other thread writes during the call, and they do not
 /// overlap.
-#[inline(always)]
+#[inline(never)]
 pub(crate) unsafe fn solve_lines<T: Element>(
-    team: &Team,
+    team: Team,
     t: Gmat<T>,
     x: Gmat<T>,
     forward: bool,
@@ -106,9 +108,11 @@ pub(crate) unsafe fn scale<T: Element>(team: &Team, x: Gmat<T>, alpha: T) {
 /// `T·X' = α·B'` in place of `x` (`n × w`), `t` being `n × n` triangular: lower (forward) or
 /// upper (backward), see the module docs.
 ///
+/// One function per shape (not inlined), shared by every task that solves with it.
+///
 /// # Safety
 /// As for [`Shape::multiply`]: valid, non-overlapping operands, sides multiples of 16.
-#[inline(always)]
+#[inline(never)]
 pub(crate) unsafe fn solve<S: Shape>(
     block: &Block,
     scratch: Scratch,
@@ -131,7 +135,7 @@ pub(crate) unsafe fn solve<S: Shape>(
         // SAFETY: the caller's promise; the sub-blocks lie inside `t` and `x`.
         unsafe {
             solve_lines(
-                &team,
+                team,
                 t.sub(r0, r0, P, P),
                 x.sub(r0, 0, P, x.cols),
                 forward,
@@ -171,7 +175,7 @@ pub(crate) unsafe fn solve<S: Shape>(
             }
         };
         // SAFETY: the caller's promise; the rows updated and the rows read are disjoint.
-        unsafe { S::multiply(block, scratch, &p, |_, _| true, |_, _, _, _| false) };
+        unsafe { S::multiply(block, scratch, &p, Mask::All) };
     }
 }
 
