@@ -153,6 +153,7 @@ pub fn run_main(
 }
 
 pub mod bench;
+pub mod factor;
 pub mod faults;
 pub mod mutation;
 pub mod plots;
