@@ -15,6 +15,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub use taskweave_device::math;
 pub use taskweave_device::shared::SharedArray;
 pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
 pub use taskweave_macros::{include_cubin, include_ptx, task, task_region};

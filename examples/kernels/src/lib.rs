@@ -12,6 +12,7 @@ pub mod heat;
 pub mod inthist;
 pub mod jacobi;
 pub mod lu;
+pub mod math_check;
 pub mod nowait;
 pub mod nw;
 pub mod same_name;
