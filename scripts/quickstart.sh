@@ -1,42 +1,25 @@
 #!/usr/bin/env bash
-# The README's "Your own crate", checked: examples/quickstart holds exactly the files the README
-# shows, and it builds and runs as the README says (on the CPU backend where there is no GPU).
-#   scripts/quickstart.sh                 check and run examples/quickstart
-#   scripts/quickstart.sh --extract DIR   write the README's files into the crate at DIR
+# The README's "Your own crate", step 6: builds and runs examples/quickstart, on the CPU backend
+# where there is no GPU. (tests/compiletest.rs checks that its files are the README's.)
+#   scripts/quickstart.sh                 build and run examples/quickstart
+#   scripts/quickstart.sh --extract DIR   write the README's files of the crate into DIR, as a
+#                                         user following the README would
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=(build.rs src/lib.rs src/main.rs)
-
-# The code block that follows `<!-- quickstart: FILE -->` in the README, unindented.
-readme_file() {
-    awk -v file="$1" '
-        $0 ~ "<!-- quickstart: " file " -->" { found = 1; next }
-        found && /^ *```/ { if (inside) exit; inside = 1; next }
-        inside { sub(/^   /, ""); print }
-    ' README.md
-}
 
 if [ "${1:-}" = --extract ]; then
-    for f in "${files[@]}"; do
+    for f in build.rs src/lib.rs src/main.rs; do
         mkdir -p "$2/$(dirname "$f")"
-        readme_file "$f" >"$2/$f"
+        # The code block after `<!-- file: examples/quickstart/$f -->`, unindented.
+        awk -v marker="<!-- file: examples/quickstart/$f -->" '
+            index($0, marker) { found = 1; next }
+            found && /^ *```/ { if (inside) exit; inside = 1; next }
+            inside { sub(/^   /, ""); print }
+        ' README.md >"$2/$f"
     done
     exit 0
 fi
 
-status=0
-for f in "${files[@]}"; do
-    if [ -z "$(readme_file "$f")" ]; then
-        echo "quickstart: the README shows no $f" >&2
-        status=1
-    elif ! diff -u <(readme_file "$f") "examples/quickstart/$f"; then
-        echo "quickstart: examples/quickstart/$f differs from the README's (above)" >&2
-        status=1
-    fi
-done
-[ "$status" = 0 ] || exit 1
-
-# The README's step 6. The target directory is the workspace's, only so that CI compiles the
-# dependencies once.
+# The target directory is the workspace's, only so that CI compiles the dependencies once.
 cd examples/quickstart
 CARGO_TARGET_DIR=../../target cargo run
