@@ -15,6 +15,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub use taskweave_device::math;
 pub use taskweave_device::shared::SharedArray;
 /// Tile math for task bodies: tensor-core fragments, shared-memory tiles, GEMM, SYRK, TRSM,
 /// POTRF and GETRF on tiles (see the module's docs).
