@@ -26,7 +26,7 @@ use super::frag::{Atom, Fragment, Layout};
 use super::lanes::{Lanes, Team};
 use super::numeric::Element;
 use super::smem::{self, KMajor, Major, MnMajor, Scratch, SharedTile, Word};
-use super::unroll::{array, unroll};
+use super::unroll::{array, hot, unroll};
 use crate::Block;
 
 /// The most pipeline stages the engine uses.
@@ -620,26 +620,20 @@ where
     ) -> [[A::C; NI]; MI] {
         let p = &self.p;
         let read = p.beta != A::Elem::ZERO;
-        array(
-            #[inline(always)]
-            |i| {
-                array(
-                    #[inline(always)]
-                    |j| {
-                        let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
-                        A::C::from_fn(|_, _, r, c| {
-                            let (row, col) = (ri + r, cj + c);
-                            if read && row < p.c.rows && col < p.c.cols && keep(row, col) {
-                                // SAFETY: inside C (the caller's promise).
-                                pre * unsafe { *p.c.at(row, col) }
-                            } else {
-                                A::Elem::ZERO
-                            }
-                        })
-                    },
-                )
-            },
-        )
+        array(hot!(|i| {
+            array(hot!(|j| {
+                let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                A::C::from_fn(|_, _, r, c| {
+                    let (row, col) = (ri + r, cj + c);
+                    if read && row < p.c.rows && col < p.c.cols && keep(row, col) {
+                        // SAFETY: inside C (the caller's promise).
+                        pre * unsafe { *p.c.at(row, col) }
+                    } else {
+                        A::Elem::ZERO
+                    }
+                })
+            }))
+        }))
     }
 
     /// One staged chunk into the warp's accumulators, A's fragments scaled by `scale` unless it
@@ -659,27 +653,16 @@ where
         let mut ks = 0;
         while ks < KC {
             // SAFETY: inside the staged tiles (the caller's promise).
-            let mut fa: [A::A; MI] = array(
-                #[inline(always)]
-                |i| unsafe { A::load_a(ta, wr + i as u32 * A::M, ks) },
-            );
+            let mut fa: [A::A; MI] =
+                array(hot!(|i| unsafe { A::load_a(ta, wr + i as u32 * A::M, ks) }));
             if scale != A::Elem::ONE {
-                unroll::<MI>(
-                    #[inline(always)]
-                    |i| A::scale_a(&mut fa[i], scale),
-                );
+                unroll::<MI>(hot!(|i| A::scale_a(&mut fa[i], scale)));
             }
-            unroll::<NI>(
-                #[inline(always)]
-                |j| {
-                    // SAFETY: as above.
-                    let fb = unsafe { A::load_b(tb, wc + j as u32 * A::N, ks) };
-                    unroll::<MI>(
-                        #[inline(always)]
-                        |i| A::mma(&mut acc[i][j], &fa[i], &fb),
-                    );
-                },
-            );
+            unroll::<NI>(hot!(|j| {
+                // SAFETY: as above.
+                let fb = unsafe { A::load_b(tb, wc + j as u32 * A::N, ks) };
+                unroll::<MI>(hot!(|i| A::mma(&mut acc[i][j], &fa[i], &fb)));
+            }));
             ks += A::K;
         }
     }
@@ -697,54 +680,46 @@ where
     ) {
         let p = &self.p;
         let value = |_row: u32, _col: u32, v: A::Elem| post * v;
-        unroll::<MI>(
-            #[inline(always)]
-            |i| {
-                unroll::<NI>(
-                    #[inline(always)]
-                    |j| {
-                        let frag = &acc[i][j];
-                        let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
-                        if pairs {
-                            frag.for_each_pair(|r, c, x, y| {
-                                let (row, col) = (ri + r, cj + c);
-                                if row >= p.c.rows || col >= p.c.cols {
-                                    return;
-                                }
-                                match (keep(row, col), keep(row, col + 1)) {
-                                    (true, true) => {
-                                        let pair = [value(row, col, x), value(row, col + 1, y)];
-                                        // SAFETY: inside C (columns come in pairs of an even first, and
-                                        // `N` is even), aligned: an even column of an aligned operand.
-                                        unsafe { store_pair(p.c.at(row, col), pair) };
-                                    }
-                                    (first, second) => {
-                                        if first {
-                                            // SAFETY: inside C.
-                                            unsafe { *p.c.at(row, col) = value(row, col, x) };
-                                        }
-                                        if second {
-                                            // SAFETY: inside C.
-                                            unsafe {
-                                                *p.c.at(row, col + 1) = value(row, col + 1, y)
-                                            };
-                                        }
-                                    }
-                                }
-                            });
+        unroll::<MI>(hot!(|i| {
+            unroll::<NI>(hot!(|j| {
+                let frag = &acc[i][j];
+                let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                if pairs {
+                    frag.for_each_pair(|r, c, x, y| {
+                        let (row, col) = (ri + r, cj + c);
+                        if row >= p.c.rows || col >= p.c.cols {
                             return;
                         }
-                        frag.for_each(|_, _, r, c, v| {
-                            let (row, col) = (ri + r, cj + c);
-                            if row < p.c.rows && col < p.c.cols && keep(row, col) {
-                                // SAFETY: inside C.
-                                unsafe { *p.c.at(row, col) = value(row, col, v) };
+                        match (keep(row, col), keep(row, col + 1)) {
+                            (true, true) => {
+                                let pair = [value(row, col, x), value(row, col + 1, y)];
+                                // SAFETY: inside C (columns come in pairs of an even first, and
+                                // `N` is even), aligned: an even column of an aligned operand.
+                                unsafe { store_pair(p.c.at(row, col), pair) };
                             }
-                        });
-                    },
-                );
-            },
-        );
+                            (first, second) => {
+                                if first {
+                                    // SAFETY: inside C.
+                                    unsafe { *p.c.at(row, col) = value(row, col, x) };
+                                }
+                                if second {
+                                    // SAFETY: inside C.
+                                    unsafe { *p.c.at(row, col + 1) = value(row, col + 1, y) };
+                                }
+                            }
+                        }
+                    });
+                    return;
+                }
+                frag.for_each(|_, _, r, c, v| {
+                    let (row, col) = (ri + r, cj + c);
+                    if row < p.c.rows && col < p.c.cols && keep(row, col) {
+                        // SAFETY: inside C.
+                        unsafe { *p.c.at(row, col) = value(row, col, v) };
+                    }
+                });
+            }));
+        }));
     }
 }
 

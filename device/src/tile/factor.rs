@@ -29,7 +29,7 @@ use super::operand::MatMut;
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::trsm::{P, solve_lines};
-use super::unroll::{array, unroll};
+use super::unroll::{array, hot, unroll};
 use crate::Block;
 
 const N: usize = P as usize;
@@ -41,19 +41,16 @@ const N: usize = P as usize;
 /// `d` is a valid `16 × 16` block.
 #[inline(always)]
 unsafe fn load<T: Element>(d: Gmat<T>, lower_only: bool) -> [Lanes<T>; N] {
-    array(
-        #[inline(always)]
-        |q| {
-            Lanes::from_fn(|lane| {
-                if lane < P && (!lower_only || lane >= q as u32) {
-                    // SAFETY: inside the block (the caller's promise).
-                    unsafe { *d.at(lane, q as u32) }
-                } else {
-                    T::ZERO
-                }
-            })
-        },
-    )
+    array(hot!(|q| {
+        Lanes::from_fn(|lane| {
+            if lane < P && (!lower_only || lane >= q as u32) {
+                // SAFETY: inside the block (the caller's promise).
+                unsafe { *d.at(lane, q as u32) }
+            } else {
+                T::ZERO
+            }
+        })
+    }))
 }
 
 /// Writes the columns back: rows `lane < 16`, only on and below the diagonal when `lower_only`.
@@ -62,17 +59,14 @@ unsafe fn load<T: Element>(d: Gmat<T>, lower_only: bool) -> [Lanes<T>; N] {
 /// As for [`load`], and no other thread accesses the block.
 #[inline(always)]
 unsafe fn store<T: Element>(d: Gmat<T>, cols: &[Lanes<T>; N], lower_only: bool) {
-    unroll::<N>(
-        #[inline(always)]
-        |q| {
-            cols[q].for_each(|lane, v| {
-                if lane < P && (!lower_only || lane >= q as u32) {
-                    // SAFETY: inside the block.
-                    unsafe { *d.at(lane, q as u32) = v };
-                }
-            });
-        },
-    );
+    unroll::<N>(hot!(|q| {
+        cols[q].for_each(|lane, v| {
+            if lane < P && (!lower_only || lane >= q as u32) {
+                // SAFETY: inside the block.
+                unsafe { *d.at(lane, q as u32) = v };
+            }
+        });
+    }));
 }
 
 /// The Cholesky factor of the lower triangle of the `16 × 16` block `d`, in place, by the
@@ -85,41 +79,34 @@ unsafe fn cholesky_block<T: Element>(d: Gmat<T>) -> Option<u32> {
     // SAFETY: the caller's promise.
     let mut cols = unsafe { load(d, true) };
     let mut failed = None;
-    unroll::<N>(
-        #[inline(always)]
-        |c| {
-            let c32 = c as u32;
-            let pivot = cols[c].broadcast(c32);
-            // Not positive, NaN included.
-            let positive = pivot.partial_cmp(&T::ZERO) == Some(core::cmp::Ordering::Greater);
-            if !positive && failed.is_none() {
-                failed = Some(c32);
+    unroll::<N>(hot!(|c| {
+        let c32 = c as u32;
+        let pivot = cols[c].broadcast(c32);
+        // Not positive, NaN included.
+        let positive = pivot.partial_cmp(&T::ZERO) == Some(core::cmp::Ordering::Greater);
+        if !positive && failed.is_none() {
+            failed = Some(c32);
+        }
+        let root = pivot.sqrt();
+        cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
+            core::cmp::Ordering::Equal => root,
+            core::cmp::Ordering::Greater => v / root,
+            core::cmp::Ordering::Less => v,
+        });
+        unroll::<N>(hot!(|q| {
+            if q > c {
+                // A[r][q] -= L[r][c]·L[q][c] for the rows r ≥ q.
+                let lqc = cols[c].broadcast(q as u32);
+                cols[q] = cols[q]
+                    .zip(cols[c], |v, lrc| (v, lrc))
+                    .map_lane(
+                        |lane, (v, lrc)| {
+                            if lane >= q as u32 { v - lrc * lqc } else { v }
+                        },
+                    );
             }
-            let root = pivot.sqrt();
-            cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
-                core::cmp::Ordering::Equal => root,
-                core::cmp::Ordering::Greater => v / root,
-                core::cmp::Ordering::Less => v,
-            });
-            unroll::<N>(
-                #[inline(always)]
-                |q| {
-                    if q > c {
-                        // A[r][q] -= L[r][c]·L[q][c] for the rows r ≥ q.
-                        let lqc = cols[c].broadcast(q as u32);
-                        cols[q] =
-                            cols[q]
-                                .zip(cols[c], |v, lrc| (v, lrc))
-                                .map_lane(
-                                    |lane, (v, lrc)| {
-                                        if lane >= q as u32 { v - lrc * lqc } else { v }
-                                    },
-                                );
-                    }
-                },
-            );
-        },
-    );
+        }));
+    }));
     // SAFETY: the caller's promise.
     unsafe { store(d, &cols, true) };
     failed
@@ -135,29 +122,23 @@ unsafe fn lu_block<T: Element>(d: Gmat<T>) -> Option<u32> {
     // SAFETY: the caller's promise.
     let mut cols = unsafe { load(d, false) };
     let mut failed = None;
-    unroll::<N>(
-        #[inline(always)]
-        |c| {
-            let c32 = c as u32;
-            let pivot = cols[c].broadcast(c32);
-            if pivot == T::ZERO && failed.is_none() {
-                failed = Some(c32);
+    unroll::<N>(hot!(|c| {
+        let c32 = c as u32;
+        let pivot = cols[c].broadcast(c32);
+        if pivot == T::ZERO && failed.is_none() {
+            failed = Some(c32);
+        }
+        cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v / pivot } else { v });
+        unroll::<N>(hot!(|q| {
+            if q > c {
+                // A[r][q] -= L[r][c]·U[c][q] for the rows r > c.
+                let ucq = cols[q].broadcast(c32);
+                cols[q] = cols[q]
+                    .zip(cols[c], |v, lrc| (v, lrc))
+                    .map_lane(|lane, (v, lrc)| if lane > c32 { v - lrc * ucq } else { v });
             }
-            cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v / pivot } else { v });
-            unroll::<N>(
-                #[inline(always)]
-                |q| {
-                    if q > c {
-                        // A[r][q] -= L[r][c]·U[c][q] for the rows r > c.
-                        let ucq = cols[q].broadcast(c32);
-                        cols[q] = cols[q]
-                            .zip(cols[c], |v, lrc| (v, lrc))
-                            .map_lane(|lane, (v, lrc)| if lane > c32 { v - lrc * ucq } else { v });
-                    }
-                },
-            );
-        },
-    );
+        }));
+    }));
     // SAFETY: the caller's promise.
     unsafe { store(d, &cols, false) };
     failed

@@ -30,7 +30,7 @@ use super::numeric::Element;
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
 use super::smem::Scratch;
-use super::unroll::{array, unroll};
+use super::unroll::{array, hot, unroll};
 use crate::Block;
 
 /// The block size of the blocked triangular algorithms (line solves and panel factorizations).
@@ -56,39 +56,26 @@ pub(crate) unsafe fn solve_lines<T: Element>(
     const N: usize = P as usize;
     team.for_each_item(x.cols, |line| {
         // SAFETY: inside `x` (the caller's promise).
-        let mut v: [T; N] = array(
-            #[inline(always)]
-            |k| unsafe { *x.at(k as u32, line) },
-        );
-        let at = #[inline(always)]
-        |r: usize, c: usize| {
+        let mut v: [T; N] = array(hot!(|k| unsafe { *x.at(k as u32, line) }));
+        let at = hot!(|r: usize, c: usize| {
             // SAFETY: inside `t` (both loops index below `P`).
             unsafe { *t.at(r as u32, c as u32) }
-        };
+        });
         // Right-looking: once `v[q]` is final, the later rows lose its share at once, so the
         // dependent chain is one division and one multiply-add per row.
-        unroll::<N>(
-            #[inline(always)]
-            |step| {
-                let q = if forward { step } else { N - 1 - step };
-                if !unit {
-                    v[q] = v[q] / at(q, q);
+        unroll::<N>(hot!(|step| {
+            let q = if forward { step } else { N - 1 - step };
+            if !unit {
+                v[q] = v[q] / at(q, q);
+            }
+            unroll::<N>(hot!(|k| {
+                if (forward && k > q) || (!forward && k < q) {
+                    v[k] = v[k] - at(k, q) * v[q];
                 }
-                unroll::<N>(
-                    #[inline(always)]
-                    |k| {
-                        if (forward && k > q) || (!forward && k < q) {
-                            v[k] = v[k] - at(k, q) * v[q];
-                        }
-                    },
-                );
-            },
-        );
+            }));
+        }));
         // SAFETY: inside `x`.
-        unroll::<N>(
-            #[inline(always)]
-            |k| unsafe { *x.at(k as u32, line) = v[k] },
-        );
+        unroll::<N>(hot!(|k| unsafe { *x.at(k as u32, line) = v[k] }));
     });
 }
 
