@@ -13,12 +13,16 @@
 //! arguments are packed), [`view`] and [`block`] (what a task body sees), [`math`] (floating-point
 //! functions for task bodies, which have no `std`) and [`sched`] (the scheduler core).
 #![no_std]
-// `#[inline(always)]` on the closures of the tile library's unrolled loops: left to the inliner,
-// a large closure called twice stays a call, and the accumulators it reads go to local memory.
-#![feature(stmt_expr_attributes)]
+// `stmt_expr_attributes`: `#[inline(always)]` on the closures of the tile library's unrolled loops
+// (`tile::unroll::hot`), on the GPU only, so that the host build stays on stable Rust.
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(asm_experimental_arch, stdarch_nvptx, core_float_math)
+    feature(
+        asm_experimental_arch,
+        stdarch_nvptx,
+        core_float_math,
+        stmt_expr_attributes
+    )
 )]
 
 #[cfg(not(target_arch = "nvptx64"))]

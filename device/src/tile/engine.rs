@@ -23,10 +23,10 @@
 use core::marker::PhantomData;
 
 use super::frag::{Atom, Fragment, Layout};
-use super::lanes::Team;
+use super::lanes::{Lanes, Team};
 use super::numeric::Element;
 use super::smem::{self, KMajor, Major, MnMajor, Scratch, SharedTile, Word};
-use super::unroll::{array, unroll};
+use super::unroll::{array, hot, unroll};
 use crate::Block;
 
 /// The most pipeline stages the engine uses.
@@ -123,23 +123,53 @@ pub trait Shape {
     /// staging layouts).
     fn stage_bytes(warps: u32) -> u32;
 
-    /// `C = α·op(A)·op(B) + β·C` for the block, staged through `scratch`, with stores masked by
-    /// `keep(row, col)` and the block tiles (and warp tiles) at `(row0, col0)` of `rows × cols`
-    /// for which `skip(row0, col0, rows, cols)` holds left alone. Every thread of the block calls
-    /// it; it ends with a block barrier, so the result is visible to every thread.
+    /// `C = α·op(A)·op(B) + β·C` for the block, staged through `scratch`, on the elements of C
+    /// that `mask` selects (block and warp tiles with none are skipped). Every thread of the
+    /// block calls it; it ends with a block barrier, so the result is visible to every thread.
+    ///
+    /// The engine is one function per shape, not inlined: every task that multiplies with one
+    /// shape shares its code, which keeps a crate's PTX (and `ptxas`'s time) in proportion to the
+    /// shapes it uses rather than to its task kinds.
     ///
     /// # Safety
     /// The operands' elements are valid memory, C overlaps neither A nor B, `K` is a multiple of
     /// [`KC`](Self::KC), `M` and `N` of 16, and `scratch` is the block's and unused by anything
     /// else until the call returns (it panics when it holds less than one stage,
     /// [`stage_bytes`](Self::stage_bytes)).
-    unsafe fn multiply(
-        block: &Block,
-        scratch: Scratch,
-        p: &Product<Self::Elem>,
-        keep: impl Fn(u32, u32) -> bool + Copy,
-        skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
-    );
+    unsafe fn multiply(block: &Block, scratch: Scratch, p: &Product<Self::Elem>, mask: Mask);
+}
+
+/// Which elements of C a product writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// Every element.
+    All,
+    /// On and below the diagonal (block tiles wholly above it are skipped).
+    Lower,
+    /// On and above the diagonal.
+    Upper,
+}
+
+impl Mask {
+    /// Whether element `(r, c)` is written.
+    #[inline(always)]
+    fn keep(self, r: u32, c: u32) -> bool {
+        match self {
+            Mask::All => true,
+            Mask::Lower => r >= c,
+            Mask::Upper => r <= c,
+        }
+    }
+
+    /// Whether the `rows × cols` block at `(r0, c0)` holds no written element.
+    #[inline(always)]
+    fn skip(self, r0: u32, c0: u32, rows: u32, cols: u32) -> bool {
+        match self {
+            Mask::All => false,
+            Mask::Lower => r0 + rows <= c0,
+            Mask::Upper => c0 + cols <= r0,
+        }
+    }
 }
 
 /// A shape: `MI × NI` atoms `A` per warp, chunks `KC` deep, staged rows padded by `PK` elements
@@ -180,31 +210,61 @@ where
     }
 
     #[inline(always)]
-    unsafe fn multiply(
-        block: &Block,
-        scratch: Scratch,
-        p: &Product<A::Elem>,
-        keep: impl Fn(u32, u32) -> bool + Copy,
-        skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
-    ) {
-        let a = Source { m: p.a, b: false };
-        let b = Source { m: p.b, b: true };
-        let e = Engine::<A, MI, NI, KC, PK, PM> {
-            p: *p,
-            a,
-            b,
-            _marker: PhantomData,
-        };
+    unsafe fn multiply(block: &Block, scratch: Scratch, p: &Product<A::Elem>, mask: Mask) {
+        let (a, b) = (Source { m: p.a, b: false }, Source { m: p.b, b: true });
         // SAFETY: the caller's promises, passed on.
         unsafe {
             match (a.k_contiguous(), b.k_contiguous()) {
-                (true, true) => e.run::<KMajor, KMajor>(block, scratch, keep, skip),
-                (true, false) => e.run::<KMajor, MnMajor>(block, scratch, keep, skip),
-                (false, true) => e.run::<MnMajor, KMajor>(block, scratch, keep, skip),
-                (false, false) => e.run::<MnMajor, MnMajor>(block, scratch, keep, skip),
+                (true, true) => {
+                    shared::<A, MI, NI, KC, PK, PM, KMajor, KMajor>(block, scratch, p, mask)
+                }
+                (true, false) => {
+                    shared::<A, MI, NI, KC, PK, PM, KMajor, MnMajor>(block, scratch, p, mask)
+                }
+                (false, true) => {
+                    shared::<A, MI, NI, KC, PK, PM, MnMajor, KMajor>(block, scratch, p, mask)
+                }
+                (false, false) => {
+                    shared::<A, MI, NI, KC, PK, PM, MnMajor, MnMajor>(block, scratch, p, mask)
+                }
             }
         }
     }
+}
+
+/// The engine for one shape and one pair of staging layouts: see [`Shape::multiply`].
+///
+/// # Safety
+/// As for [`Shape::multiply`].
+#[inline(never)]
+unsafe fn shared<
+    A,
+    const MI: usize,
+    const NI: usize,
+    const KC: u32,
+    const PK: u32,
+    const PM: u32,
+    MA: Major,
+    MB: Major,
+>(
+    block: &Block,
+    scratch: Scratch,
+    p: &Product<A::Elem>,
+    mask: Mask,
+) where
+    A: Atom<Acc = <A as Atom>::Elem>,
+    A::Elem: Element,
+{
+    let keep = move |r, c| mask.keep(r, c);
+    let skip = move |r0, c0, rows, cols| mask.skip(r0, c0, rows, cols);
+    let e = Engine::<A, MI, NI, KC, PK, PM> {
+        p: *p,
+        a: Source { m: p.a, b: false },
+        b: Source { m: p.b, b: true },
+        _marker: PhantomData,
+    };
+    // SAFETY: the caller's promises, passed on.
+    unsafe { e.run::<MA, MB>(block, scratch, keep, skip) }
 }
 
 /// The block-tile geometry: a `wm × wn` grid of warps.
@@ -317,7 +377,7 @@ impl<T: Word> Source<T> {
     }
 
     /// Starts copying rows `mn0 .. mn0 + rows` (those below `valid`) at depth `k0 .. k0 + kc`
-    /// into `tile`: each of the block's threads copies its share of 16-byte chunks.
+    /// into `tile`: the calling thread copies the 16-byte chunks `share` gives it.
     ///
     /// # Safety
     /// The source rows below `valid` and the tile's chunk are valid memory, and nothing reads the
@@ -325,45 +385,83 @@ impl<T: Word> Source<T> {
     #[inline(always)]
     unsafe fn stage<M: Major>(
         &self,
-        team: &Team,
+        share: &Share,
         tile: &SharedTile<T, M>,
-        (mn0, rows, valid): (u32, u32, u32),
+        (mn0, valid): (u32, u32),
         k0: u32,
-        kc: u32,
         aligned: bool,
     ) {
         let e = per_chunk::<T>();
-        let (per_line, lines) = if M::K_CONTIGUOUS {
+        share
+            .first
+            .zip(share.chunk, |l, c| (l, c))
+            .for_each(|_, (first, chunk)| {
+                let mut line = first;
+                while line < share.lines {
+                    let (mn, k) = if M::K_CONTIGUOUS {
+                        (line, chunk)
+                    } else {
+                        (chunk, line)
+                    };
+                    line += share.step;
+                    if mn >= valid {
+                        continue;
+                    }
+                    if aligned {
+                        // SAFETY: the caller's promise; the source and the tile chunk are 16-byte
+                        // aligned (aligned rows, chunks at multiples of 16 bytes).
+                        unsafe { tile.copy16(mn, k, self.at(mn0 + mn, k0 + k)) };
+                        continue;
+                    }
+                    for x in 0..e {
+                        let (m2, k2) = if M::K_CONTIGUOUS {
+                            (mn, k + x)
+                        } else {
+                            (mn + x, k)
+                        };
+                        // SAFETY: the caller's promise.
+                        unsafe { tile.set(m2, k2, *self.at(mn0 + m2, k0 + k2)) };
+                    }
+                }
+            });
+    }
+}
+
+/// The 16-byte chunks of a staged operand a thread copies, worked out once per operation: a
+/// staged chunk is `lines` lines of `per_line` chunks, and thread `tid` copies chunk
+/// `tid % per_line` of lines `tid / per_line`, `+ step`, … (`step = threads / per_line`), so the
+/// copies need no division.
+#[derive(Clone, Copy, Debug)]
+struct Share {
+    first: Lanes<u32>,
+    chunk: Lanes<u32>,
+    step: u32,
+    lines: u32,
+}
+
+impl Share {
+    /// The share of the calling thread's lanes for an operand of `rows` rows, staged `k_major`
+    /// or not, `kc` deep, in elements of `e` per chunk.
+    #[inline(always)]
+    fn new(team: &Team, k_major: bool, rows: u32, kc: u32, e: u32) -> Self {
+        let (per_line, lines) = if k_major {
             (kc / e, rows)
         } else {
             (rows / e, kc)
         };
-        team.for_each_item(per_line * lines, |item| {
-            let (line, chunk) = (item / per_line, (item % per_line) * e);
-            let (mn, k) = if M::K_CONTIGUOUS {
-                (line, chunk)
-            } else {
-                (chunk, line)
-            };
-            if mn >= valid {
-                return;
-            }
-            if aligned {
-                // SAFETY: the caller's promise; the source and the tile chunk are 16-byte aligned
-                // (aligned rows, chunks at multiples of 16 bytes).
-                unsafe { tile.copy16(mn, k, self.at(mn0 + mn, k0 + k)) };
-                return;
-            }
-            for x in 0..e {
-                let (m2, k2) = if M::K_CONTIGUOUS {
-                    (mn, k + x)
-                } else {
-                    (mn + x, k)
-                };
-                // SAFETY: the caller's promise.
-                unsafe { tile.set(m2, k2, *self.at(mn0 + m2, k0 + k2)) };
-            }
-        });
+        // Every shape's warp tiles are 32 wide, so a staged line of `rows / e` chunks divides
+        // the block's threads, as does a `k` line of at most 8 chunks.
+        assert!(
+            team.threads().is_multiple_of(per_line),
+            "tile engine: a staged line must divide the block's threads"
+        );
+        let first_thread = team.warp() * 32;
+        Self {
+            first: Lanes::from_fn(|lane| (first_thread + lane) / per_line),
+            chunk: Lanes::from_fn(|lane| (first_thread + lane) % per_line * e),
+            step: team.threads() / per_line,
+            lines,
+        }
     }
 }
 
@@ -422,9 +520,18 @@ where
         let (a_aligned, b_aligned) = (self.a.m.aligned(), self.b.m.aligned());
         let pairs =
             !p.c.trans && p.c.aligned() && <<A::C as Fragment>::Layout as Layout>::COL_PAIRS;
-        let fold = p.alpha == A::Elem::ONE || p.alpha == -A::Elem::ONE;
+        // α = ±1 (every factorization's update) is folded into C's load and the final store,
+        // exactly; any other α scales A's fragments. Either way the epilogue reads nothing.
+        let (pre, scale, post) = if p.alpha == A::Elem::ONE || p.alpha == -A::Elem::ONE {
+            (p.alpha * p.beta, A::Elem::ONE, p.alpha)
+        } else {
+            (p.beta, p.alpha, A::Elem::ONE)
+        };
         let chunks = k / KC;
         let (wi, wj) = (team.warp() / g.wn, team.warp() % g.wn);
+        let e = per_chunk::<A::Elem>();
+        let a_share = Share::new(&team, MA::K_CONTIGUOUS, g.bm, KC, e);
+        let b_share = Share::new(&team, MB::K_CONTIGUOUS, g.bn, KC, e);
 
         let mut i0 = 0;
         while i0 < m {
@@ -441,15 +548,18 @@ where
                 let idle = wi * Self::WM >= rows
                     || wj * Self::WN >= cols
                     || skip(r0, c0, Self::WM, Self::WN);
-                let issue = |chunk: u32| {
-                    let (ta, tb) = tiles(chunk % stages);
+                // Slots fill and drain in order: chunk `c` goes to slot `c % stages`.
+                let mut fill = 0;
+                let mut issue = |chunk: u32| {
+                    let (ta, tb) = tiles(fill);
+                    fill = if fill + 1 == stages { 0 } else { fill + 1 };
                     // SAFETY: rows below `rows` and `cols` lie inside A and B (the caller's
                     // promise), and the slot is free: its last reader passed a barrier since.
                     unsafe {
                         self.a
-                            .stage(&team, &ta, (i0, g.bm, rows), chunk * KC, KC, a_aligned);
+                            .stage(&a_share, &ta, (i0, rows), chunk * KC, a_aligned);
                         self.b
-                            .stage(&team, &tb, (j0, g.bn, cols), chunk * KC, KC, b_aligned);
+                            .stage(&b_share, &tb, (j0, cols), chunk * KC, b_aligned);
                     }
                 };
                 for s in 0..stages - 1 {
@@ -458,7 +568,8 @@ where
                     }
                     smem::commit();
                 }
-                let mut acc = self.init(r0, c0, fold, keep);
+                let mut acc = self.init(r0, c0, pre, keep);
+                let mut drain = 0;
                 for chunk in 0..chunks {
                     if stages == 1 {
                         block.sync();
@@ -479,13 +590,16 @@ where
                         smem::commit();
                     }
                     if !idle {
-                        let (ta, tb) = tiles(chunk % stages);
+                        let (ta, tb) = tiles(drain);
                         // SAFETY: the warp tile lies in the block tile the slot holds.
-                        unsafe { Self::step(&mut acc, &ta, &tb, wi * Self::WM, wj * Self::WN) };
+                        unsafe {
+                            Self::step(&mut acc, &ta, &tb, wi * Self::WM, wj * Self::WN, scale)
+                        };
                     }
+                    drain = if drain + 1 == stages { 0 } else { drain + 1 };
                 }
                 if !idle {
-                    self.finish(&acc, r0, c0, fold, keep, pairs);
+                    self.finish(&acc, r0, c0, post, keep, pairs);
                 }
                 // No warp may refill a slot that another still reads.
                 block.sync();
@@ -495,42 +609,35 @@ where
         }
     }
 
-    /// The accumulators before the `K` loop: `α·β·C` when folding, else zero.
+    /// The accumulators before the `K` loop: `pre·C` (zero when `β = 0`: C is not read).
     #[inline(always)]
     fn init(
         &self,
         r0: u32,
         c0: u32,
-        fold: bool,
+        pre: A::Elem,
         keep: impl Fn(u32, u32) -> bool,
     ) -> [[A::C; NI]; MI] {
         let p = &self.p;
-        let scale = p.alpha * p.beta;
-        let read = fold && p.beta != A::Elem::ZERO;
-        array(
-            #[inline(always)]
-            |i| {
-                array(
-                    #[inline(always)]
-                    |j| {
-                        let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
-                        A::C::from_fn(|_, _, r, c| {
-                            let (row, col) = (ri + r, cj + c);
-                            if read && row < p.c.rows && col < p.c.cols && keep(row, col) {
-                                // SAFETY: inside C (the caller's promise).
-                                scale * unsafe { *p.c.at(row, col) }
-                            } else {
-                                A::Elem::ZERO
-                            }
-                        })
-                    },
-                )
-            },
-        )
+        let read = p.beta != A::Elem::ZERO;
+        array(hot!(|i| {
+            array(hot!(|j| {
+                let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                A::C::from_fn(|_, _, r, c| {
+                    let (row, col) = (ri + r, cj + c);
+                    if read && row < p.c.rows && col < p.c.cols && keep(row, col) {
+                        // SAFETY: inside C (the caller's promise).
+                        pre * unsafe { *p.c.at(row, col) }
+                    } else {
+                        A::Elem::ZERO
+                    }
+                })
+            }))
+        }))
     }
 
-    /// One staged chunk into the warp's accumulators (fixed-count loops over register arrays,
-    /// which unroll to constant indices).
+    /// One staged chunk into the warp's accumulators, A's fragments scaled by `scale` unless it
+    /// is one (fixed-count loops over register arrays, which unroll to constant indices).
     ///
     /// # Safety
     /// The warp tile at `(wr, wc)` of the block tile lies in the staged tiles.
@@ -541,97 +648,78 @@ where
         tb: &SharedTile<A::Elem, MB>,
         wr: u32,
         wc: u32,
+        scale: A::Elem,
     ) {
         let mut ks = 0;
         while ks < KC {
             // SAFETY: inside the staged tiles (the caller's promise).
-            let fa: [A::A; MI] = array(
-                #[inline(always)]
-                |i| unsafe { A::load_a(ta, wr + i as u32 * A::M, ks) },
-            );
-            unroll::<NI>(
-                #[inline(always)]
-                |j| {
-                    // SAFETY: as above.
-                    let fb = unsafe { A::load_b(tb, wc + j as u32 * A::N, ks) };
-                    unroll::<MI>(
-                        #[inline(always)]
-                        |i| A::mma(&mut acc[i][j], &fa[i], &fb),
-                    );
-                },
-            );
+            let mut fa: [A::A; MI] =
+                array(hot!(|i| unsafe { A::load_a(ta, wr + i as u32 * A::M, ks) }));
+            if scale != A::Elem::ONE {
+                unroll::<MI>(hot!(|i| A::scale_a(&mut fa[i], scale)));
+            }
+            unroll::<NI>(hot!(|j| {
+                // SAFETY: as above.
+                let fb = unsafe { A::load_b(tb, wc + j as u32 * A::N, ks) };
+                unroll::<MI>(hot!(|i| A::mma(&mut acc[i][j], &fa[i], &fb)));
+            }));
             ks += A::K;
         }
     }
 
-    /// Writes the accumulators to C: `α·acc` when folding, else `α·acc + β·C`.
+    /// Writes `post·acc` to C.
     #[inline(always)]
     fn finish(
         &self,
         acc: &[[A::C; NI]; MI],
         r0: u32,
         c0: u32,
-        fold: bool,
+        post: A::Elem,
         keep: impl Fn(u32, u32) -> bool,
         pairs: bool,
     ) {
         let p = &self.p;
-        let value = |row: u32, col: u32, v: A::Elem| {
-            if fold || p.beta == A::Elem::ZERO {
-                p.alpha * v
-            } else {
-                // SAFETY: inside C (the caller's promise).
-                p.alpha * v + p.beta * unsafe { *p.c.at(row, col) }
-            }
-        };
-        unroll::<MI>(
-            #[inline(always)]
-            |i| {
-                unroll::<NI>(
-                    #[inline(always)]
-                    |j| {
-                        let frag = &acc[i][j];
-                        let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
-                        if pairs {
-                            frag.for_each_pair(|r, c, x, y| {
-                                let (row, col) = (ri + r, cj + c);
-                                if row >= p.c.rows || col >= p.c.cols {
-                                    return;
-                                }
-                                match (keep(row, col), keep(row, col + 1)) {
-                                    (true, true) => {
-                                        let pair = [value(row, col, x), value(row, col + 1, y)];
-                                        // SAFETY: inside C (columns come in pairs of an even first, and
-                                        // `N` is even), aligned: an even column of an aligned operand.
-                                        unsafe { store_pair(p.c.at(row, col), pair) };
-                                    }
-                                    (first, second) => {
-                                        if first {
-                                            // SAFETY: inside C.
-                                            unsafe { *p.c.at(row, col) = value(row, col, x) };
-                                        }
-                                        if second {
-                                            // SAFETY: inside C.
-                                            unsafe {
-                                                *p.c.at(row, col + 1) = value(row, col + 1, y)
-                                            };
-                                        }
-                                    }
-                                }
-                            });
+        let value = |_row: u32, _col: u32, v: A::Elem| post * v;
+        unroll::<MI>(hot!(|i| {
+            unroll::<NI>(hot!(|j| {
+                let frag = &acc[i][j];
+                let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                if pairs {
+                    frag.for_each_pair(|r, c, x, y| {
+                        let (row, col) = (ri + r, cj + c);
+                        if row >= p.c.rows || col >= p.c.cols {
                             return;
                         }
-                        frag.for_each(|_, _, r, c, v| {
-                            let (row, col) = (ri + r, cj + c);
-                            if row < p.c.rows && col < p.c.cols && keep(row, col) {
-                                // SAFETY: inside C.
-                                unsafe { *p.c.at(row, col) = value(row, col, v) };
+                        match (keep(row, col), keep(row, col + 1)) {
+                            (true, true) => {
+                                let pair = [value(row, col, x), value(row, col + 1, y)];
+                                // SAFETY: inside C (columns come in pairs of an even first, and
+                                // `N` is even), aligned: an even column of an aligned operand.
+                                unsafe { store_pair(p.c.at(row, col), pair) };
                             }
-                        });
-                    },
-                );
-            },
-        );
+                            (first, second) => {
+                                if first {
+                                    // SAFETY: inside C.
+                                    unsafe { *p.c.at(row, col) = value(row, col, x) };
+                                }
+                                if second {
+                                    // SAFETY: inside C.
+                                    unsafe { *p.c.at(row, col + 1) = value(row, col + 1, y) };
+                                }
+                            }
+                        }
+                    });
+                    return;
+                }
+                frag.for_each(|_, _, r, c, v| {
+                    let (row, col) = (ri + r, cj + c);
+                    if row < p.c.rows && col < p.c.cols && keep(row, col) {
+                        // SAFETY: inside C.
+                        unsafe { *p.c.at(row, col) = value(row, col, v) };
+                    }
+                });
+            }));
+        }));
     }
 }
 

@@ -20,7 +20,7 @@
 //! factorizations.
 
 use super::args::{self, gmat_mut};
-use super::engine::{Gmat, Product, Shape};
+use super::engine::{Gmat, Mask, Product, Shape};
 use super::flags::Uplo;
 use super::gemm::triangle;
 use super::lanes::{Lanes, Team};
@@ -29,7 +29,7 @@ use super::operand::MatMut;
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::trsm::{P, solve_lines};
-use super::unroll::{array, unroll};
+use super::unroll::{array, hot, unroll};
 use crate::Block;
 
 const N: usize = P as usize;
@@ -41,19 +41,16 @@ const N: usize = P as usize;
 /// `d` is a valid `16 × 16` block.
 #[inline(always)]
 unsafe fn load<T: Element>(d: Gmat<T>, lower_only: bool) -> [Lanes<T>; N] {
-    array(
-        #[inline(always)]
-        |q| {
-            Lanes::from_fn(|lane| {
-                if lane < P && (!lower_only || lane >= q as u32) {
-                    // SAFETY: inside the block (the caller's promise).
-                    unsafe { *d.at(lane, q as u32) }
-                } else {
-                    T::ZERO
-                }
-            })
-        },
-    )
+    array(hot!(|q| {
+        Lanes::from_fn(|lane| {
+            if lane < P && (!lower_only || lane >= q as u32) {
+                // SAFETY: inside the block (the caller's promise).
+                unsafe { *d.at(lane, q as u32) }
+            } else {
+                T::ZERO
+            }
+        })
+    }))
 }
 
 /// Writes the columns back: rows `lane < 16`, only on and below the diagonal when `lower_only`.
@@ -62,17 +59,14 @@ unsafe fn load<T: Element>(d: Gmat<T>, lower_only: bool) -> [Lanes<T>; N] {
 /// As for [`load`], and no other thread accesses the block.
 #[inline(always)]
 unsafe fn store<T: Element>(d: Gmat<T>, cols: &[Lanes<T>; N], lower_only: bool) {
-    unroll::<N>(
-        #[inline(always)]
-        |q| {
-            cols[q].for_each(|lane, v| {
-                if lane < P && (!lower_only || lane >= q as u32) {
-                    // SAFETY: inside the block.
-                    unsafe { *d.at(lane, q as u32) = v };
-                }
-            });
-        },
-    );
+    unroll::<N>(hot!(|q| {
+        cols[q].for_each(|lane, v| {
+            if lane < P && (!lower_only || lane >= q as u32) {
+                // SAFETY: inside the block.
+                unsafe { *d.at(lane, q as u32) = v };
+            }
+        });
+    }));
 }
 
 /// The Cholesky factor of the lower triangle of the `16 × 16` block `d`, in place, by the
@@ -85,41 +79,34 @@ unsafe fn cholesky_block<T: Element>(d: Gmat<T>) -> Option<u32> {
     // SAFETY: the caller's promise.
     let mut cols = unsafe { load(d, true) };
     let mut failed = None;
-    unroll::<N>(
-        #[inline(always)]
-        |c| {
-            let c32 = c as u32;
-            let pivot = cols[c].broadcast(c32);
-            // Not positive, NaN included.
-            let positive = pivot.partial_cmp(&T::ZERO) == Some(core::cmp::Ordering::Greater);
-            if !positive && failed.is_none() {
-                failed = Some(c32);
+    unroll::<N>(hot!(|c| {
+        let c32 = c as u32;
+        let pivot = cols[c].broadcast(c32);
+        // Not positive, NaN included.
+        let positive = pivot.partial_cmp(&T::ZERO) == Some(core::cmp::Ordering::Greater);
+        if !positive && failed.is_none() {
+            failed = Some(c32);
+        }
+        let root = pivot.sqrt();
+        cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
+            core::cmp::Ordering::Equal => root,
+            core::cmp::Ordering::Greater => v / root,
+            core::cmp::Ordering::Less => v,
+        });
+        unroll::<N>(hot!(|q| {
+            if q > c {
+                // A[r][q] -= L[r][c]·L[q][c] for the rows r ≥ q.
+                let lqc = cols[c].broadcast(q as u32);
+                cols[q] = cols[q]
+                    .zip(cols[c], |v, lrc| (v, lrc))
+                    .map_lane(
+                        |lane, (v, lrc)| {
+                            if lane >= q as u32 { v - lrc * lqc } else { v }
+                        },
+                    );
             }
-            let root = pivot.sqrt();
-            cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
-                core::cmp::Ordering::Equal => root,
-                core::cmp::Ordering::Greater => v / root,
-                core::cmp::Ordering::Less => v,
-            });
-            unroll::<N>(
-                #[inline(always)]
-                |q| {
-                    if q > c {
-                        // A[r][q] -= L[r][c]·L[q][c] for the rows r ≥ q.
-                        let lqc = cols[c].broadcast(q as u32);
-                        cols[q] =
-                            cols[q]
-                                .zip(cols[c], |v, lrc| (v, lrc))
-                                .map_lane(
-                                    |lane, (v, lrc)| {
-                                        if lane >= q as u32 { v - lrc * lqc } else { v }
-                                    },
-                                );
-                    }
-                },
-            );
-        },
-    );
+        }));
+    }));
     // SAFETY: the caller's promise.
     unsafe { store(d, &cols, true) };
     failed
@@ -135,29 +122,23 @@ unsafe fn lu_block<T: Element>(d: Gmat<T>) -> Option<u32> {
     // SAFETY: the caller's promise.
     let mut cols = unsafe { load(d, false) };
     let mut failed = None;
-    unroll::<N>(
-        #[inline(always)]
-        |c| {
-            let c32 = c as u32;
-            let pivot = cols[c].broadcast(c32);
-            if pivot == T::ZERO && failed.is_none() {
-                failed = Some(c32);
+    unroll::<N>(hot!(|c| {
+        let c32 = c as u32;
+        let pivot = cols[c].broadcast(c32);
+        if pivot == T::ZERO && failed.is_none() {
+            failed = Some(c32);
+        }
+        cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v / pivot } else { v });
+        unroll::<N>(hot!(|q| {
+            if q > c {
+                // A[r][q] -= L[r][c]·U[c][q] for the rows r > c.
+                let ucq = cols[q].broadcast(c32);
+                cols[q] = cols[q]
+                    .zip(cols[c], |v, lrc| (v, lrc))
+                    .map_lane(|lane, (v, lrc)| if lane > c32 { v - lrc * ucq } else { v });
             }
-            cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v / pivot } else { v });
-            unroll::<N>(
-                #[inline(always)]
-                |q| {
-                    if q > c {
-                        // A[r][q] -= L[r][c]·U[c][q] for the rows r > c.
-                        let ucq = cols[q].broadcast(c32);
-                        cols[q] = cols[q]
-                            .zip(cols[c], |v, lrc| (v, lrc))
-                            .map_lane(|lane, (v, lrc)| if lane > c32 { v - lrc * ucq } else { v });
-                    }
-                },
-            );
-        },
-    );
+        }));
+    }));
     // SAFETY: the caller's promise.
     unsafe { store(d, &cols, false) };
     failed
@@ -224,13 +205,24 @@ pub fn potrf<T: Tiled, const CHECKED: bool>(
         return Ok(());
     }
     let l = if uplo == Uplo::Lower { ga } else { ga.t() };
+    // SAFETY: the handle was checked inside its array.
+    unsafe { cholesky::<T>(block, l) }
+}
+
+/// [`potrf`] on the lower triangle of `l`, one function per element type (not inlined): every
+/// task that factors shares its code.
+///
+/// # Safety
+/// `l` is valid memory that only this block accesses during the call.
+#[inline(never)]
+unsafe fn cholesky<T: Tiled>(block: &Block, l: Gmat<T>) -> Result<(), usize> {
     let team = Team::new(block);
     let (flags, scratch) = split(block);
     let n = l.rows;
     for j in (0..n).step_by(N) {
         let d = l.sub(j, j, P, P);
-        // SAFETY: the handle was checked inside its array; the blocks below lie in it, and
-        // `diagonal` runs the factorization on warp 0 alone.
+        // SAFETY: the caller's promise; the blocks below lie in `l`, and `diagonal` runs the
+        // factorization on warp 0 alone.
         if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| cholesky_block(d)) } {
             return Err((j + c) as usize);
         }
@@ -241,7 +233,7 @@ pub fn potrf<T: Tiled, const CHECKED: bool>(
         let panel = l.sub(j + P, j, rest, P);
         // L₂₁ᵀ = L₁₁⁻¹·A₂₁ᵀ: each panel row is a line.
         // SAFETY: as above; the diagonal block and the panel are disjoint.
-        unsafe { solve_lines(&team, l.sub(j, j, P, P), panel.t(), true, false) };
+        unsafe { solve_lines(team, l.sub(j, j, P, P), panel.t(), true, false) };
         block.sync();
         let p = Product {
             c: l.sub(j + P, j + P, rest, rest),
@@ -273,12 +265,22 @@ pub fn getrf<T: Tiled, const CHECKED: bool>(
     if !a.is_ok() {
         return Ok(());
     }
+    // SAFETY: the handle was checked inside its array.
+    unsafe { lu::<T>(block, ga) }
+}
+
+/// [`getrf`] on `ga`, one function per element type (not inlined).
+///
+/// # Safety
+/// `ga` is valid memory that only this block accesses during the call.
+#[inline(never)]
+unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
     let team = Team::new(block);
     let (flags, scratch) = split(block);
     let n = ga.rows;
     for j in (0..n).step_by(N) {
         let d = ga.sub(j, j, P, P);
-        // SAFETY: as in `potrf`.
+        // SAFETY: as in `cholesky`.
         if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| lu_block(d)) } {
             return Err((j + c) as usize);
         }
@@ -290,8 +292,8 @@ pub fn getrf<T: Tiled, const CHECKED: bool>(
         // SAFETY: as above; the diagonal block and the two panels are disjoint.
         unsafe {
             // U₁₂ = L₁₁⁻¹·A₁₂ (columns are lines), L₂₁ᵀ = U₁₁⁻ᵀ·A₂₁ᵀ (rows are lines).
-            solve_lines(&team, d, row, true, true);
-            solve_lines(&team, d.t(), col.t(), true, false);
+            solve_lines(team, d, row, true, true);
+            solve_lines(team, d.t(), col.t(), true, false);
         }
         block.sync();
         let p = Product {
@@ -302,7 +304,7 @@ pub fn getrf<T: Tiled, const CHECKED: bool>(
             beta: T::ONE,
         };
         // SAFETY: as above; the trailing block and the panels are disjoint.
-        unsafe { T::Shape::multiply(block, scratch, &p, |_, _| true, |_, _, _, _| false) };
+        unsafe { T::Shape::multiply(block, scratch, &p, Mask::All) };
     }
     Ok(())
 }

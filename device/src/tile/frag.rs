@@ -5,14 +5,16 @@
 //!    use `(mn, k)` coordinates: A is `M × K` and B is given as its transpose, `N × K`, as CuTe
 //!    does, so one loader serves both. Accumulator layouts use `(m, n)`.
 //! 2. A [`Frag<T, L, N>`] is `N` registers per lane laid out by `L`. It loads itself from a
-//!    [`SharedTile`] (with one 16-byte load per register pair where the tile is contiguous along
-//!    `k` and the layout pairs adjacent `k`), and accumulators load and store through a closure
-//!    per element.
+//!    [`SharedTile`] one element per register (or one 16-byte load per register pair, for a
+//!    layout that pairs adjacent columns of a tile contiguous along them), and accumulators load
+//!    and store through a closure per element.
 //! 3. An [`Atom`] is the warp-level multiply the tile operations are built from: one or two
-//!    `mma.sync` instructions (see [`mma`](super::mma)) over a `K` of 8 or 16. Within the atom the
-//!    `k` index is permuted, the same way for A and B, so that each lane holds adjacent `k`
-//!    elements: the sum is the same, its order differs. For example [`F64x8`] runs `m8n8k4` twice,
-//!    lane `t` of a group taking `k = 2t` in the first and `k = 2t + 1` in the second.
+//!    `mma.sync` instructions (see [`mma`](super::mma)) over a `K` of 8 or 16. Operand registers
+//!    are in the order PTX gives the instruction's, so they feed it with no move: the tensor core
+//!    takes each operand as consecutive registers, and a register pair loaded at once (two `k`
+//!    of one row) would sit at two places of that sequence, costing moves for every `mma`
+//!    (measured in the SASS: eight moves per f64 `m16n8k8`). For example [`F64x8`] runs `m8n8k4`
+//!    twice, over `k = 0..4` and `k = 4..8`.
 //!
 //! | atom | instructions | M × N × K | A, B, C registers per lane |
 //! | --- | --- | --- | --- |
@@ -214,6 +216,8 @@ pub trait Atom {
     unsafe fn load_b<M: Major>(tile: &SharedTile<Self::Elem, M>, col0: u32, k0: u32) -> Self::B;
     /// `c += a·bᵀ`, for the whole warp.
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B);
+    /// `a := s·a`, element by element (as the fragment's registers hold them).
+    fn scale_a(a: &mut Self::A, s: Self::Acc);
 }
 
 /// Layouts: each a zero-sized type with its map, `g = lane / 4`, `t = lane % 4`.
@@ -236,36 +240,36 @@ macro_rules! layout {
 }
 
 layout!(
-    /// 8 × 8 operand, register `s` of lane `(g, t)` at `(g, 2t + s)`.
+    /// 8 × 8 operand (two `k = 4` steps), register `s` of lane `(g, t)` at `(g, t + 4s)`.
     Op8x8,
     8,
     8,
-    true,
-    |lane, reg| (lane / 4, 2 * (lane % 4) + reg)
+    false,
+    |lane, reg| (lane / 4, lane % 4 + 4 * reg)
 );
 layout!(
-    /// 16 × 8 operand, register `2h + s` at `(g + 8h, 2t + s)`.
+    /// 16 × 8 operand, register `i` at `(g + 8(i % 2), t + 4(i / 2))`: PTX's order.
     Op16x8,
     16,
     8,
-    true,
-    |lane, reg| (lane / 4 + 8 * (reg / 2), 2 * (lane % 4) + reg % 2)
+    false,
+    |lane, reg| (lane / 4 + 8 * (reg % 2), lane % 4 + 4 * (reg / 2))
 );
 layout!(
-    /// 16 × 16 operand, register `4h + j` at `(g + 8h, 4t + j)`.
+    /// 16 × 16 operand, register `i` at `(g + 8(i % 2), t + 4(i / 2))`: PTX's order.
     Op16x16,
     16,
     16,
-    true,
-    |lane, reg| (lane / 4 + 8 * (reg / 4), 4 * (lane % 4) + reg % 4)
+    false,
+    |lane, reg| (lane / 4 + 8 * (reg % 2), lane % 4 + 4 * (reg / 2))
 );
 layout!(
-    /// 8 × 16 operand, register `j` at `(g, 4t + j)`.
+    /// 8 × 16 operand, register `i` at `(g, t + 4i)`: PTX's order.
     Op8x16,
     8,
     16,
-    true,
-    |lane, reg| (lane / 4, 4 * (lane % 4) + reg)
+    false,
+    |lane, reg| (lane / 4, lane % 4 + 4 * reg)
 );
 layout!(
     /// 8 × 8 accumulator, register `i` at `(g, 2t + i)`.
@@ -377,6 +381,10 @@ impl Atom for F64x8 {
         unsafe { Frag::load(tile, col0, k0, same) }
     }
     #[inline(always)]
+    fn scale_a(a: &mut Self::A, s: f64) {
+        a.map(|_, _, v| v * s);
+    }
+    #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
         mma::m8n8k4_f64(&mut c.regs, &[a.regs[0]], &[b.regs[0]]);
         mma::m8n8k4_f64(&mut c.regs, &[a.regs[1]], &[b.regs[1]]);
@@ -403,10 +411,14 @@ impl Atom for F64M16K4 {
         unsafe { Frag::load(tile, col0, k0, same) }
     }
     #[inline(always)]
+    fn scale_a(a: &mut Self::A, s: f64) {
+        a.map(|_, _, v| v * s);
+    }
+    #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
-        // Step `s` takes k = 2t + s: registers `s` (rows g) and `2 + s` (rows g + 8) of A.
-        mma::m16n8k4_f64(&mut c.regs, &[a.regs[0], a.regs[2]], &[b.regs[0]]);
-        mma::m16n8k4_f64(&mut c.regs, &[a.regs[1], a.regs[3]], &[b.regs[1]]);
+        // Step `s` takes k = t + 4s: registers `2s` (rows g) and `2s + 1` (rows g + 8) of A.
+        mma::m16n8k4_f64(&mut c.regs, &[a.regs[0], a.regs[1]], &[b.regs[0]]);
+        mma::m16n8k4_f64(&mut c.regs, &[a.regs[2], a.regs[3]], &[b.regs[1]]);
     }
 }
 
@@ -430,11 +442,12 @@ impl Atom for F64M16K8 {
         unsafe { Frag::load(tile, col0, k0, same) }
     }
     #[inline(always)]
+    fn scale_a(a: &mut Self::A, s: f64) {
+        a.map(|_, _, v| v * s);
+    }
+    #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
-        // The instruction's slot `t + 4j` of a group takes k = 2t + j: PTX register `h + 2j` is
-        // our `2h + j`.
-        let a = &a.regs;
-        mma::m16n8k8_f64(&mut c.regs, &[a[0], a[2], a[1], a[3]], &b.regs);
+        mma::m16n8k8_f64(&mut c.regs, &a.regs, &b.regs);
     }
 }
 
@@ -458,14 +471,12 @@ impl Atom for F64M16K16 {
         unsafe { Frag::load(tile, col0, k0, same) }
     }
     #[inline(always)]
+    fn scale_a(a: &mut Self::A, s: f64) {
+        a.map(|_, _, v| v * s);
+    }
+    #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
-        // Slot `t + 4j` takes k = 4t + j: PTX register `h + 2j` is our `4h + j`.
-        let a = &a.regs;
-        mma::m16n8k16_f64(
-            &mut c.regs,
-            &[a[0], a[4], a[1], a[5], a[2], a[6], a[3], a[7]],
-            &b.regs,
-        );
+        mma::m16n8k16_f64(&mut c.regs, &a.regs, &b.regs);
     }
 }
 
@@ -489,9 +500,12 @@ impl Atom for Tf32M16K8 {
         unsafe { Frag::load(tile, col0, k0, round_tf32) }
     }
     #[inline(always)]
+    fn scale_a(a: &mut Self::A, s: f32) {
+        a.map(|_, _, v| v * s);
+    }
+    #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
-        let a = &a.regs;
-        mma::m16n8k8_tf32(&mut c.regs, &[a[0], a[2], a[1], a[3]], &b.regs);
+        mma::m16n8k8_tf32(&mut c.regs, &a.regs, &b.regs);
     }
 }
 
@@ -516,6 +530,10 @@ macro_rules! half_atom {
             unsafe fn load_b<M: Major>(tile: &SharedTile<u32, M>, col0: u32, k0: u32) -> Self::B {
                 // SAFETY: as above.
                 unsafe { load_words(tile, col0, k0) }
+            }
+            /// Half-precision fragments hold packed pairs; tile operations do not scale them.
+            fn scale_a(_: &mut Self::A, s: f32) {
+                assert!(s == 1.0, "half-precision atoms take α = 1");
             }
             #[inline(always)]
             fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {
@@ -562,6 +580,10 @@ impl Atom for SimtF32 {
     unsafe fn load_b<M: Major>(tile: &SharedTile<f32, M>, col0: u32, k0: u32) -> Self::B {
         // SAFETY: the caller's promise.
         unsafe { Frag::load(tile, col0, k0, same) }
+    }
+    #[inline(always)]
+    fn scale_a(a: &mut Self::A, s: f32) {
+        a.map(|_, _, v| v * s);
     }
     #[inline(always)]
     fn mma(c: &mut Self::C, a: &Self::A, b: &Self::B) {

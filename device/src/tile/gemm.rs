@@ -6,16 +6,17 @@
 //! | [`syrk`] | `C = α·op(A)·op(A)ᵀ + β·C` on one triangle | as `gemm` | as `gemm` |
 //!
 //! Every side must be a multiple of 16 from 16 to 256. With the default f64 shape and 128
-//! threads (a 64 × 64 block tile, 8-deep chunks), one stage is 8,448 bytes: 16.5 KiB of
-//! `shared_bytes` gives two stages, 33 KiB the full four. The operations use whatever scratch the
-//! task has not taken with [`Block::shared`] and leave it as they found it.
+//! threads (a 64 × 64 block tile, 8-deep chunks), one stage is 10,496 bytes for row-major A and B
+//! (12,288 at most, [`Shape::stage_bytes`]): 42 KiB of `shared_bytes` gives four stages, 21 KiB
+//! two. The operations use whatever scratch the task has not taken with [`Block::shared`] and
+//! leave it as they found it.
 //!
 //! Error bound (tested): each element of the result is within `γ·(|α|·(|op(A)|·|op(B)|) + |β|·|C|)`
 //! of the exact value, with `γ = 2(k + 2)ε` for the element type's `ε` (`k` the inner
 //! dimension), as for any summation of `k` products.
 
 use super::args::{self, disjoint, gmat, gmat_mut};
-use super::engine::{Product, Shape};
+use super::engine::{Mask, Product, Shape};
 use super::flags::{Op, Uplo};
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
@@ -79,15 +80,7 @@ pub fn gemm_with<S: Shape, const CHECKED: bool>(
     // SAFETY: the handles were checked inside their arrays, C overlaps neither input (checked
     // above in checked mode; the caller's word otherwise), and the sides are multiples of 16,
     // hence of every shape's chunk depth.
-    unsafe {
-        S::multiply(
-            block,
-            Scratch::of(block),
-            &p,
-            |_, _| true,
-            |_, _, _, _| false,
-        )
-    };
+    unsafe { S::multiply(block, Scratch::of(block), &p, Mask::All) };
 }
 
 /// `C = α·op(A)·op(A)ᵀ + β·C` on the `uplo` triangle of the square `C` (the other triangle is
@@ -151,24 +144,12 @@ pub(crate) unsafe fn triangle<S: Shape>(
     p: &Product<S::Elem>,
     uplo: Uplo,
 ) {
-    let lower = uplo == Uplo::Lower;
-    // SAFETY: the caller's promise.
-    unsafe {
-        S::multiply(
-            block,
-            scratch,
-            p,
-            move |r, c| if lower { r >= c } else { r <= c },
-            // A block tile strictly on the other side of the diagonal is skipped whole.
-            move |r0, c0, rows, cols| {
-                if lower {
-                    r0 + rows <= c0
-                } else {
-                    c0 + cols <= r0
-                }
-            },
-        )
+    let mask = match uplo {
+        Uplo::Lower => Mask::Lower,
+        Uplo::Upper => Mask::Upper,
     };
+    // SAFETY: the caller's promise.
+    unsafe { S::multiply(block, scratch, p, mask) };
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]

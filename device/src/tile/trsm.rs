@@ -23,14 +23,14 @@
 //! of substitution.
 
 use super::args::{self, disjoint, gmat, gmat_mut};
-use super::engine::{Gmat, Product, Shape};
+use super::engine::{Gmat, Mask, Product, Shape};
 use super::flags::{Diag, Op, Side, Uplo};
 use super::lanes::Team;
 use super::numeric::Element;
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
 use super::smem::Scratch;
-use super::unroll::{array, unroll};
+use super::unroll::{array, hot, unroll};
 use crate::Block;
 
 /// The block size of the blocked triangular algorithms (line solves and panel factorizations).
@@ -40,12 +40,14 @@ pub const P: u32 = 16;
 /// backward; a unit diagonal when `unit`) and each column of the `P × w` matrix `x`: every
 /// thread of the block calls it, each solving its share of the columns.
 ///
+/// One function per element type (not inlined): the tasks that solve lines share its code.
+///
 /// # Safety
 /// `t` and `x` are valid memory that no other thread writes during the call, and they do not
 /// overlap.
-#[inline(always)]
+#[inline(never)]
 pub(crate) unsafe fn solve_lines<T: Element>(
-    team: &Team,
+    team: Team,
     t: Gmat<T>,
     x: Gmat<T>,
     forward: bool,
@@ -54,39 +56,26 @@ pub(crate) unsafe fn solve_lines<T: Element>(
     const N: usize = P as usize;
     team.for_each_item(x.cols, |line| {
         // SAFETY: inside `x` (the caller's promise).
-        let mut v: [T; N] = array(
-            #[inline(always)]
-            |k| unsafe { *x.at(k as u32, line) },
-        );
-        let at = #[inline(always)]
-        |r: usize, c: usize| {
+        let mut v: [T; N] = array(hot!(|k| unsafe { *x.at(k as u32, line) }));
+        let at = hot!(|r: usize, c: usize| {
             // SAFETY: inside `t` (both loops index below `P`).
             unsafe { *t.at(r as u32, c as u32) }
-        };
+        });
         // Right-looking: once `v[q]` is final, the later rows lose its share at once, so the
         // dependent chain is one division and one multiply-add per row.
-        unroll::<N>(
-            #[inline(always)]
-            |step| {
-                let q = if forward { step } else { N - 1 - step };
-                if !unit {
-                    v[q] = v[q] / at(q, q);
+        unroll::<N>(hot!(|step| {
+            let q = if forward { step } else { N - 1 - step };
+            if !unit {
+                v[q] = v[q] / at(q, q);
+            }
+            unroll::<N>(hot!(|k| {
+                if (forward && k > q) || (!forward && k < q) {
+                    v[k] = v[k] - at(k, q) * v[q];
                 }
-                unroll::<N>(
-                    #[inline(always)]
-                    |k| {
-                        if (forward && k > q) || (!forward && k < q) {
-                            v[k] = v[k] - at(k, q) * v[q];
-                        }
-                    },
-                );
-            },
-        );
+            }));
+        }));
         // SAFETY: inside `x`.
-        unroll::<N>(
-            #[inline(always)]
-            |k| unsafe { *x.at(k as u32, line) = v[k] },
-        );
+        unroll::<N>(hot!(|k| unsafe { *x.at(k as u32, line) = v[k] }));
     });
 }
 
@@ -106,9 +95,11 @@ pub(crate) unsafe fn scale<T: Element>(team: &Team, x: Gmat<T>, alpha: T) {
 /// `T·X' = α·B'` in place of `x` (`n × w`), `t` being `n × n` triangular: lower (forward) or
 /// upper (backward), see the module docs.
 ///
+/// One function per shape (not inlined), shared by every task that solves with it.
+///
 /// # Safety
 /// As for [`Shape::multiply`]: valid, non-overlapping operands, sides multiples of 16.
-#[inline(always)]
+#[inline(never)]
 pub(crate) unsafe fn solve<S: Shape>(
     block: &Block,
     scratch: Scratch,
@@ -131,7 +122,7 @@ pub(crate) unsafe fn solve<S: Shape>(
         // SAFETY: the caller's promise; the sub-blocks lie inside `t` and `x`.
         unsafe {
             solve_lines(
-                &team,
+                team,
                 t.sub(r0, r0, P, P),
                 x.sub(r0, 0, P, x.cols),
                 forward,
@@ -171,7 +162,7 @@ pub(crate) unsafe fn solve<S: Shape>(
             }
         };
         // SAFETY: the caller's promise; the rows updated and the rows read are disjoint.
-        unsafe { S::multiply(block, scratch, &p, |_, _| true, |_, _, _, _| false) };
+        unsafe { S::multiply(block, scratch, &p, Mask::All) };
     }
 }
 

@@ -7,6 +7,28 @@
 //! stores its result there. [`unroll`] makes the unrolling part of the source: `f(0)`, `f(1)`, …
 //! as separate calls, each index a constant once inlined.
 
+/// A closure marked `#[inline(always)]` on the GPU: left to the inliner, a large closure called
+/// twice stays a call, and the register arrays it reaches go to local memory. The attribute on an
+/// expression needs nightly's `stmt_expr_attributes`, which only the device build enables; the
+/// host build of this crate stays on stable Rust (and inlines these closures anyway).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! hot {
+    ($e:expr) => {
+        #[inline(always)]
+        $e
+    };
+}
+
+/// A closure marked `#[inline(always)]` on the GPU (see the GPU definition); unmarked here.
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! hot {
+    ($e:expr) => {
+        $e
+    };
+}
+
+pub(crate) use hot;
+
 /// Calls `f(0)`, …, `f(N - 1)` in order, as straight-line code for `N <= 32`.
 #[inline(always)]
 pub fn unroll<const N: usize>(mut f: impl FnMut(usize)) {

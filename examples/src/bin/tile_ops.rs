@@ -50,10 +50,12 @@ enum ShapeArg {
     M8n8k4,
     /// f64 on sm_90's `m16n8k4`.
     M16n8k4,
-    /// f64 on sm_90's `m16n8k8`.
+    /// f64 on sm_90's `m16n8k8` (the default there).
     M16n8k8,
     /// f64 on sm_90's `m16n8k16`.
     M16n8k16,
+    /// f64 on `m16n8k8` with 16-deep staged chunks (half the barriers, twice the stage).
+    Kc16,
     /// f32 on TF32 tensor cores (`m16n8k8`), about 10-bit products.
     Tf32,
 }
@@ -120,81 +122,62 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// An element type the batch regions come in.
 trait Batched: Element {
     const NAME: &'static str;
-    fn gemm<'a>(
-        s: ShapeArg,
+    #[allow(clippy::too_many_arguments)]
+    fn region<'a>(
         c: &'a mut [Self],
         a: &'a [Self],
         b: &'a [Self],
         beta: Self,
-        n: usize,
+        op: u32,
+        count: usize,
         bs: usize,
     ) -> Region<'a>;
-    fn syrk<'a>(c: &'a mut [Self], a: &'a [Self], n: usize, bs: usize) -> Region<'a>;
-    fn trsm<'a>(b: &'a mut [Self], l: &'a [Self], n: usize, bs: usize) -> Region<'a>;
-    fn potrf(a: &mut [Self], n: usize, bs: usize) -> Region<'_>;
-    fn getrf(a: &mut [Self], n: usize, bs: usize) -> Region<'_>;
 }
 
 impl Batched for f64 {
     const NAME: &'static str = "f64";
-    fn gemm<'a>(
-        s: ShapeArg,
+    fn region<'a>(
         c: &'a mut [f64],
         a: &'a [f64],
         b: &'a [f64],
         beta: f64,
-        n: usize,
+        op: u32,
+        count: usize,
         bs: usize,
     ) -> Region<'a> {
-        match s {
-            ShapeArg::M8n8k4 => batch::gemm_batch_f64_m8n8k4(c, a, b, beta, n, bs),
-            ShapeArg::M16n8k4 => batch::gemm_batch_f64_m16n8k4(c, a, b, beta, n, bs),
-            ShapeArg::M16n8k8 => batch::gemm_batch_f64_m16n8k8(c, a, b, beta, n, bs),
-            ShapeArg::M16n8k16 => batch::gemm_batch_f64_m16n8k16(c, a, b, beta, n, bs),
-            ShapeArg::Default | ShapeArg::Tf32 => batch::gemm_batch_f64(c, a, b, beta, n, bs),
-        }
-    }
-    fn syrk<'a>(c: &'a mut [f64], a: &'a [f64], n: usize, bs: usize) -> Region<'a> {
-        batch::syrk_batch_f64(c, a, n, bs)
-    }
-    fn trsm<'a>(b: &'a mut [f64], l: &'a [f64], n: usize, bs: usize) -> Region<'a> {
-        batch::trsm_batch_f64(b, l, n, bs)
-    }
-    fn potrf(a: &mut [f64], n: usize, bs: usize) -> Region<'_> {
-        batch::potrf_batch_f64(a, n, bs)
-    }
-    fn getrf(a: &mut [f64], n: usize, bs: usize) -> Region<'_> {
-        batch::getrf_batch_f64(a, n, bs)
+        batch::batch_f64(c, a, b, beta, op, count, bs)
     }
 }
 
 impl Batched for f32 {
     const NAME: &'static str = "f32";
-    fn gemm<'a>(
-        s: ShapeArg,
+    fn region<'a>(
         c: &'a mut [f32],
         a: &'a [f32],
         b: &'a [f32],
         beta: f32,
-        n: usize,
+        op: u32,
+        count: usize,
         bs: usize,
     ) -> Region<'a> {
-        match s {
-            ShapeArg::Tf32 => batch::gemm_batch_tf32(c, a, b, beta, n, bs),
-            _ => batch::gemm_batch_f32(c, a, b, beta, n, bs),
-        }
+        batch::batch_f32(c, a, b, beta, op, count, bs)
     }
-    fn syrk<'a>(c: &'a mut [f32], a: &'a [f32], n: usize, bs: usize) -> Region<'a> {
-        batch::syrk_batch_f32(c, a, n, bs)
-    }
-    fn trsm<'a>(b: &'a mut [f32], l: &'a [f32], n: usize, bs: usize) -> Region<'a> {
-        batch::trsm_batch_f32(b, l, n, bs)
-    }
-    fn potrf(a: &mut [f32], n: usize, bs: usize) -> Region<'_> {
-        batch::potrf_batch_f32(a, n, bs)
-    }
-    fn getrf(a: &mut [f32], n: usize, bs: usize) -> Region<'_> {
-        batch::getrf_batch_f32(a, n, bs)
+}
+
+/// The batch operation of the options.
+fn operation(cli: &Cli) -> u32 {
+    use batch::op;
+    match (cli.op, cli.shape) {
+        (OpArg::Gemm, ShapeArg::M8n8k4) => op::GEMM_M8N8K4,
+        (OpArg::Gemm, ShapeArg::M16n8k4) => op::GEMM_M16N8K4,
+        (OpArg::Gemm, ShapeArg::M16n8k16) => op::GEMM_M16N8K16,
+        (OpArg::Gemm, ShapeArg::Kc16) => op::GEMM_KC16,
+        (OpArg::Gemm, ShapeArg::Tf32) => op::GEMM_TF32,
+        (OpArg::Gemm, ShapeArg::Default | ShapeArg::M16n8k8) => op::GEMM,
+        (OpArg::Syrk, _) => op::SYRK,
+        (OpArg::Trsm, _) => op::TRSM,
+        (OpArg::Potrf, _) => op::POTRF,
+        (OpArg::Getrf, _) => op::GETRF,
     }
 }
 
@@ -290,13 +273,7 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
     let mut times = Vec::with_capacity(cli.reps);
     for rep in 0..=cli.reps {
         out.copy_from_slice(&made);
-        let region = match cli.op {
-            OpArg::Gemm => T::gemm(cli.shape, &mut out, &a, &b, beta, count, bs),
-            OpArg::Syrk => T::syrk(&mut out, &a, count, bs),
-            OpArg::Trsm => T::trsm(&mut out, &a, count, bs),
-            OpArg::Potrf => T::potrf(&mut out, count, bs),
-            OpArg::Getrf => T::getrf(&mut out, count, bs),
-        };
+        let region = T::region(&mut out, &a, &b, beta, operation(cli), count, bs);
         let report = cli
             .run
             .apply(region.shared_bytes(cli.shared_bytes))
