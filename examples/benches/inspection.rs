@@ -1,7 +1,7 @@
-//! Inspection of the real workload regions: each example workload at its default size, the tiled
-//! LU of `taskweave_kernels::lu` at N = 4096 in 64 × 64 tiles (89,440 tasks) and at 144 × 144
-//! tiles (1,005,720 tasks), and a tiled Cholesky at N = 4096 in 64 × 64 tiles (45,760 tasks),
-//! whose region is defined here with the tile library's task shapes.
+//! Inspection of the real workload regions: each example workload at its default size, and the
+//! tile library's f64 LU (`taskweave_kernels::lu`) at N = 4096 in 64 × 64 tiles (89,440 tasks)
+//! and at 144 × 144 tiles of 16 (1,005,720 tasks), and Cholesky (`taskweave_kernels::cholesky`)
+//! at N = 4096 in 64 × 64 tiles (45,760 tasks).
 //!
 //! Each region is inspected through [`Region::inspect`](taskweave::Region::inspect): running its
 //! body, recording the ranges, tracking the dependences and building the CSR, as a run does. Two
@@ -21,65 +21,13 @@ use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use taskweave::Error;
 use taskweave::inspect::Inspection;
-use taskweave::{Error, task, task_region};
 use taskweave_host::graph::{THREADS_VAR, list_schedule};
-use taskweave_kernels::lu;
+use taskweave_kernels::{cholesky, lu};
 
 /// Workers of the static plan.
 const PLAN_WORKERS: u32 = 528;
-
-/// The element range of tile `(i, j)` of a tile-major matrix of `nb × nb` tiles of `bs × bs`.
-const fn tile(i: usize, j: usize, nb: usize, bs: usize) -> core::ops::Range<usize> {
-    let start = (i * nb + j) * bs * bs;
-    start..start + bs * bs
-}
-
-/// Factors diagonal tile `k`.
-#[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
-fn potrf(a: &mut [f64], k: usize, nb: usize, bs: usize) {
-    let _ = (a, k, nb, bs);
-}
-
-/// Solves tile `(i, k)` against the factored diagonal tile `k`.
-#[task(reads = [a[tile(k, k, nb, bs)], a[tile(i, k, nb, bs)]], writes = a[tile(i, k, nb, bs)])]
-fn trsm(a: &mut [f64], k: usize, i: usize, nb: usize, bs: usize) {
-    let _ = (a, k, i, nb, bs);
-}
-
-/// Updates diagonal tile `i` with tile `(i, k)`.
-#[task(reads = [a[tile(i, k, nb, bs)], a[tile(i, i, nb, bs)]], writes = a[tile(i, i, nb, bs)])]
-fn syrk(a: &mut [f64], k: usize, i: usize, nb: usize, bs: usize) {
-    let _ = (a, k, i, nb, bs);
-}
-
-/// Updates tile `(i, j)` with tiles `(i, k)` and `(j, k)`.
-#[task(
-    reads = [a[tile(i, k, nb, bs)], a[tile(j, k, nb, bs)], a[tile(i, j, nb, bs)]],
-    writes = a[tile(i, j, nb, bs)]
-)]
-#[allow(clippy::too_many_arguments)]
-fn gemm(a: &mut [f64], k: usize, i: usize, j: usize, nb: usize, bs: usize) {
-    let _ = (a, k, i, j, nb, bs);
-}
-
-task_region! {
-    /// Right-looking tiled Cholesky of the lower triangle of `a`.
-    fn cholesky(a: &mut [f64], nb: usize, bs: usize) {
-        for k in 0..nb {
-            spawn!(potrf(a, k, nb, bs));
-            for i in k + 1..nb {
-                spawn!(trsm(a, k, i, nb, bs));
-            }
-            for i in k + 1..nb {
-                spawn!(syrk(a, k, i, nb, bs));
-                for j in k + 1..i {
-                    spawn!(gemm(a, k, i, j, nb, bs));
-                }
-            }
-        }
-    }
-}
 
 /// A region to inspect: its name and a function that inspects it once, returning the inspection
 /// and the CPU time the calling thread spent in it (making the inputs left out).
@@ -122,13 +70,13 @@ fn cases() -> Vec<Case> {
         })
         .collect();
     // The matrices are made on first use, in the child that inspects them.
-    for (nb, bs) in [(64, 64), (144, 8)] {
+    for (nb, bs) in [(64, 64), (144, 16)] {
         let mut a = Vec::new();
         cases.push(Case {
             name: format!("LU {nb}x{nb} tiles"),
             inspect: Box::new(move || {
-                a.resize(nb * nb * bs * bs, 0f32);
-                timed(lu::lu(&mut a, nb, bs))
+                a.resize(nb * nb * bs * bs, 0f64);
+                timed(lu::lu_f64(&mut a, nb, bs))
             }),
         });
     }
@@ -138,7 +86,7 @@ fn cases() -> Vec<Case> {
         name: format!("Cholesky {nb}x{nb} tiles"),
         inspect: Box::new(move || {
             a.resize(nb * nb * bs * bs, 0f64);
-            timed(cholesky(&mut a, nb, bs))
+            timed(cholesky::cholesky_f64(&mut a, nb, bs))
         }),
     });
     cases

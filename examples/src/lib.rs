@@ -154,7 +154,9 @@ pub fn run_main(
 
 pub mod bench;
 pub mod calls;
+pub mod factor;
 pub mod faults;
+pub mod linalg;
 pub mod mutation;
 pub mod plots;
 pub mod vendor;
