@@ -41,9 +41,10 @@ pub static CODE: taskweave::gpu::Code = taskweave::gpu::Code {
 mod tests {
     /// Every region embeds the crate's PTX through one static, not a constant of its own: this
     /// test binary calls regions of three modules (three codegen units in a debug build), yet
-    /// holds the PTX twice only, once for them and once for the static [`crate::PTX`] (a `const`
-    /// would be copied into each codegen unit that reads it, as the regions' constants were: the
-    /// `bench` binary held 8 copies, 98.9 MB against 31.1 MB).
+    /// holds the PTX at most twice, once for them and once for the static [`crate::PTX`] (the
+    /// linker may merge the two into one; a `const` would be copied into each codegen unit that
+    /// reads it, as the regions' constants were: the `bench` binary held 8 copies, 98.9 MB
+    /// against 31.1 MB).
     #[test]
     fn the_ptx_is_embedded_once_for_all_regions() {
         let rt = taskweave::Runtime::cpu();
@@ -61,6 +62,9 @@ mod tests {
             .windows(needle.len())
             .filter(|w| w[0] == needle[0] && *w == needle)
             .count();
-        assert_eq!(copies, 2, "copies of the PTX in this binary");
+        assert!(
+            (1..=2).contains(&copies),
+            "{copies} copies of the PTX in this binary, expected one or two"
+        );
     }
 }
