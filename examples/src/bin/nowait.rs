@@ -214,11 +214,10 @@ fn compare(what: &str, got: &[f64], want: &[f64]) -> Result<(), String> {
             want.len()
         ));
     }
-    match got
-        .iter()
-        .zip(want)
-        .position(|(g, w)| !((g - w).abs() <= TOLERANCE * w.abs().max(1.0)))
-    {
+    match got.iter().zip(want).position(|(g, w)| {
+        let d = (g - w).abs();
+        d.is_nan() || d > TOLERANCE * w.abs().max(1.0)
+    }) {
         None => Ok(()),
         Some(i) => Err(format!("{what}[{i}] is {}, expected {}", got[i], want[i])),
     }
