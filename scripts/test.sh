@@ -17,3 +17,4 @@ cargo test --workspace
 scripts/loom.sh
 scripts/miri.sh
 scripts/check-ptx.sh
+python3 scripts/check-results.py
