@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the tests that exercise the workspace's `unsafe` code under Miri (about 6 minutes on 2
-# cores from a clean clone, of which about 3 build Miri's sysroot and the example kernels' device
-# build; about 2 minutes warm):
+# Runs the tests that exercise the workspace's `unsafe` code under Miri (3 min 47 s of CPU, 12
+# minutes wall on a shared 2-core machine, with a cold target/miri for the tests and examples
+# crates: the examples crate's first Miri build includes the example kernels' device build):
 #   A. taskweave-device: views, the block's shared scratch, scalars, both level-by-level entry
 #      points on host threads (every unit test);
 #   B. taskweave-host: the CPU backend on a hand-built region, the recorder's limits, the GPU
