@@ -156,4 +156,5 @@ pub mod bench;
 pub mod faults;
 pub mod mutation;
 pub mod plots;
+pub mod vendor;
 pub mod workloads;
