@@ -112,6 +112,13 @@
 #| examples/kernels/src/selfcheck.rs | selfcheck_atomics | 2 | not: nvptx64 (self-check kernels)
 #| examples/kernels/src/selfcheck.rs | selfcheck_panic | 3 | not: nvptx64 (self-check kernels)
 #| examples/src/bin/selfcheck.rs | run | 8 | not: driver (launches the self-check kernels)
+#| examples/src/vendor.rs | new | 1 | not: driver (probes for the cuBLAS and cuSOLVER libraries with dlopen)
+#| examples/src/vendor.rs | potrf_buffer | 3 | not: driver (cuSOLVER through cudarc)
+#| examples/src/vendor.rs | potrf | 5 | not: driver (cuSOLVER through cudarc)
+#| examples/src/vendor.rs | getrf_buffer | 3 | not: driver (cuSOLVER through cudarc)
+#| examples/src/vendor.rs | getrf_nopiv | 5 | not: driver (cuSOLVER through cudarc)
+#| examples/src/vendor.rs | gemm_strided_batched | 1 | not: driver (cuBLAS through cudarc)
+#| examples/src/vendor.rs | gemm | 1 | not: driver (cuBLAS through cudarc)
 #| host/src/cpu.rs | execute | 3 | miri: B, C
 #| host/src/cpu.rs | run | 1 | miri: B (the test's dispatch)
 #| host/src/gpu/graph.rs | impl Send for Cached | 1 | not: driver (a CUDA graph)
@@ -139,7 +146,8 @@
 #| host/src/resident.rs | download | 1 | not: driver (the device-to-host copy)
 #| host/src/submit.rs | impl Send for Job | 1 | miri: C (jobs handed to the helper threads)
 #| host/src/submit.rs | finish | 2 | miri: C
-#| macros/src/expand/region.rs | kernels | 6 | not: nvptx64 (the `extern "ptx-kernel"` entry points the macro emits)
+#| macros/src/expand/kernels.rs | entries | 6 | not: nvptx64 (the `extern "ptx-kernel"` entry points the macro emits)
+#| macros/src/expand/kernels.rs | code | 2 | miri: D (emitted into every region of a crate with a device build: the `extern` static holding the crate's PTX and cubin, and its read)
 #| macros/src/expand/task.rs | generate | 4 | miri: C, D (emitted into every task's dispatch: scalar words, array slots, views, and the call of an `unsafe fn` task, tests/unsafe_task.rs)
 #| tests/pass/scalar-kinds.rs | bump | 1 | not: a trybuild case, compiled and run natively by tests/compiletest.rs (its dispatch is the same code as tests/unsafe_task.rs's)
 #| tests/ui/raw-pointer-scalar.rs | set | 1 | not: a compile-fail case: it never runs
