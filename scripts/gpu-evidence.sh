@@ -14,8 +14,9 @@
 #   (here)          scripts/stage-gpu.sh stage sweep faults selfcheck soak
 #   (GPU machine)   scripts/gpu-evidence.sh stage OUT [PART...]
 #       PART: memcheck, racecheck, synccheck, faults, other (default: all five, in that order).
-#       Expected about 5 minutes on an H100 for all five; split the parts over two calls if a
-#       call has less time (every part writes its own files, and README.md lists what OUT holds).
+#       Not yet timed on a GPU (each step prints its seconds). To stay within ten-minute calls, run
+#       `memcheck synccheck` in one and `racecheck faults other` in another, into the same OUT:
+#       every part writes its own files, and README.md lists all that OUT holds.
 #   Then commit OUT as bench/results/gpu-evidence-h100/ and cite it from RELIABILITY.md.
 #
 # compute-sanitizer comes from COMPUTE_SANITIZER, else PATH, else /usr/local/cuda/bin.
