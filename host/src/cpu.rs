@@ -364,6 +364,7 @@ mod tests {
             ptx: None,
             cubin: &[],
             kinds: &["bump", "fail"],
+            args: &[],
             dispatch: &Bump,
             location: Location::caller(),
         });

@@ -34,6 +34,8 @@ pub struct RegionMeta {
     pub cubin: &'static [u8],
     /// Its task functions, by kind.
     pub kinds: &'static [&'static str],
+    /// How each kind's argument words print in errors (`#[task]`'s `ARGS`), by kind.
+    pub args: &'static [&'static [crate::inspect::Arg]],
     /// Its table from kind to body.
     pub dispatch: &'static dyn Dispatch,
     /// Where the region was called.
@@ -461,7 +463,8 @@ impl<'a> Region<'a> {
     fn inspect_body(&mut self) -> Result<Inspection, Error> {
         let start = Instant::now();
         let arrays = self.arrays.iter().map(|b| b.info).collect();
-        let mut recorder = Recorder::new(self.meta.name, self.meta.kinds, arrays);
+        let mut recorder =
+            Recorder::new(self.meta.name, self.meta.kinds, arrays).with_args(self.meta.args);
         if self.options.policy == Policy::Affinity {
             recorder = recorder.with_ranges();
         }
