@@ -267,7 +267,11 @@ where
             if n % bs != 0 {
                 return Err(format!("--bs {bs} does not divide n = {n}").into());
             }
-            let case = Case { which, nb: n / bs, bs };
+            let case = Case {
+                which,
+                nb: n / bs,
+                bs,
+            };
             let a: Vec<T> = case.matrix();
             let cols = linalg::column_major(&a, case.nb, case.bs);
             let (v, factor) = linalg::vendor_case(vendor, &case, &cols, cli.reps)?;
@@ -282,8 +286,17 @@ where
                 tflops(flops, v.kernel),
             );
             for variant in variants {
-                let t = linalg::dsl_case(runtime, &case, variant, cli.shared_bytes, &a, &factor, cli.reps)?;
-                let close = t.vs_vendor <= 1000.0 * n as f64 * <T as taskweave::tile::Element>::EPSILON;
+                let t = linalg::dsl_case(
+                    runtime,
+                    &case,
+                    variant,
+                    cli.shared_bytes,
+                    &a,
+                    &factor,
+                    cli.reps,
+                )?;
+                let close =
+                    t.vs_vendor <= 1000.0 * n as f64 * <T as taskweave::tile::Element>::EPSILON;
                 let pass = t.check.passed() && close;
                 ok &= pass;
                 println!(
@@ -336,12 +349,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             ok &= match precision.as_str() {
                 "f64" => dsl::<f64>(&runtime, &vendor, &cli, &variants)?,
                 "f32" => dsl::<f32>(&runtime, &vendor, &cli, &variants)?,
-                other => return Err(format!("unknown precision `{other}`: expected f64 or f32").into()),
+                other => {
+                    return Err(format!("unknown precision `{other}`: expected f64 or f32").into());
+                }
             };
         }
     }
     if !cli.vendor {
-        return if ok { Ok(()) } else { Err("a result failed its check".into()) };
+        return if ok {
+            Ok(())
+        } else {
+            Err("a result failed its check".into())
+        };
     }
     println!("| case | N | kernel ms | wall ms | TFLOP/s | residual | check |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
