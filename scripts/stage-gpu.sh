@@ -6,7 +6,7 @@
 #   scripts/stage-gpu.sh stage-main # the same into ./stage-main (also ignored), e.g. for an A/B
 #   scripts/stage-gpu.sh stage-main tile_bench   # only the named binaries (a stage of all ten
 #                                                # binaries is about 70 MB)
-#   (on the GPU machine) stage/run.sh selfcheck
+#   (on the GPU machine) stage/run.sh selfcheck     # prints date, device and command first
 #   (on the GPU machine) stage/run.sh lu --nb 15 --bs 32
 #
 # The binaries load libcuda at run time, so they need nothing else there.
@@ -46,11 +46,18 @@ done
 cp target/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx "$stage/ptx/"
 cat > "$stage/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs one staged binary: stage/run.sh NAME [ARGS...]. Prints the device, the date and the command first.
+# Runs one staged binary: stage/run.sh NAME [ARGS...]. Prints the header of bench/results/README.md
+# first: the date, the device and the command.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 name="$1"; shift
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)
+device="no nvidia-smi"
+if [ -n "$gpu" ]; then
+    device="${gpu/, /, driver }"
+fi
+echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "# device: $device"
 echo "# command: $name $*"
 exec "$here/bin/$name" "$@"
 RUN

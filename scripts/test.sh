@@ -18,3 +18,4 @@ scripts/quickstart.sh
 scripts/loom.sh
 scripts/miri.sh
 scripts/check-ptx.sh
+python3 scripts/check-results.py

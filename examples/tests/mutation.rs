@@ -12,7 +12,8 @@
 //!   mutated region in well under a second); LU-D runs the benchmark's own DAG of 15 × 15 tiles,
 //!   with tiles of 16 instead of 32.
 //! - The other example regions (the scheduler benchmark's DAGs, the `nowait` regions, the fault
-//!   regions), every mutation.
+//!   regions, the two regions called `step`), every mutation. Not `nw::nw_odd_tiles`: a timing
+//!   region of independent tiles that read tiles nobody writes, whose output has no reference.
 //!
 //! `sampled_mutations_at_the_benchmark_sizes` (ignored: minutes) does the same at the benchmark
 //! sizes themselves: `cargo test --release -p taskweave-examples --test mutation -- --ignored`.
@@ -21,7 +22,7 @@ use taskweave::inspect::Inspection;
 use taskweave::{DeviceArray, Region, Runtime};
 use taskweave_examples::mutation::{self, Mutation, Report, Subject};
 use taskweave_examples::workloads::*;
-use taskweave_kernels::{dags, faults, nowait};
+use taskweave_kernels::{dags, faults, nowait, same_name};
 
 /// The test sizes of `workloads.rs`.
 fn small() -> Vec<Box<dyn Workload>> {
@@ -320,6 +321,20 @@ fn every_mutation_of_the_other_example_regions_fails_their_checks() {
             fill: 5,
             region: |x| faults::faulty(x, 0, 0, 0),
             check: |x| x[..x.len() - 1].iter().all(|&v| v == 6) && x[x.len() - 1] == 5,
+        }),
+        Box::new(Plain {
+            label: "same_name::add::step",
+            data: vec![0; 8],
+            fill: 3,
+            region: same_name::add::step,
+            check: |x| x.iter().all(|&v| v == 4),
+        }),
+        Box::new(Plain {
+            label: "same_name::double::step",
+            data: vec![0; 8],
+            fill: 3,
+            region: same_name::double::step,
+            check: |x| x.iter().all(|&v| v == 6),
         }),
         Box::new(Plain {
             label: "faults::touch_all",
