@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::EdgeKind;
-use super::tracker::EdgeSink;
+use super::sink::EdgeSink;
 
 /// "No task" / "empty list" marker.
 pub(super) const NONE: u32 = u32::MAX;

@@ -60,14 +60,15 @@ mod dag;
 mod export;
 mod interval;
 pub mod oracle;
-mod plan;
 #[cfg(test)]
 mod proptests;
+mod schedule;
+mod sink;
 mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
-pub use plan::{Plan, list_schedule};
+pub use schedule::{Schedule, list_schedule};
 pub use tracker::{DepTracker, MAX_EDGES};
 
 /// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`

@@ -1,0 +1,413 @@
+//! The `cpu` backend: the device crate's scheduler core on OS threads.
+//!
+//! 1. The same tables as on the GPU are built in host memory: task table, CSR, dependence counters,
+//!    queues, counters ([`Tables`]).
+//! 2. Each worker is a group of `cpu_lanes` threads that together emulate one block; every lane runs
+//!    [`run_worker`] exactly as a GPU thread does, with the region's dispatch table wrapped so that a
+//!    panicking task is caught, recorded and turned into an abort.
+//! 3. The calling thread is the watchdog: when no task completes for the region's watchdog timeout
+//!    it raises the abort flag and reports the tasks the workers were running.
+//! 4. On any error the region's writable arrays are restored from a snapshot, so the host data is
+//!    as it was before the run.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
+use taskweave_device::arch::host::{Lane, LaneGroup, enter_lane};
+use taskweave_device::sched::{Dispatch, WorkerView, command, run_worker, words};
+use taskweave_device::{Block, shared};
+
+use crate::call::Call;
+use crate::error::Error;
+use crate::options::Backend;
+use crate::report::Report;
+use crate::sm::SmLayout;
+use crate::tables::Tables;
+
+/// The default worker count: the host's available parallelism.
+pub fn default_workers() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// A task failure caught on a lane.
+struct Caught {
+    task: u32,
+    message: String,
+}
+
+/// The region's dispatch table, made panic-safe for one worker.
+struct Catching<'a> {
+    inner: &'a dyn Dispatch,
+    failure: &'a Mutex<Option<Caught>>,
+    abort: &'a AtomicU32,
+    words: &'a [taskweave_device::atomic::AtomicU32],
+    group: Option<&'a LaneGroup>,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
+}
+
+std::thread_local! {
+    /// Set while this thread runs a task body: its panics are reported as errors, not printed.
+    static IN_TASK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays silent for panics inside task bodies (they become
+/// [`Error::TaskPanicked`]) and defers to the previous hook for every other panic.
+fn silence_task_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_TASK.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+impl Dispatch for Catching<'_> {
+    fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool) {
+        IN_TASK.with(|t| t.set(true));
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            self.inner.run(block, kind, args, arrays, checked)
+        }));
+        IN_TASK.with(|t| t.set(false));
+        let Err(payload) = result else { return };
+        let mut failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if failure.is_none() {
+            *failure = Some(Caught {
+                task: block.task(),
+                message: panic_message(&*payload),
+            });
+        }
+        drop(failure);
+        self.abort.store(1, Ordering::Release);
+        // With several lanes, leave the block for good, as a GPU thread that exits does: the other
+        // lanes stop waiting for us and, seeing ABORT, leave their loop too.
+        if let Some(group) = self.group {
+            self.words[words::CURRENT].store(
+                command::ABORT,
+                taskweave_device::atomic::Scope::Block,
+                taskweave_device::atomic::Ordering::Relaxed,
+            );
+            group.retire();
+            std::panic::resume_unwind(payload);
+        }
+    }
+}
+
+/// Runs the call's DAG on `workers` threads (or, with SM-aware workers, on `workers_per_sm`
+/// threads for each SM of the set, each of the `workers` threads counting as one SM).
+pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, Error> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let inspection = call.plan.inspection();
+    if let Some(b) = call.arrays.iter().find(|b| b.device.is_some()) {
+        return Err(Error::ArrayElsewhere {
+            region: meta.name,
+            array: b.info.name,
+            detail: "is resident on a GPU, which the CPU backend cannot reach: upload it with the CPU runtime",
+        });
+    }
+    // No SMs here: each worker thread the runtime would start stands for one, with no limit on
+    // the workers sharing it.
+    let sms = SmLayout::resolve(meta.name, options, workers, None, |_| 1)?;
+    let workers = match &sms {
+        Some(layout) => layout.workers(),
+        None => options.workers.unwrap_or(workers).max(1),
+    };
+    let lanes = options.cpu_lanes.max(1);
+    let n = inspection.task_count();
+    let arrays: Vec<ArrayDesc> = call
+        .arrays
+        .iter()
+        .map(|b| ArrayDesc {
+            ptr: b.ptr as u64,
+            len: b.info.len as u64,
+        })
+        .collect();
+    let snapshot: Vec<(usize, Vec<u8>)> = call
+        .arrays
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.info.writable)
+        .map(|(i, b)| (i, b.bytes().to_vec()))
+        .collect();
+    let restore = || {
+        for (i, bytes) in &snapshot {
+            // SAFETY: the array is writable and every worker has been joined.
+            unsafe { call.arrays[*i].write(bytes) };
+        }
+    };
+
+    let mut tables = Tables::new(inspection, workers, options.policy);
+    let mut trace = vec![TraceRecord::default(); if options.trace { n } else { 0 }];
+    let mut stats = vec![WorkerStats::default(); workers as usize];
+    let abort = AtomicU32::new(0);
+    let current: Vec<AtomicU32> = (0..workers).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let desc = RegionDesc {
+        arrays: arrays.as_ptr() as u64,
+        abort: abort.as_ptr() as u64,
+        stats: stats.as_mut_ptr() as u64,
+        current: current.as_ptr() as u64,
+        trace: if options.trace {
+            trace.as_mut_ptr() as u64
+        } else {
+            0
+        },
+        ..tables.desc(options.desc(workers, arrays.len()))
+    };
+    silence_task_panics();
+    let failure = Mutex::new(None);
+    let mut running = Vec::new();
+    let block_words: Vec<Vec<taskweave_device::atomic::AtomicU32>> = (0..workers)
+        .map(|_| {
+            (0..shared::RUNTIME_WORDS)
+                .map(|_| taskweave_device::atomic::AtomicU32::new(0))
+                .collect()
+        })
+        .collect();
+    let mut scratch: Vec<Vec<u128>> = (0..workers)
+        .map(|_| vec![0u128; options.shared_bytes.div_ceil(16) as usize])
+        .collect();
+    let start = Instant::now();
+    let mut stalled = None;
+    if n > 0 {
+        // SAFETY: every table `desc` points to lives until the scope below has joined all workers.
+        let rt = unsafe { WorkerView::from_desc(&desc) };
+        std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for (worker, (block_words, scratch)) in
+                block_words.iter().zip(scratch.iter_mut()).enumerate()
+            {
+                let worker = worker as u32;
+                let sm = sms
+                    .as_ref()
+                    .map_or(worker % default_workers(), |l| l.sm_of(worker));
+                let group = (lanes > 1).then(|| LaneGroup::new(lanes));
+                let block_words = block_words.as_slice();
+                // Shared by the worker's lanes, as a block's shared memory is.
+                let scratch = scratch.as_mut_ptr() as usize;
+                for lane in 0..lanes {
+                    let group = group.clone();
+                    let rt = &rt;
+                    let failure = &failure;
+                    let abort = &abort;
+                    let dispatch = meta.dispatch;
+                    let bytes = options.shared_bytes as usize;
+                    handles.push(scope.spawn(move || {
+                        enter_lane(Lane {
+                            thread: lane,
+                            block_dim: lanes,
+                            block: worker,
+                            grid_dim: workers,
+                            sm,
+                            group: group.clone(),
+                        });
+                        let catching = Catching {
+                            inner: dispatch,
+                            failure,
+                            abort,
+                            words: block_words,
+                            group: group.as_deref(),
+                        };
+                        // SAFETY: `block_words` and `scratch` belong to this worker's lanes alone.
+                        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+                            run_worker(
+                                rt,
+                                worker,
+                                block_words,
+                                scratch as *mut u8,
+                                bytes,
+                                &catching,
+                            )
+                        }));
+                    }));
+                }
+            }
+            stalled = watch(&tables, &abort, &handles, options.watchdog);
+            if let Some(waited) = stalled {
+                running = current
+                    .iter()
+                    .map(|c| c.load(Ordering::Relaxed))
+                    .filter(|&t| (t as usize) < n)
+                    .collect();
+                let names: Vec<String> = running
+                    .iter()
+                    .map(|&t| inspection.task_ref(t).to_string())
+                    .collect();
+                // A CPU task cannot be interrupted: say what we wait for instead of hanging mutely.
+                eprintln!(
+                    "taskweave: region `{}` stalled for {waited:?}; aborted, waiting for running tasks to return: {}",
+                    inspection.region,
+                    names.join("; ")
+                );
+            }
+        });
+    }
+    let execute_time = start.elapsed();
+
+    if let Some(caught) = failure
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        restore();
+        return Err(Error::TaskPanicked {
+            task: inspection.task_ref(caught.task),
+            message: caught.message,
+            restored: true,
+        });
+    }
+    if let Some(waited) = stalled {
+        restore();
+        return Err(Error::Stalled {
+            region: inspection.region,
+            waited,
+            unfinished: n - tables.completed() as usize,
+            tasks: n,
+            first: running
+                .into_iter()
+                .take(8)
+                .map(|t| inspection.task_ref(t))
+                .collect(),
+        });
+    }
+    Ok(Report::new(
+        call,
+        Backend::Cpu,
+        workers,
+        lanes,
+        Duration::ZERO,
+        execute_time,
+        stats,
+        options.trace.then_some(trace),
+    ))
+}
+
+/// Waits for the workers, raising the abort flag when no task completes for `timeout`. Returns how
+/// long it waited when it had to abort.
+fn watch<T>(
+    tables: &Tables,
+    abort: &AtomicU32,
+    handles: &[std::thread::ScopedJoinHandle<'_, T>],
+    timeout: Duration,
+) -> Option<Duration> {
+    let mut last = tables.completed();
+    let mut since = Instant::now();
+    let mut tick = Duration::from_micros(50);
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(tick);
+        tick = (tick * 2).min(Duration::from_millis(5));
+        let now = tables.completed();
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() > timeout && abort.load(Ordering::Relaxed) == 0 {
+            abort.store(1, Ordering::Release);
+            return Some(since.elapsed());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    //! The CPU backend on a hand-built region, small enough for Miri to check every pointer the
+    //! backend hands its workers: the tables behind the descriptor, the per-worker words and scratch,
+    //! the arrays, and the snapshot it restores after a failure.
+
+    use std::panic::Location;
+
+    use taskweave_device::Block;
+    use taskweave_device::abi::ArrayDesc;
+    use taskweave_device::sched::Dispatch;
+
+    use crate::error::Error;
+    use crate::inspect::Access;
+    use crate::meta::RegionMeta;
+    use crate::region::Region;
+    use crate::report::Report;
+    use crate::runtime::Runtime;
+
+    /// Kind 0 adds 1 to `x[lo..hi]` (argument words: slot, lo, hi); kind 1 panics.
+    struct Bump;
+
+    impl Dispatch for Bump {
+        fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], _: bool) {
+            assert_eq!(kind, 0, "kind 1 fails on purpose");
+            let x = arrays[args[0] as usize].ptr as *mut u32;
+            block.par_for(args[1] as usize..args[2] as usize, |i| {
+                // SAFETY: `i` lies in the task's declared range, which inspection checked against
+                // the array; the block's lanes take distinct `i`.
+                unsafe { *x.add(i) += 1 };
+            });
+        }
+    }
+
+    /// One task per `(kind, lo, hi)` of `tasks` over `data[lo..hi]`, on 2 workers of 2 lanes.
+    fn run(data: &mut [u32], tasks: &'static [(u32, u64, u64)]) -> Result<Report, Error> {
+        let mut region = Region::new(RegionMeta {
+            name: "bumps",
+            kernel: "taskweave_region_bumps",
+            ptx: None,
+            cubin: &[],
+            kinds: &["bump", "fail"],
+            dispatch: &Bump,
+            location: Location::caller(),
+        });
+        let x = region.bind_mut(data, "x");
+        region
+            .body(move |rec| {
+                for &(kind, lo, hi) in tasks {
+                    let range = lo as usize..hi as usize;
+                    let access = |write| Access {
+                        slot: x.slot(),
+                        range: range.clone(),
+                        write,
+                        param: "x",
+                    };
+                    let words = [u64::from(x.slot()), lo, hi];
+                    rec.spawn(
+                        kind,
+                        Location::caller(),
+                        &words,
+                        &[access(false), access(true)],
+                    )?;
+                }
+                Ok(())
+            })
+            .cpu_lanes(2)
+            .run(&Runtime::cpu_with(2))
+    }
+
+    #[test]
+    fn overlapping_tasks_run_in_order_on_several_workers_and_lanes() {
+        let mut data = vec![0u32; 6];
+        let report =
+            run(&mut data, &[(0, 0, 4), (0, 2, 6), (0, 0, 1), (0, 5, 6)]).expect("the region runs");
+        assert_eq!((report.tasks, report.edges), (4, 3));
+        assert_eq!(data, [2, 1, 2, 2, 1, 2]);
+    }
+
+    #[test]
+    fn a_failed_task_restores_the_arrays() {
+        let mut data = vec![7u32; 4];
+        let error = run(&mut data, &[(0, 0, 4), (1, 0, 4)]).expect_err("task 1 fails");
+        assert!(
+            matches!(&error, Error::TaskPanicked { task, restored: true, .. } if task.index == 1),
+            "{error}"
+        );
+        assert_eq!(data, [7; 4]);
+    }
+}
