@@ -5,15 +5,16 @@ use std::time::Duration;
 
 use taskweave_device::abi::{TraceRecord, WorkerStats};
 
-use crate::region::Policy;
+use crate::call::Call;
+use crate::options::{Backend, Policy};
 
 /// The outcome of a successful region run.
 #[derive(Clone, Debug)]
 pub struct Report {
     /// The region's name.
     pub region: &'static str,
-    /// The backend that ran it (`persistent`, `cpu`).
-    pub backend: &'static str,
+    /// The backend that ran it.
+    pub backend: Backend,
     /// The scheduling policy.
     pub policy: Policy,
     /// Tasks run.
@@ -26,7 +27,8 @@ pub struct Report {
     pub workers: u32,
     /// Threads per task block (lanes on the CPU).
     pub threads: u32,
-    /// Inspection: running the body, dependence tracking, CSR.
+    /// Inspection: running the body, dependence tracking, CSR (zero for a run of a
+    /// [`Plan`](crate::Plan) that did not inspect again).
     pub inspect_time: Duration,
     /// Copies between host and device (zero on the CPU).
     pub transfer_time: Duration,
@@ -46,12 +48,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of a finished run of `region` whose DAG `ins` describes.
+    /// The report of a finished `call` on `backend`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        region: &crate::Region<'_>,
-        ins: &crate::inspect::Inspection,
-        backend: &'static str,
+        call: &Call<'_, '_>,
+        backend: Backend,
         workers: u32,
         threads: u32,
         transfer_time: Duration,
@@ -59,16 +60,18 @@ impl Report {
         worker_stats: Vec<WorkerStats>,
         trace: Option<Vec<TraceRecord>>,
     ) -> Self {
+        let plan = &*call.plan;
+        let ins = plan.inspection();
         Self {
-            region: region.meta.name,
+            region: plan.region(),
             backend,
-            policy: region.options.policy,
+            policy: plan.options().policy,
             tasks: ins.task_count(),
             edges: ins.dag.edge_count(),
-            critical_path: ins.dag.critical_path(),
+            critical_path: plan.critical_path(),
             workers,
             threads,
-            inspect_time: ins.time,
+            inspect_time: call.inspect_time,
             transfer_time,
             setup_time: Duration::ZERO,
             execute_time,

@@ -239,7 +239,7 @@ impl<T: Copy> DeviceArray<T> {
         let bytes = bytes_of(data);
         let padded = [0u8; 8];
         let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
-        let bytes = stream.clone_htod(bytes).map_err(crate::gpu::alloc_error(
+        let bytes = stream.clone_htod(bytes).map_err(Error::alloc(
             stream.context(),
             "uploading a device array",
             bytes.len(),

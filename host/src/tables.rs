@@ -10,7 +10,7 @@ use taskweave_device::sched::queue;
 
 use crate::graph::{Dag, list_schedule};
 use crate::inspect::Inspection;
-use crate::region::Policy;
+use crate::options::Policy;
 
 /// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32.
 #[repr(C, align(128))]
