@@ -161,6 +161,13 @@ pub enum Error {
         /// Where it is and where it would have to be.
         detail: &'static str,
     },
+    /// A cudarc allocation handed to [`Runtime::adopt`](crate::Runtime::adopt) that the runtime
+    /// cannot take: it belongs to another context, or the runtime is the CPU backend.
+    #[error("cannot adopt the CUDA array: {reason}")]
+    ForeignArray {
+        /// Why.
+        reason: String,
+    },
     /// There is no usable GPU or driver.
     #[error("no GPU: {reason}")]
     NoGpu {

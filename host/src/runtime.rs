@@ -2,12 +2,17 @@
 //!
 //! 1. [`Runtime::new`] takes the GPU when there is one and says why not otherwise, then falls back
 //!    to the CPU backend.
-//! 2. [`Runtime::gpu`] insists on the GPU; [`Runtime::cpu`] never touches it.
+//! 2. [`Runtime::gpu`] insists on the GPU; [`Runtime::cpu`] never touches it;
+//!    [`Runtime::on_stream`] runs regions on a cudarc stream the caller already has, in order with
+//!    the caller's own work on it, and [`Runtime::adopt`] takes the caller's [`CudaSlice`] as a
+//!    resident array.
 //! 3. [`Region::run`](crate::Region::run) and [`Plan::run`](crate::Plan::run) hand each call to
 //!    the runtime, which runs it on the backend the region names or its own (see the `backend`
 //!    module's table).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::backend::{self, Executor, default_cpu_workers};
 use crate::call::Call;
@@ -69,6 +74,59 @@ impl Runtime {
             fallback: None,
             helpers: OnceLock::new(),
         })
+    }
+
+    /// The persistent GPU backend on the device of `stream`, a cudarc stream the caller already
+    /// has: regions run with [`Region::run`](crate::Region::run) and plans go on that stream, in
+    /// order with the caller's own work on it (submitted regions run on helper streams of the
+    /// same context). The context's settings are left as the caller made them.
+    ///
+    /// ```no_run
+    /// # use taskweave_host::{Error, Runtime, gpu::cudarc::driver::CudaContext};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = CudaContext::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let rt = Runtime::on_stream(stream.clone())?;
+    /// let x = rt.adopt(stream.clone_htod(&[1.0f32; 1024])?)?; // the caller's data, no copy
+    /// // … regions on `&mut x`, cudarc kernels on `x.cuda_view_mut()`, all on `stream` …
+    /// let back = x.into_cuda().expect("no region holds it"); // the CudaSlice again
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<Self, Error> {
+        Ok(Self {
+            engine: Engine::Gpu(Box::new(Gpu::on_stream(stream)?)),
+            fallback: None,
+            helpers: OnceLock::new(),
+        })
+    }
+
+    /// `slice`, an allocation the caller made with cudarc on this runtime's GPU, as a resident
+    /// array, with no copy (see [`DeviceArray`]'s docs). Work queued on the slice's stream comes
+    /// first: nothing waits when it is the runtime's stream, and it is synchronized here when it
+    /// is another. A CPU runtime, or a slice of another context, is an
+    /// [`Error::ForeignArray`].
+    pub fn adopt<T: Copy>(&self, slice: CudaSlice<T>) -> Result<DeviceArray<T>, Error> {
+        let gpu = match &self.engine {
+            Engine::Gpu(gpu) => gpu,
+            Engine::Cpu { .. } => {
+                return Err(Error::ForeignArray {
+                    reason: "this runtime is the CPU backend, which cannot reach GPU memory"
+                        .to_owned(),
+                });
+            }
+        };
+        if slice.context().cu_ctx() != gpu.context().cu_ctx() {
+            return Err(Error::ForeignArray {
+                reason: format!(
+                    "the slice belongs to another CUDA context (device {}) than the runtime's \
+                     (device {})",
+                    slice.ordinal(),
+                    gpu.context().ordinal()
+                ),
+            });
+        }
+        DeviceArray::adopt(slice, gpu.stream())
     }
 
     /// The CPU backend with one worker per core.

@@ -6,8 +6,10 @@
 use std::time::Instant;
 
 use clap::Parser;
-use taskweave_host::gpu::cudarc::driver::{LaunchConfig, PushKernelArg};
+use taskweave::Runtime;
+use taskweave_host::gpu::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use taskweave_host::gpu::{Gpu, describe};
+use taskweave_kernels::dags::bump_resident;
 
 #[derive(Parser, Debug)]
 #[command(about = "Checks every call of the taskweave device layer on the GPU")]
@@ -300,6 +302,8 @@ fn run() -> Result<()> {
         );
     }
 
+    cudarc_interop(&mut checks)?;
+
     println!(
         "{} passed, {} failed",
         checks.total - checks.failed,
@@ -308,5 +312,48 @@ fn run() -> Result<()> {
     if checks.failed > 0 {
         return Err(format!("{} of {} checks failed", checks.failed, checks.total).into());
     }
+    Ok(())
+}
+
+/// A region on a cudarc stream and a `CudaSlice` the caller made: the caller's copies before and
+/// after the region are queued on the same stream with no synchronization in between, and the
+/// slice comes back with the region's result.
+fn cudarc_interop(checks: &mut Checks) -> Result<()> {
+    const N: usize = 4096;
+    let ctx = CudaContext::new(0)?;
+    let stream = ctx.new_stream()?;
+    let rt = Runtime::on_stream(stream.clone())?;
+    // The caller's data, uploaded by the caller; then its own work queued on its stream: the
+    // region must see 7, not 1, in every element.
+    let ones = stream.clone_htod(&vec![1u32; N])?;
+    let sevens = stream.clone_htod(&vec![7u32; N])?;
+    let mut x = rt.adopt(ones)?;
+    {
+        let mut view = x.cuda_view_mut().ok_or("an adopted array is on the GPU")?;
+        stream.memcpy_dtod(&sevens, &mut view)?;
+    }
+    let report = bump_resident(&mut x).run(&rt)?;
+    // The caller's work after the region, on the same stream: a copy into a slice of its own.
+    let mut after = stream.alloc_zeros::<u32>(N)?;
+    {
+        let view = x.cuda_view().ok_or("an adopted array is on the GPU")?;
+        stream.memcpy_dtod(&view, &mut after)?;
+    }
+    let seen = stream.clone_dtoh(&after)?;
+    let back = x
+        .into_cuda()
+        .map_err(|_| "the array is held by no region")?;
+    let returned = stream.clone_dtoh(&back)?;
+    checks.check(
+        "cudarc interop (a region on the caller's stream and CudaSlice)",
+        report.tasks == N && seen.iter().all(|&v| v == 8) && returned == seen,
+        format!(
+            "{} tasks; after the region the caller read {:?}.. (8 expected), the returned slice \
+             holds {:?}..",
+            report.tasks,
+            &seen[..4],
+            &returned[..4]
+        ),
+    );
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! `backend` module; this one knows nothing of regions or plans.
 //!
 //! 1. [`Gpu::new`] opens a device: it loads `libcuda` at run time, so a machine without a driver or
-//!    GPU gets [`Error::NoGpu`], never a panic or a link error.
+//!    GPU gets [`Error::NoGpu`], never a panic or a link error. [`Gpu::on_stream`] uses a stream
+//!    the caller already has (cudarc's [`CudaStream`]), so that regions run in order with the
+//!    caller's own work on it.
 //! 2. [`Gpu::module`] loads a kernels crate's module once and caches it: from the cubin the builder
 //!    assembled, when it has one for this GPU, else from the PTX, after checking that the PTX's
 //!    `.target` runs on this GPU.
@@ -103,6 +105,13 @@ impl Gpu {
             .new_stream()
             .map_err(Error::cuda("creating the region stream"))?;
         Self::open(ctx, stream)
+    }
+
+    /// A handle on the device of `stream`, a stream the caller already has: regions run on it, in
+    /// order with the caller's own work. The context's settings (cudarc's event tracking among
+    /// them) are left as the caller made them.
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<Self, Error> {
+        Self::open(stream.context().clone(), stream)
     }
 
     /// A handle on the device of `ctx` whose regions run on `stream`.
