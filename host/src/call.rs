@@ -149,6 +149,9 @@ pub(crate) struct Call<'p, 'a> {
     pub order: Option<&'p Order>,
     /// Time this call spent inspecting (zero when it reused the plan's DAG).
     pub inspect_time: Duration,
+    /// Whether the plan runs again after this call (a [`Plan::run`]), so that the backends keep
+    /// in it what a later run can reuse; a one-shot run keeps nothing.
+    pub reused: bool,
 }
 
 impl Call<'_, '_> {

@@ -1,7 +1,10 @@
 //! Plans: a region inspected once, to be run many times.
 //!
 //! 1. [`Region::plan`](crate::Region::plan) runs the region's control flow once and keeps what it
-//!    built: the task table, the DAG in CSR form with its ranks, and the options.
+//!    built: the task table, the DAG in CSR form with its ranks, and the options; from its first
+//!    run on, the backends keep their tables in it too: the persistent scheduler's tables stay
+//!    on the GPU, reset on the device before each run, and the CPU backend keeps its initial
+//!    queues and counters.
 //! 2. [`Plan::run`] runs it again on the arrays of a freshly called region of the same shapes,
 //!    without running that region's control flow: the caller vouches that the scalars which steer
 //!    it are the ones the plan was made with.
@@ -13,18 +16,19 @@
 //! of its shapes (ping-pong buffers, say). What it runs is always the DAG inspection built for its
 //! region; [`Plan::check_inspection`] is the comparison the verifying mode makes.
 
+use std::any::Any;
 use std::sync::OnceLock;
 
 use crate::error::Error;
 use crate::inspect::{ArrayInfo, Inspection};
 use crate::meta::RegionMeta;
-use crate::options::Options;
+use crate::options::{Backend, Options};
 
 /// The environment variable that turns plan verification on (`1`) or off (`0`) whatever the build.
 pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
 
-/// A region inspected once: its DAG and its options, ready to run again on new arrays of the
-/// same shapes. Made by [`Region::plan`](crate::Region::plan).
+/// A region inspected once: its DAG, its options and the backends' tables, ready to run again on
+/// new arrays of the same shapes. Made by [`Region::plan`](crate::Region::plan).
 ///
 /// ```no_run
 /// # use taskweave_host::{Error, Plan, Region, Runtime};
@@ -48,6 +52,8 @@ pub struct Plan {
     /// The DAG's widest level and its critical path, computed on first use.
     widest: OnceLock<usize>,
     critical_path: OnceLock<u32>,
+    /// What each backend keeps between runs, by [`Backend`]; only that backend knows its type.
+    caches: Vec<(Backend, Box<dyn Any + Send>)>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -81,6 +87,7 @@ impl Plan {
             verify: verify_by_default(),
             widest: OnceLock::new(),
             critical_path: OnceLock::new(),
+            caches: Vec::new(),
         }
     }
 
@@ -113,13 +120,14 @@ impl Plan {
     }
 
     /// Edits the inspected DAG before it runs, for tests that must show a verification fails
-    /// (drop an edge, swap two tasks, skip one). Turns verification off, since the plan no longer
-    /// matches its region on purpose.
+    /// (drop an edge, swap two tasks, skip one). Forgets the backends' tables, and turns
+    /// verification off, since the plan no longer matches its region on purpose.
     #[doc(hidden)]
     pub fn edit_inspection(&mut self, edit: impl FnOnce(&mut Inspection)) {
         edit(&mut self.inspection);
         self.widest = OnceLock::new();
         self.critical_path = OnceLock::new();
+        self.caches.clear();
         self.verify = false;
     }
 
@@ -139,6 +147,19 @@ impl Plan {
         *self
             .critical_path
             .get_or_init(|| self.inspection.dag.critical_path())
+    }
+
+    /// Takes `backend`'s tables out of the plan, when it left some of type `T`.
+    pub(crate) fn take_cache<T: Any + Send>(&mut self, backend: Backend) -> Option<T> {
+        let at = self.caches.iter().position(|(b, _)| *b == backend)?;
+        let (_, cache) = self.caches.swap_remove(at);
+        cache.downcast::<T>().ok().map(|b| *b)
+    }
+
+    /// Keeps `cache` as `backend`'s tables for the next run.
+    pub(crate) fn keep_cache<T: Any + Send>(&mut self, backend: Backend, cache: T) {
+        self.caches.retain(|(b, _)| *b != backend);
+        self.caches.push((backend, Box::new(cache)));
     }
 
     /// Checks that `arrays` (a call's arrays, by slot) have the shapes the plan was made for.

@@ -261,7 +261,7 @@ impl<'a> Region<'a> {
     pub fn run(self, runtime: &Runtime) -> Result<Report, Error> {
         let (mut plan, arrays) = self.into_plan()?;
         let inspect_time = plan.inspection().time;
-        run_call(&mut plan, arrays, runtime, inspect_time)
+        run_call(&mut plan, arrays, runtime, inspect_time, false)
     }
 
     /// Inspects the region and hands it to `runtime`'s helper threads, which run it once the
@@ -289,7 +289,8 @@ impl<'a> Region<'a> {
 }
 
 /// Runs `plan` on `arrays`, after the runs in flight whose accesses to its resident arrays
-/// conflict with its own; `inspect_time` is what this call spent inspecting. The bindings are
+/// conflict with its own; `inspect_time` is what this call spent inspecting, and `reused` whether
+/// the plan runs again (see [`Call::reused`]). The bindings are
 /// dropped before the run is marked done, so that a resident array whose runs have all ended is
 /// held by nothing else ([`DeviceArray::into_cuda`]).
 fn run_call(
@@ -297,6 +298,7 @@ fn run_call(
     arrays: Vec<Binding<'_>>,
     runtime: &Runtime,
     inspect_time: Duration,
+    reused: bool,
 ) -> Result<Report, Error> {
     let done = Arc::new(Done::default());
     for earlier in call::register(&arrays, &plan.inspection().footprints, &done) {
@@ -307,6 +309,7 @@ fn run_call(
         arrays: &arrays,
         order: None,
         inspect_time,
+        reused,
     });
     drop(arrays);
     done.set();
@@ -341,6 +344,6 @@ impl Plan {
             inspect_time = fresh.time;
             self.check_inspection(&fresh)?;
         }
-        run_call(self, region.arrays, runtime, inspect_time)
+        run_call(self, region.arrays, runtime, inspect_time, true)
     }
 }

@@ -37,6 +37,11 @@ pub struct Report {
     pub setup_time: Duration,
     /// Running the DAG: the kernel, or the worker pool.
     pub execute_time: Duration,
+    /// What the call cost the host beyond inspection, transfers, set-up and execution: staging
+    /// the tables (or resetting a plan's), launching, waiting for the GPU to report the end, and
+    /// reading the statistics back. A plan run again on resident arrays costs this much more than
+    /// its kernel.
+    pub host_time: Duration,
     /// One record per worker.
     pub worker_stats: Vec<WorkerStats>,
     /// One record per task, when tracing was on.
@@ -75,6 +80,7 @@ impl Report {
             transfer_time,
             setup_time: Duration::ZERO,
             execute_time,
+            host_time: Duration::ZERO,
             task_kinds: trace.is_some().then(|| {
                 ins.tasks[..ins.task_count()]
                     .iter()

@@ -151,6 +151,7 @@ impl Job {
                 arrays: &self.arrays,
                 order: Some(&self.order),
                 inspect_time,
+                reused: false,
             };
             execute(&mut call)
         }))

@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use clap::Parser;
-use taskweave::Runtime;
+use taskweave::{Policy, Runtime};
 use taskweave_host::gpu::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use taskweave_host::gpu::{Gpu, describe};
-use taskweave_kernels::dags::bump_resident;
+use taskweave_kernels::dags::{bump_resident, check_wavefront, wavefront};
 
 #[derive(Parser, Debug)]
 #[command(about = "Checks every call of the taskweave device layer on the GPU")]
@@ -303,6 +303,9 @@ fn run() -> Result<()> {
     }
 
     cudarc_interop(&mut checks)?;
+    for policy in [Policy::Grr, Policy::Local, Policy::Affinity, Policy::Static] {
+        plan_reuse(&mut checks, policy)?;
+    }
 
     println!(
         "{} passed, {} failed",
@@ -353,6 +356,43 @@ fn cudarc_interop(checks: &mut Checks) -> Result<()> {
             report.tasks,
             &seen[..4],
             &returned[..4]
+        ),
+    );
+    Ok(())
+}
+
+/// A plan run again and again under `policy`: a wavefront on host arrays, ping-pong between two
+/// grids reset to garbage before each call (verified against fresh inspection on every call), and
+/// one task per element of a resident array, five times.
+fn plan_reuse(checks: &mut Checks, policy: Policy) -> Result<()> {
+    let rt = Runtime::gpu(0)?;
+    let t = 24;
+    let (mut g1, mut g2) = (vec![777u32; t * t], vec![777u32; t * t]);
+    let mut plan = wavefront(&mut g1, t, 0)
+        .policy(policy)
+        .plan(&rt)?
+        .verify(true);
+    let mut wavefronts = 0;
+    for round in 0..6 {
+        let g = if round % 2 == 0 { &mut g1 } else { &mut g2 };
+        g.fill(777);
+        plan.run(wavefront(g, t, 0), &rt)?;
+        wavefronts += usize::from(check_wavefront(g, t));
+    }
+    let mut x = rt.upload(&vec![0u32; 2048])?;
+    let mut bumps = bump_resident(&mut x).policy(policy).plan(&rt)?;
+    for _ in 0..5 {
+        bumps.run(bump_resident(&mut x), &rt)?;
+    }
+    let out = x.download()?;
+    let fives = out.iter().filter(|&&v| v == 5).count();
+    checks.check(
+        &format!("plan reuse under {policy}"),
+        wavefronts == 6 && fives == out.len(),
+        format!(
+            "{wavefronts} of 6 wavefronts right on reset tables; {fives} of {} elements bumped 5 \
+             times",
+            out.len()
         ),
     );
     Ok(())

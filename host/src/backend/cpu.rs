@@ -111,8 +111,8 @@ impl Dispatch for Catching<'_> {
 /// Runs the call's DAG on `workers` threads (or, with SM-aware workers, on `workers_per_sm`
 /// threads for each SM of the set, each of the `workers` threads counting as one SM).
 pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, Error> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
-    let inspection = call.plan.inspection();
+    let (meta, options) = (*call.plan.meta(), call.plan.options().clone());
+    let options = &options;
     if let Some(b) = call.arrays.iter().find(|b| b.device.is_some()) {
         return Err(Error::ArrayElsewhere {
             region: meta.name,
@@ -127,6 +127,19 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
         Some(layout) => layout.workers(),
         None => options.workers.unwrap_or(workers).max(1),
     };
+    // The tables as they start: kept in the plan when it runs again, cloned for each run.
+    let pristine = match call.plan.take_cache::<Tables>(Backend::Cpu) {
+        Some(tables) if tables.workers == workers => tables,
+        _ => Tables::new(call.plan.inspection(), workers, options.policy),
+    };
+    let mut tables = if call.reused {
+        let tables = pristine.clone();
+        call.plan.keep_cache(Backend::Cpu, pristine);
+        tables
+    } else {
+        pristine
+    };
+    let inspection = call.plan.inspection();
     let lanes = options.cpu_lanes.max(1);
     let n = inspection.task_count();
     let arrays: Vec<ArrayDesc> = call
@@ -151,7 +164,6 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
         }
     };
 
-    let mut tables = Tables::new(inspection, workers, options.policy);
     let mut trace = vec![TraceRecord::default(); if options.trace { n } else { 0 }];
     let mut stats = vec![WorkerStats::default(); workers as usize];
     let abort = AtomicU32::new(0);
@@ -166,7 +178,7 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
         } else {
             0
         },
-        ..tables.desc(options.desc(workers, arrays.len()))
+        ..tables.desc(inspection, options.desc(workers, arrays.len()))
     };
     silence_task_panics();
     let failure = Mutex::new(None);

@@ -153,7 +153,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     let (meta, options) = (call.plan.meta(), call.plan.options());
     let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
     let ins = call.plan.inspection();
-    let staged = Staged::new(gpu, call, 1)?;
+    let mut staged = Staged::new(gpu, call, 1, None, false)?;
     let n = ins.task_count();
     let mut setup_time = Duration::ZERO;
     let mut kernel_time = Duration::ZERO;
@@ -164,7 +164,8 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
             threads: options.threads,
             shared_bytes: options.shared_bytes,
         };
-        let desc_bytes = bytes_of(std::slice::from_ref(&staged.desc));
+        let desc = staged.desc();
+        let desc_bytes = bytes_of(std::slice::from_ref(&desc));
         let cache = gpu.backend_state::<GraphCache>(Backend::Graph);
         let mut graphs = cache.graphs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(cached) = graphs.get_mut(&key) {
@@ -187,7 +188,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         })?;
     }
     let upload_time = staged.upload_time;
-    let finished = staged.finish(call)?;
+    let finished = staged.finish(gpu, call)?;
     let mut report = Report::new(
         call,
         Backend::Graph,

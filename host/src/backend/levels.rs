@@ -80,10 +80,11 @@ pub(super) fn execute(
             (workers, Some(reservation))
         }
     };
-    let mut staged = Staged::new(gpu, call, workers)?;
-    let (offsets_ptr, _) = staged.put(bytes_of(&offsets), "the level offsets")?;
-    let (tasks_ptr, _) = staged.put(bytes_of(&tasks), "the level lists")?;
-    let (barrier_ptr, _) = staged.put(&[0u8; 8], "the grid barrier")?;
+    let mut staged = Staged::new(gpu, call, workers, None, false)?;
+    let offsets_ptr = staged.put(gpu, bytes_of(&offsets), "the level offsets")?;
+    let tasks_ptr = staged.put(gpu, bytes_of(&tasks), "the level lists")?;
+    let barrier_ptr = staged.put(gpu, &[0u8; 8], "the grid barrier")?;
+    let desc_ptr = staged.desc_ptr();
     gpu.stream()
         .synchronize()
         .map_err(Error::cuda("uploading the level lists"))?;
@@ -100,7 +101,7 @@ pub(super) fn execute(
                         let size = offsets[level + 1] - offsets[level];
                         let list = tasks_ptr + u64::from(offsets[level]) * 4;
                         let mut launch = gpu.stream().launch_builder(&function);
-                        launch.arg(&staged.desc_ptr).arg(&list);
+                        launch.arg(&desc_ptr).arg(&list);
                         let config = LaunchConfig {
                             grid_dim: (size, 1, 1),
                             block_dim: block,
@@ -116,7 +117,7 @@ pub(super) fn execute(
                     let count = levels as u32;
                     let mut launch = gpu.stream().launch_builder(&function);
                     launch
-                        .arg(&staged.desc_ptr)
+                        .arg(&desc_ptr)
                         .arg(&offsets_ptr)
                         .arg(&tasks_ptr)
                         .arg(&count)
@@ -136,7 +137,7 @@ pub(super) fn execute(
         })?;
     }
     let upload_time = staged.upload_time;
-    let finished = staged.finish(call)?;
+    let finished = staged.finish(gpu, call)?;
     let backend = match strategy {
         Strategy::Launches => Backend::Barrier,
         Strategy::GridBarrier => Backend::GridBarrier,

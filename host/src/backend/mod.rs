@@ -11,16 +11,20 @@
 //! Adding a backend is a variant of [`Backend`], a module here and a row of [`TABLE`]; the test
 //! below fails until all three agree.
 
+mod arena;
 mod barrier;
 mod cpu;
 mod cuda_graph;
 mod grid_barrier;
+mod layout;
 mod levels;
 mod persistent;
 mod stage;
 mod streams;
 
 pub(crate) use self::cpu::default_workers as default_cpu_workers;
+use std::time::Instant;
+
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -186,7 +190,13 @@ pub(crate) fn execute(
 ) -> Result<Report, Error> {
     let backend = call.plan.options().backend.unwrap_or(executor.own());
     let entry = backend.entry();
-    match (executor, entry.run) {
+    let mut start = Instant::now();
+    // The host's own time starts once the call no longer waits for the runs it follows.
+    let mut waited = |call: &Call<'_, '_>| {
+        call.wait_for_earlier();
+        start = Instant::now();
+    };
+    let report = match (executor, entry.run) {
         (Executor::Cpu { .. }, Run::Gpu(_)) => Err(Error::NoGpu {
             reason: format!(
                 "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
@@ -195,23 +205,28 @@ pub(crate) fn execute(
             ),
         }),
         (Executor::Cpu { workers }, Run::Cpu(run)) => {
-            call.wait_for_earlier();
+            waited(call);
             run(call, *workers)
         }
         (Executor::Gpu(_), Run::Cpu(run)) => {
-            call.wait_for_earlier();
+            waited(call);
             run(call, cpu::default_workers())
         }
         (Executor::Gpu(gpu), Run::Gpu(run)) => {
             if !entry.orders_on_device {
-                call.wait_for_earlier();
+                waited(call);
             }
             let _stream = gpu.stream_turn();
             gpu.check_usable()?;
             let _turn = entry.exclusive.then(|| gpu.exclusive());
             run(gpu, call)
         }
-    }
+    };
+    report.map(|mut report| {
+        let spent = report.transfer_time + report.setup_time + report.execute_time;
+        report.host_time = start.elapsed().saturating_sub(spent);
+        report
+    })
 }
 
 #[cfg(test)]

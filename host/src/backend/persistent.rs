@@ -5,16 +5,19 @@
 //!    workers are resident at once and spinning on a queue can never starve an unlaunched block.
 //!    With SM-aware workers (`crate::sm`) every block that fits is launched, and each claims a
 //!    worker on its SM or retreats at kernel entry.
-//! 2. Stage the arrays and tables (`Staged`) and launch.
+//! 2. Stage the arrays and tables (`Staged`) and launch. A plan that runs again keeps all of it
+//!    (`Prepared`): its next call resets the tables on the device with one copy, copies its host
+//!    arrays in, and launches.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when
 //!    it stops moving for the watchdog timeout the host raises the abort flag.
 //! 4. `Staged::finish`: a faulting task becomes an error naming it, with the host arrays left
 //!    untouched; otherwise the writable arrays come back.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result};
 use taskweave_device::abi::RegionDesc;
 
 use super::stage::Staged;
@@ -64,11 +67,29 @@ fn on_sms(gpu: &Gpu, call: &Call<'_, '_>, widest: usize) -> Result<(Picked, SmLa
     Ok((picked, layout))
 }
 
-/// Runs the call's DAG on `gpu` with the persistent scheduler.
-pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
-    let meta = *call.plan.meta();
-    let options = call.plan.options().clone();
-    let n = call.plan.inspection().task_count();
+/// What the persistent backend keeps in a plan that runs again, for one GPU: the kernel it chose,
+/// the launch's shape and the staged tables, so that the next call only resets the tables on the
+/// device, copies its host arrays in and launches.
+struct Prepared {
+    /// The GPU it was made for ([`Gpu::device_id`]).
+    device: usize,
+    function: CudaFunction,
+    /// Workers, and blocks to launch (every block that fits, for SM-aware workers).
+    workers: u32,
+    blocks: u32,
+    /// Blocks of `function` resident at once on the whole GPU.
+    resident: u32,
+    layout: Option<SmLayout>,
+    staged: Staged,
+    /// Recorded around each launch.
+    start: Arc<CudaEvent>,
+    end: Arc<CudaEvent>,
+}
+
+/// Chooses the kernel and the launch's shape for the call, and stages it; `keep` when the plan
+/// runs again.
+fn prepare(gpu: &Gpu, call: &Call<'_, '_>, keep: bool) -> Result<Prepared, Error> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
     let widest = call.plan.widest_level();
     let sms = gpu.sm_count();
     // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
@@ -77,23 +98,120 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         let (picked, layout) = on_sms(gpu, call, widest)?;
         (picked, Some(layout))
     } else {
-        let picked = gpu.pick(&meta, &options, meta.kernel, |resident| {
+        let picked = gpu.pick(meta, options, meta.kernel, |resident| {
             options
                 .workers
                 .unwrap_or_else(|| default_workers(resident, sms, widest))
         })?;
         (picked, None)
     };
-    let function = picked.function;
     // SM-aware workers launch every block that fits, so that each SM gets its share; the others
     // launch one block per worker.
     let (workers, blocks) = match &layout {
         Some(l) => (l.workers(), picked.resident),
         None => (picked.blocks, picked.blocks),
     };
+    let event = || {
+        gpu.context()
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map(Arc::new)
+            .map_err(Error::cuda("creating an event"))
+    };
+    let (start, end) = (event()?, event()?);
+    let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep)?;
+    Ok(Prepared {
+        device: gpu.device_id(),
+        function: picked.function,
+        workers,
+        blocks,
+        resident: picked.resident,
+        layout,
+        staged,
+        start,
+        end,
+    })
+}
+
+/// Runs the call's DAG on `gpu` with the persistent scheduler. A plan that runs again keeps the
+/// kernel, the launch's shape and the staged tables (see [`Prepared`]).
+pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
+    let kept = call
+        .plan
+        .take_cache::<Prepared>(Backend::Persistent)
+        .filter(|p| p.device == gpu.device_id());
+    let mut prepared = match kept {
+        Some(mut prepared) => {
+            prepared.staged.restage(gpu, call)?;
+            prepared
+        }
+        // A plan's first call, or a region run once: the tables get a pristine copy only when
+        // the plan runs again.
+        None => prepare(gpu, call, call.reused)?,
+    };
+    let outcome = launch(gpu, call, &mut prepared, call.reused);
+    match outcome {
+        Err(Launched::Stuck(error)) => {
+            // A task body ignores the abort flag and never returns: the kernel still uses the
+            // staged memory, so it must not be freed, and the stream stays blocked.
+            prepared.staged.abandon();
+            gpu.mark_stuck(call.name());
+            Err(error)
+        }
+        Err(Launched::Failed(error)) => Err(error),
+        Ok(kernel_time) => {
+            let finished = prepared.staged.finish(gpu, call);
+            let report = finished.map(|finished| {
+                Report::new(
+                    call,
+                    Backend::Persistent,
+                    prepared.workers,
+                    call.plan.options().threads,
+                    prepared.staged.upload_time + finished.download_time,
+                    kernel_time,
+                    finished.stats,
+                    finished.trace,
+                )
+            });
+            if call.reused {
+                call.plan.keep_cache(Backend::Persistent, prepared);
+            }
+            report
+        }
+    }
+}
+
+/// How a launch went wrong.
+enum Launched {
+    /// The run failed, and the GPU is done with its memory.
+    Failed(Error),
+    /// A kernel outlived the watchdog and its grace period: it may still use the memory.
+    Stuck(Error),
+}
+
+impl From<Error> for Launched {
+    fn from(error: Error) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// Launches the prepared kernel after the runs the call follows, watches it, and returns its
+/// time.
+/// A plan that runs again (`keep`) has the error record and statistics copied into pinned memory
+/// right after the kernel.
+fn launch(
+    gpu: &Gpu,
+    call: &Call<'_, '_>,
+    prepared: &mut Prepared,
+    keep: bool,
+) -> Result<Duration, Launched> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    if call.plan.inspection().task_count() == 0 {
+        return Ok(Duration::ZERO);
+    }
+    let sms = gpu.sm_count();
     // A submitted call follows the kernels of the runs it conflicts with on the device: its
-    // stream will wait for their end events, so its upload overlaps them. They are taken before
-    // the residency below, which an earlier run may still need for its own launch.
+    // stream waits for their end events (its staging, done by now, overlapped them). They are
+    // taken before the residency below, which an earlier run may still need for its own launch.
     let earlier_kernels: Vec<_> = call
         .order
         .iter()
@@ -105,78 +223,67 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     // once the set is claimed, so two regions on disjoint sets run side by side.
     let _admitted = gpu
         .residency
-        .reserve(sms, workers, picked.resident / sms.max(1));
-    let staged = Staged::with_sms(gpu, call, workers, layout.as_ref())?;
-    let ins = call.plan.inspection();
-
-    let mut kernel_time = Duration::ZERO;
-    if n > 0 {
-        let config = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (options.threads, 1, 1),
-            shared_mem_bytes: options.shared_bytes,
-        };
-        for end in &earlier_kernels {
-            gpu.stream()
-                .wait(end)
-                .map_err(Error::cuda("ordering a region after an earlier one"))?;
-        }
-        // SM-aware launches fill one at a time: a launch's blocks must reach every SM of its set
-        // before they run out, which another filling launch churning through the same SMs could
-        // prevent.
-        let filling = layout.as_ref().map(|_| gpu.filling());
-        let mut launch = gpu.stream().launch_builder(&function);
-        launch.arg(&staged.desc_ptr);
-        launch.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
-        // SAFETY: the kernel's one parameter is `*const RegionDesc`; `desc_ptr` points at a staged
-        // descriptor whose tables live until `staged` is finished or abandoned.
-        let events = unsafe { launch.launch(config) }
-            .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
-        let (start, end) = events.expect("launch events were requested");
-        if filling.is_some() {
-            wait_filled(gpu, &end, &staged.desc, options.watchdog);
-        }
-        drop(filling);
-        let end = std::sync::Arc::new(end);
-        if let Some(order) = call.order {
-            order.done.launched(end.clone());
-        }
-        // While the kernel waits for earlier runs that are still going, the watchdog waits too.
-        let waiting = || {
-            !start.is_complete()
-                && call
-                    .order
-                    .is_some_and(|order| order.after.iter().any(|d| !d.is_set()))
-        };
-        if let Some(stall) = watch(gpu, &end, &staged.desc, options.watchdog, waiting) {
-            if !wait_done(&end, Duration::from_secs(5)) {
-                // A task body ignores the abort flag and never returns: the kernel still uses the
-                // staged memory, so it must not be freed, and the stream stays blocked.
-                staged.abandon();
-                gpu.mark_stuck(meta.name);
-            }
-            return Err(stall.into_error(ins));
-        }
+        .reserve(sms, prepared.workers, prepared.resident / sms.max(1));
+    let config = LaunchConfig {
+        grid_dim: (prepared.blocks, 1, 1),
+        block_dim: (options.threads, 1, 1),
+        shared_mem_bytes: options.shared_bytes,
+    };
+    for end in &earlier_kernels {
         gpu.stream()
-            .synchronize()
-            .map_err(gpu.after_kernel(format!("running region `{}`", meta.name)))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(Error::cuda("timing the kernel"))?;
-        kernel_time = Duration::from_secs_f64(f64::from(ms) / 1e3);
+            .wait(end)
+            .map_err(Error::cuda("ordering a region after an earlier one"))?;
     }
-    let upload_time = staged.upload_time;
-    let finished = staged.finish(call)?;
-    Ok(Report::new(
-        call,
-        Backend::Persistent,
-        workers,
-        options.threads,
-        upload_time + finished.download_time,
-        kernel_time,
-        finished.stats,
-        finished.trace,
-    ))
+    let desc = prepared.staged.desc();
+    let desc_ptr = prepared.staged.desc_ptr();
+    let (start, end) = (&prepared.start, &prepared.end);
+    // SM-aware launches fill one at a time: a launch's blocks must reach every SM of its set
+    // before they run out, which another filling launch churning through the same SMs could
+    // prevent.
+    let filling = prepared.layout.as_ref().map(|_| gpu.filling());
+    start
+        .record(gpu.stream())
+        .map_err(Error::cuda("recording an event"))?;
+    let mut builder = gpu.stream().launch_builder(&prepared.function);
+    builder.arg(&desc_ptr);
+    // SAFETY: the kernel's one parameter is `*const RegionDesc`; `desc_ptr` points at a staged
+    // descriptor whose tables live until `prepared` is dropped or abandoned.
+    unsafe { builder.launch(config) }
+        .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
+    end.record(gpu.stream())
+        .map_err(Error::cuda("recording an event"))?;
+    if keep {
+        prepared.staged.read_back_after_kernel(gpu)?;
+    }
+    if filling.is_some() {
+        wait_filled(gpu, end, &desc, options.watchdog);
+    }
+    drop(filling);
+    if let Some(order) = call.order {
+        order.done.launched(end.clone());
+    }
+    // While the kernel waits for earlier runs that are still going, the watchdog waits too.
+    let waiting = || {
+        !start.is_complete()
+            && call
+                .order
+                .is_some_and(|order| order.after.iter().any(|d| !d.is_set()))
+    };
+    if let Some(stall) = watch(gpu, end, &desc, options.watchdog, waiting) {
+        let error = stall.into_error(call.plan.inspection());
+        return Err(if wait_done(end, Duration::from_secs(5)) {
+            Launched::Failed(error)
+        } else {
+            Launched::Stuck(error)
+        });
+    }
+    gpu.stream()
+        .synchronize()
+        .map_err(gpu.after_kernel(format!("running region `{}`", meta.name)))?;
+    let ms = start
+        .elapsed_ms(end)
+        .map_err(Error::cuda("timing the kernel"))?;
+    Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
 }
 
 /// What the watchdog saw when it gave up.

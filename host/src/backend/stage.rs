@@ -1,174 +1,75 @@
-//! Staging a region on the GPU: its arrays and the scheduler's tables uploaded, the descriptor
-//! written, and after the run the error record checked and the results copied back. Every GPU
-//! backend runs between [`Staged::new`] and [`Staged::finish`].
+//! Staging a call on the GPU: its host arrays copied to device buffers, the scheduler's tables
+//! uploaded ([`DeviceTables`]), a descriptor for its arrays, and after the run the error record
+//! checked and the results copied back.
+//!
+//! 1. Every GPU backend runs between [`Staged::new`] and [`Staged::finish`].
+//! 2. The persistent backend keeps its `Staged` in a plan that runs again: for the next call,
+//!    [`Staged::restage`] puts the tables back as they started with one device-to-device copy,
+//!    copies the call's host arrays into the same buffers, and picks the descriptor of the call's
+//!    arrays (one per set of arrays seen, so ping-pong buffers cost nothing after the first
+//!    round).
 
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice};
 use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 
+use super::arena::{DeviceTables, staging_bytes};
+pub(crate) use super::layout::bytes_of;
+use super::layout::{DescSlot, records};
 use crate::call::Call;
 use crate::error::{Error, TaskRef};
 use crate::gpu::{Gpu, describe};
-use crate::options::Policy;
 use crate::sm::SmLayout;
-use crate::tables::{CounterWords, Tables};
 
-/// The bytes of a slice of plain `repr(C)` records.
-pub(crate) fn bytes_of<T: Copy>(data: &[T]) -> &[u8] {
-    // SAFETY: the ABI's `T: Copy` records are plain data; the length covers exactly the slice.
-    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
-}
+/// Descriptors kept for the sets of arrays a kept plan has run on; the oldest goes first.
+const SLOTS: usize = 8;
 
-/// Plain `repr(C)` records back from bytes.
-pub(crate) fn records<T: Copy>(bytes: &[u8]) -> Vec<T> {
-    bytes
-        .chunks_exact(size_of::<T>())
-        // SAFETY: `T` is a plain `repr(C)` ABI record and each chunk holds exactly one.
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
-        .collect()
-}
-
-/// The bytes [`Staged::with_sms`] allocates for `call` with `workers` workers (placed by `sms`),
-/// at most: one buffer per array copied to the device, at least 8 bytes as [`Staged::put`] pads
-/// it, and the tables packed into one [`Arena`], each padded to its alignment.
-pub(crate) fn staging_bytes(call: &Call<'_, '_>, workers: u32, sms: Option<&SmLayout>) -> u64 {
-    let (ins, options) = (call.plan.inspection(), call.plan.options());
-    let (n, w) = (ins.task_count(), workers as usize);
-    let arrays = call
-        .arrays
-        .iter()
-        .filter(|b| b.device.is_none())
-        .map(|b| b.bytes);
-    let tables = [
-        w * size_of::<WorkerStats>(),
-        w * 4,
-        if options.trace {
-            n * size_of::<TraceRecord>()
-        } else {
-            0
-        },
-        size_of_val(ins.tasks.as_slice()),
-        size_of_val(ins.args.as_slice()),
-        call.arrays.len() * size_of::<ArrayDesc>(),
-        size_of_val(ins.dag.offsets.as_slice()),
-        size_of_val(ins.dag.children.as_slice()),
-        n * 4,
-        size_of_val(ins.dag.rank.as_slice()),
-        (n + w) * 4,
-        w * 4,
-        w * 4,
-        w * 4,
-        size_of::<CounterWords>(),
-        8,
-        size_of::<ErrorRecord>(),
-        size_of::<RegionDesc>(),
-    ];
-    // The affinity policy's tables (`affine`, `ran_by`), and SM-aware workers' slot counters.
-    let affinity = options.policy == Policy::Affinity && n > 0;
-    let optional = [
-        if affinity { n * 4 } else { 0 },
-        if affinity { n * 4 } else { 0 },
-        sms.map_or(0, |plan| (plan.sm_count as usize + 1) * 4),
-    ];
-    let arena: u64 = tables
-        .iter()
-        .map(|&b| Arena::padded(b) as u64)
-        .chain(
-            optional
-                .iter()
-                .filter(|&&b| b > 0)
-                .map(|&b| Arena::padded(b) as u64),
-        )
-        .sum();
-    arrays.map(|bytes| bytes.max(8) as u64).sum::<u64>() + arena
-}
-
-/// The scheduler's tables of one run, packed into one device allocation and uploaded with one
-/// copy: a region costs two driver calls for its tables instead of two per table.
-#[derive(Default)]
-struct Arena {
-    /// The host image of the allocation.
-    image: Vec<u8>,
-}
-
-impl Arena {
-    /// Every table starts on its own 128-byte line (the `Counters` record needs that alignment,
-    /// and it keeps tables the workers write off each other's lines).
-    const ALIGN: usize = 128;
-
-    /// The most bytes a table of `bytes` takes in the arena.
-    fn padded(bytes: usize) -> usize {
-        bytes.max(8).next_multiple_of(Self::ALIGN)
-    }
-
-    /// Appends `bytes` (at least 8, so that an empty table still has an address of its own);
-    /// returns its offset.
-    fn put(&mut self, bytes: &[u8]) -> usize {
-        let offset = self.image.len().next_multiple_of(Self::ALIGN);
-        self.image.resize(offset + bytes.len().max(8), 0);
-        self.image[offset..offset + bytes.len()].copy_from_slice(bytes);
-        offset
-    }
-
-    /// Appends `bytes` zeroed bytes; returns the offset.
-    fn zeros(&mut self, bytes: usize) -> usize {
-        let offset = self.image.len().next_multiple_of(Self::ALIGN);
-        self.image.resize(offset + bytes.max(8), 0);
-        offset
-    }
-}
-
-/// A buffer index in [`Staged`].
-#[derive(Clone, Copy)]
-pub(crate) struct Buf(usize);
-
-/// One region's device memory and descriptor.
-pub(crate) struct Staged<'g> {
-    pub gpu: &'g Gpu,
-    buffers: Vec<CudaSlice<u8>>,
-    /// The staged copy of each array; `None` for arrays resident on the device.
-    arrays: Vec<Option<Buf>>,
-    /// The allocation holding every table.
-    arena: Option<Buf>,
-    /// Where the statistics, the trace and the error record are in it: offset and length.
-    stats: (usize, usize),
-    trace: Option<(usize, usize)>,
-    error: (usize, usize),
-    /// The descriptor, as uploaded.
-    pub desc: RegionDesc,
-    /// The device address of the descriptor.
-    pub desc_ptr: u64,
-    /// Time spent uploading.
+/// One call's device memory and descriptor (see the module docs).
+pub(crate) struct Staged {
+    tables: DeviceTables,
+    /// The device copy of each host array, by slot; `None` for arrays resident on the device.
+    copies: Vec<Option<CudaSlice<u8>>>,
+    /// Descriptors for the sets of arrays seen so far, and the current call's.
+    slots: Vec<DescSlot>,
+    slot: usize,
+    /// Further buffers a backend uploaded ([`Staged::put`]).
+    extra: Vec<CudaSlice<u8>>,
+    /// Pinned host memory the error record and statistics are copied into right after the
+    /// kernel (see [`Staged::read_back_after_kernel`]), and whether that copy is queued.
+    readback: Option<PinnedHostSlice<u8>>,
+    read_back: bool,
+    /// Time the last staging took.
     pub upload_time: Duration,
 }
 
-impl<'g> Staged<'g> {
-    /// Uploads the call's arrays and tables for `workers` workers.
-    pub fn new(gpu: &'g Gpu, call: &Call<'_, '_>, workers: u32) -> Result<Self, Error> {
-        Self::with_sms(gpu, call, workers, None)
-    }
+/// What [`Staged::finish`] read back.
+pub(crate) struct Finished {
+    pub stats: Vec<WorkerStats>,
+    pub trace: Option<Vec<TraceRecord>>,
+    pub download_time: Duration,
+}
 
-    /// [`Staged::new`] with SM-aware workers placed by `sms`: its descriptor fields and a zeroed
-    /// slot counter per SM.
-    pub fn with_sms(
-        gpu: &'g Gpu,
+impl Staged {
+    /// Uploads the call's arrays and tables for `workers` workers, placed by `sms` when the
+    /// workers are SM-aware. With `keep`, the tables can be [`Staged::restage`]d for another call.
+    pub fn new(
+        gpu: &Gpu,
         call: &Call<'_, '_>,
         workers: u32,
         sms: Option<&SmLayout>,
+        keep: bool,
     ) -> Result<Self, Error> {
-        let (meta, options) = (call.plan.meta(), call.plan.options());
-        let ins = call.plan.inspection();
+        let meta = call.plan.meta();
         gpu.check_usable()?;
         let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
         // Loading checks the PTX's architecture before anything is allocated.
         gpu.module(code)?;
-        let n = ins.task_count();
         // Checked before anything is allocated, so a region that cannot fit fails with nothing
         // copied. The driver rounds allocations up, so staging may still run out near the limit:
-        // `put` reports that as `Error::OutOfMemory`, and dropping `staged` frees what it got.
-        let needed = staging_bytes(call, workers, sms);
+        // that is an `Error::OutOfMemory`, and dropping what was staged frees it.
+        let needed = staging_bytes(call, workers, sms, keep);
         let free = gpu.free_memory()?;
         if needed > free {
             return Err(Error::DeviceOutOfMemory {
@@ -177,30 +78,19 @@ impl<'g> Staged<'g> {
                 free,
             });
         }
-
         let start = Instant::now();
-        let mut staged = Self {
-            gpu,
-            buffers: Vec::new(),
-            arrays: Vec::new(),
-            arena: None,
-            stats: (0, 0),
-            trace: None,
-            error: (0, 0),
-            desc: RegionDesc::default(),
-            desc_ptr: 0,
-            upload_time: Duration::ZERO,
-        };
+        let mut copies = Vec::with_capacity(call.arrays.len());
         let mut arrays = Vec::with_capacity(call.arrays.len());
         for binding in call.arrays {
             let ptr = match binding.device {
                 Some(address) => {
-                    staged.arrays.push(None);
+                    copies.push(None);
                     address
                 }
                 None => {
-                    let (ptr, buf) = staged.put(binding.bytes(), binding.info.name)?;
-                    staged.arrays.push(Some(buf));
+                    let buffer = upload(gpu, binding.bytes(), binding.info.name)?;
+                    let ptr = buffer.device_ptr(gpu.stream()).0;
+                    copies.push(Some(buffer));
                     ptr
                 }
             };
@@ -209,154 +99,148 @@ impl<'g> Staged<'g> {
                 len: binding.info.len as u64,
             });
         }
-        let mut tables = Tables::new(ins, workers, options.policy);
-        let host = tables.desc(options.desc(workers, arrays.len()));
-        let host = sms.map_or(host, |layout| layout.desc(host));
-        let dag = &ins.dag;
-        let counters: Vec<u32> = tables
-            .counters
-            .0
-            .iter()
-            .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
-            .collect();
-        let mut arena = Arena::default();
-        // The error record and the statistics side by side: `finish` reads both with one copy.
-        let error_len = size_of::<ErrorRecord>();
-        let error = arena.put(bytes_of(std::slice::from_ref(&ErrorRecord::EMPTY)));
-        let stats_len = workers as usize * size_of::<WorkerStats>();
-        let stats = arena.zeros(stats_len);
-        let current = arena.put(bytes_of(&vec![u32::MAX; workers as usize]));
-        let trace_len = n * size_of::<TraceRecord>();
-        let trace = options.trace.then(|| arena.zeros(trace_len));
-        let offsets = [
-            arena.put(bytes_of(&ins.tasks)),
-            arena.put(bytes_of(&ins.args)),
-            arena.put(bytes_of(&arrays)),
-            arena.put(bytes_of(&dag.offsets)),
-            arena.put(bytes_of(&tables.children)),
-            arena.put(bytes_of(&tables.pending)),
-            arena.put(bytes_of(&dag.rank)),
-            arena.put(bytes_of(&tables.next)),
-            arena.put(bytes_of(&tables.head)),
-            arena.put(bytes_of(&tables.tail)),
-            arena.put(bytes_of(&tables.lock)),
-            arena.put(bytes_of(&counters)),
-            arena.zeros(8),
-        ];
-        // The affinity policy's tables and SM-aware workers' slot counters, when the run has them.
-        let affine = (!tables.affine.is_empty()).then(|| arena.put(bytes_of(tables.affine)));
-        let ran_by = (!tables.ran_by.is_empty()).then(|| arena.put(bytes_of(&tables.ran_by)));
-        // One counter per SM, then the count of workers claimed (see `sched::sm`).
-        let sm_slots = sms.map(|layout| arena.zeros((layout.sm_count as usize + 1) * 4));
-        let desc_at = arena.zeros(size_of::<RegionDesc>());
-        // SAFETY: every byte of the allocation is written by the copy below before any kernel
-        // reads it.
-        let mut buffer = unsafe { gpu.stream().alloc::<u8>(arena.image.len()) }
-            .map_err(gpu.alloc_error("allocating the region's tables", arena.image.len()))?;
-        let base = buffer.device_ptr(gpu.stream()).0;
-        let at = |offset: usize| base + offset as u64;
-        let [
-            tasks,
-            args,
-            array_table,
-            csr_offsets,
-            children,
-            pending,
-            rank,
-            next,
-            head,
-            tail,
-            lock,
-            counters_at,
-            abort,
-        ] = offsets.map(at);
-        let desc = RegionDesc {
-            tasks,
-            args,
-            arrays: array_table,
-            offsets: csr_offsets,
-            children,
-            pending,
-            rank,
-            next,
-            head,
-            tail,
-            lock,
-            counters: counters_at,
-            abort,
-            error: at(error),
-            stats: at(stats),
-            current: at(current),
-            trace: trace.map_or(0, at),
-            affine: affine.map_or(0, at),
-            ran_by: ran_by.map_or(0, at),
-            sm_slots: sm_slots.map_or(0, at),
-            ..host
-        };
-        arena.image[desc_at..desc_at + size_of::<RegionDesc>()]
-            .copy_from_slice(bytes_of(std::slice::from_ref(&desc)));
-        gpu.stream()
-            .memcpy_htod(&arena.image[..], &mut buffer)
-            .map_err(Error::cuda("uploading the region's tables"))?;
-        staged.buffers.push(buffer);
-        staged.arena = Some(Buf(staged.buffers.len() - 1));
-        staged.stats = (stats, stats_len);
-        staged.trace = trace.map(|t| (t, trace_len));
-        staged.error = (error, error_len);
-        staged.desc_ptr = at(desc_at);
-        staged.desc = desc;
+        let (tables, slot) = DeviceTables::upload(gpu, call, workers, sms, &arrays, keep)?;
         gpu.stream()
             .synchronize()
             .map_err(Error::cuda("uploading the region"))?;
-        staged.upload_time = start.elapsed();
-        Ok(staged)
+        Ok(Self {
+            tables,
+            copies,
+            slots: vec![slot],
+            slot: 0,
+            extra: Vec::new(),
+            readback: None,
+            read_back: false,
+            upload_time: start.elapsed(),
+        })
     }
 
-    /// Uploads `bytes` (at least 8, so that an empty table still has an address).
-    pub fn put(&mut self, bytes: &[u8], what: &str) -> Result<(u64, Buf), Error> {
-        let padded = [0u8; 8];
-        let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
-        let buffer = self.gpu.stream().clone_htod(bytes).map_err(
-            self.gpu
-                .alloc_error(format!("uploading {what}"), bytes.len()),
-        )?;
-        let ptr = buffer.device_ptr(self.gpu.stream()).0;
-        self.buffers.push(buffer);
-        Ok((ptr, Buf(self.buffers.len() - 1)))
+    /// Stages the next call of a kept plan (same shapes): the tables put back as they started,
+    /// the call's host arrays copied into the buffers of the last call, and the descriptor of the
+    /// call's arrays picked (made when they are new).
+    pub fn restage(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<(), Error> {
+        let start = Instant::now();
+        self.tables.reset(gpu)?;
+        let mut arrays = Vec::with_capacity(call.arrays.len());
+        for (binding, copy) in call.arrays.iter().zip(&mut self.copies) {
+            let ptr = match (binding.device, copy) {
+                (Some(address), _) => address,
+                (None, Some(buffer)) => {
+                    if !binding.bytes().is_empty() {
+                        gpu.stream()
+                            .memcpy_htod(binding.bytes(), &mut buffer.slice_mut(..binding.bytes))
+                            .map_err(Error::cuda(format!("uploading {}", binding.info.name)))?;
+                    }
+                    buffer.device_ptr(gpu.stream()).0
+                }
+                (None, copy @ None) => {
+                    // A host array where the plan's first call had a resident one.
+                    let buffer = upload(gpu, binding.bytes(), binding.info.name)?;
+                    let ptr = buffer.device_ptr(gpu.stream()).0;
+                    *copy = Some(buffer);
+                    ptr
+                }
+            };
+            arrays.push(ArrayDesc {
+                ptr,
+                len: binding.info.len as u64,
+            });
+        }
+        let same = |slot: &DescSlot| slot.addresses.iter().eq(arrays.iter().map(|a| &a.ptr));
+        self.slot = match self.slots.iter().position(same) {
+            Some(at) => at,
+            None => {
+                if self.slots.len() == SLOTS {
+                    self.slots.remove(0);
+                }
+                self.slots.push(self.tables.new_slot(gpu, &arrays)?);
+                self.slots.len() - 1
+            }
+        };
+        self.upload_time = start.elapsed();
+        Ok(())
     }
 
-    fn read(&self, buf: Buf, what: &str) -> Result<Vec<u8>, Error> {
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buffers[buf.0])
-            .map_err(Error::cuda(format!("reading {what}")))
+    /// The device address of the current call's descriptor.
+    pub fn desc_ptr(&self) -> u64 {
+        self.slots[self.slot].desc_ptr
     }
 
-    /// `len` bytes at `offset` of the tables.
-    fn read_table(&self, (offset, len): (usize, usize), what: &str) -> Result<Vec<u8>, Error> {
-        let arena = &self.buffers[self.arena.expect("the tables are staged").0];
-        self.gpu
-            .stream()
-            .clone_dtoh(&arena.slice(offset..offset + len))
-            .map_err(Error::cuda(format!("reading {what}")))
+    /// The current call's descriptor, as uploaded.
+    pub fn desc(&self) -> RegionDesc {
+        RegionDesc {
+            arrays: self.slots[self.slot].arrays_ptr,
+            ..self.tables.desc
+        }
+    }
+
+    /// Uploads `bytes` (at least 8, so that an empty table still has an address) into a buffer
+    /// of its own; returns its device address.
+    pub fn put(&mut self, gpu: &Gpu, bytes: &[u8], what: &str) -> Result<u64, Error> {
+        let buffer = upload(gpu, bytes, what)?;
+        let ptr = buffer.device_ptr(gpu.stream()).0;
+        self.extra.push(buffer);
+        Ok(ptr)
+    }
+
+    /// The range of the tables that holds the error record and the statistics (adjacent).
+    fn record_and_stats(&self) -> (usize, usize) {
+        let (error_at, _) = self.tables.error;
+        let (stats_at, stats_len) = self.tables.stats;
+        (error_at, stats_at + stats_len - error_at)
+    }
+
+    /// Queues, after the kernel, the copy of the error record and statistics into pinned host
+    /// memory (allocated on the first call), so that [`Staged::finish`] finds them there when the
+    /// stream is done: no copy of its own, and no wait for one, after the kernel.
+    pub fn read_back_after_kernel(&mut self, gpu: &Gpu) -> Result<(), Error> {
+        let range = self.record_and_stats();
+        let readback = match &mut self.readback {
+            Some(readback) => readback,
+            slot @ None => {
+                // SAFETY: the copy below writes every byte before anything reads them.
+                let pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(range.1, 0) }
+                    .map_err(gpu.alloc_error("allocating pinned host memory", range.1))?;
+                slot.insert(pinned)
+            }
+        };
+        self.tables.read_into(gpu, range, readback)?;
+        self.read_back = true;
+        Ok(())
     }
 
     /// Leaves the device memory allocated for good: for a kernel that may still be using it.
     pub fn abandon(self) {
-        std::mem::forget(self.buffers);
+        std::mem::forget(self);
     }
 
     /// After the kernel ended: the error record turned into an error naming the task, or the
-    /// writable arrays copied back and the statistics and trace read.
-    pub fn finish(self, call: &Call<'_, '_>) -> Result<Finished, Error> {
+    /// writable host arrays copied back and the statistics and trace read.
+    pub fn finish(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<Finished, Error> {
         let ins = call.plan.inspection();
-        // The record and the statistics are adjacent (see `new`): one copy reads both.
-        let (error_at, stats_at) = (self.error.0, self.stats.0);
-        let both = self.read_table(
-            (error_at, stats_at + self.stats.1 - error_at),
-            "the error record and statistics",
-        )?;
-        let record = records::<ErrorRecord>(&both[..self.error.1])[0];
+        // The record and the statistics are adjacent: one copy reads both, unless it was queued
+        // after the kernel.
+        let (error_at, error_len) = self.tables.error;
+        let (stats_at, _) = self.tables.stats;
+        let queued;
+        let read;
+        let both: &[u8] = match (&self.readback, std::mem::take(&mut self.read_back)) {
+            (Some(readback), true) => {
+                queued = readback;
+                queued
+                    .as_slice()
+                    .map_err(Error::cuda("reading the error record and statistics"))?
+            }
+            _ => {
+                read = self.tables.read(
+                    gpu,
+                    self.record_and_stats(),
+                    "the error record and statistics",
+                )?;
+                &read
+            }
+        };
+        let record = records::<ErrorRecord>(&both[..error_len])[0];
         if record.code != CODE_NONE && record.code != CODE_ABORTED {
             let task = if (record.task as usize) < ins.task_count() {
                 ins.task_ref(record.task)
@@ -377,17 +261,24 @@ impl<'g> Staged<'g> {
             });
         }
         let start = Instant::now();
-        for (binding, &buf) in call.arrays.iter().zip(&self.arrays) {
-            // Resident arrays (no staged buffer) were written in place.
-            if let (true, Some(buf)) = (binding.info.writable, buf) {
-                let data = self.read(buf, binding.info.name)?;
+        for (binding, copy) in call.arrays.iter().zip(&self.copies) {
+            // Resident arrays (no copy) were written in place.
+            if let (true, Some(copy)) = (binding.info.writable, copy) {
+                let data = gpu
+                    .stream()
+                    .clone_dtoh(copy)
+                    .map_err(Error::cuda(format!("reading {}", binding.info.name)))?;
                 // SAFETY: the array is writable and the kernel has finished.
                 unsafe { binding.write(&data[..binding.bytes]) };
             }
         }
         let stats = records::<WorkerStats>(&both[stats_at - error_at..]);
-        let trace = match self.trace {
-            Some(t) => Some(records::<TraceRecord>(&self.read_table(t, "the trace")?)),
+        let trace = match self.tables.trace {
+            Some(t) => Some(records::<TraceRecord>(&self.tables.read(
+                gpu,
+                t,
+                "the trace",
+            )?)),
             None => None,
         };
         Ok(Finished {
@@ -398,9 +289,11 @@ impl<'g> Staged<'g> {
     }
 }
 
-/// What [`Staged::finish`] read back.
-pub(crate) struct Finished {
-    pub stats: Vec<WorkerStats>,
-    pub trace: Option<Vec<TraceRecord>>,
-    pub download_time: Duration,
+/// `bytes` (at least 8, so that an empty array still has an address) in a new device buffer.
+fn upload(gpu: &Gpu, bytes: &[u8], what: &str) -> Result<CudaSlice<u8>, Error> {
+    let padded = [0u8; 8];
+    let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
+    gpu.stream()
+        .clone_htod(bytes)
+        .map_err(gpu.alloc_error(format!("uploading {what}"), bytes.len()))
 }

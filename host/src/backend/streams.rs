@@ -80,10 +80,11 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     let (meta, options) = (call.plan.meta(), call.plan.options());
     let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
     let ins = call.plan.inspection();
-    let mut staged = Staged::new(gpu, call, 1)?;
+    let mut staged = Staged::new(gpu, call, 1, None, false)?;
     let n = ins.task_count();
     let identity: Vec<u32> = (0..n as u32).collect();
-    let (list, _) = staged.put(bytes_of(&identity), "the task list")?;
+    let list = staged.put(gpu, bytes_of(&identity), "the task list")?;
+    let desc_ptr = staged.desc_ptr();
     gpu.stream()
         .synchronize()
         .map_err(Error::cuda("uploading the task list"))?;
@@ -142,7 +143,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         }
         let task_list = list + t as u64 * 4;
         let mut launch = stream.launch_builder(&function);
-        launch.arg(&staged.desc_ptr).arg(&task_list);
+        launch.arg(&desc_ptr).arg(&task_list);
         let config = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (options.threads, 1, 1),
@@ -168,7 +169,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         Duration::ZERO
     };
     let upload_time = staged.upload_time;
-    let finished = staged.finish(call)?;
+    let finished = staged.finish(gpu, call)?;
     Ok(Report::new(
         call,
         Backend::Streams,

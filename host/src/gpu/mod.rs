@@ -169,6 +169,11 @@ impl Gpu {
         })
     }
 
+    /// What identifies the device this handle is on (every handle of one [`Gpu::new`] shares it).
+    pub(crate) fn device_id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
+    }
+
     /// Makes the context current on the calling thread, for the raw driver calls that follow.
     pub(crate) fn bind(&self) -> Result<(), Error> {
         self.ctx
