@@ -8,6 +8,8 @@
 //!    arrays from [`Call::arrays`].
 
 use std::marker::PhantomData;
+
+use cudarc::driver::CudaSlice;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -139,6 +141,12 @@ pub(crate) fn register(
     after
 }
 
+/// Device copies of a call's host arrays, uploaded whole while the region was inspected; by
+/// slot, `None` for resident arrays. A GPU backend stages from them instead of uploading.
+pub(crate) struct Prestaged {
+    pub copies: Vec<Option<CudaSlice<u8>>>,
+}
+
 /// What a backend executes: a plan, with the arrays bound for this call.
 pub(crate) struct Call<'p, 'a> {
     /// The DAG, the options and the backends' cached tables.
@@ -152,6 +160,8 @@ pub(crate) struct Call<'p, 'a> {
     /// Whether the plan runs again after this call (a [`Plan::run`]), so that the backends keep
     /// in it what a later run can reuse; a one-shot run keeps nothing.
     pub reused: bool,
+    /// The host arrays already on the device, when they were uploaded during inspection.
+    pub prestaged: Option<Prestaged>,
 }
 
 impl Call<'_, '_> {

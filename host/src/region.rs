@@ -12,7 +12,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::call::{self, Binding, Call, Order};
+use crate::backend::prestage;
+use crate::call::{self, Binding, Call, Order, Prestaged};
 use crate::error::Error;
 use crate::inspect::{ArrayArg, Inspection, ReadOnly, ReadWrite, Recorder};
 use crate::meta::RegionMeta;
@@ -245,6 +246,33 @@ impl<'a> Region<'a> {
         Ok((plan, self.arrays))
     }
 
+    /// [`Region::into_plan`], with the host arrays uploaded to `runtime`'s GPU meanwhile, on
+    /// another thread, when the region runs on a GPU backend and they are large enough for it to
+    /// pay (the upload then overlaps inspection).
+    fn into_plan_uploading(
+        mut self,
+        runtime: &Runtime,
+    ) -> Result<(Plan, Vec<Binding<'a>>, Option<Prestaged>), Error> {
+        let hosts: Vec<Option<(usize, usize)>> = self
+            .arrays
+            .iter()
+            .map(|b| b.device.is_none().then_some((b.ptr as usize, b.bytes)))
+            .collect();
+        let gpu = runtime
+            .gpu_for(self.options.backend)
+            .filter(|_| prestage::worth_it(&hosts));
+        let (inspection, prestaged) = std::thread::scope(|scope| {
+            // SAFETY: the host arrays stay borrowed by the region, unwritten, until the scope ends.
+            let upload = gpu.map(|gpu| scope.spawn(|| unsafe { prestage::upload(gpu, &hosts) }));
+            let inspection = self.inspect_body();
+            // An upload that failed is done again by the backend, which reports the error.
+            let prestaged = upload.and_then(|u| u.join().ok()).and_then(Result::ok);
+            (inspection, prestaged)
+        });
+        let plan = Plan::new(self.meta, self.options, inspection?);
+        Ok((plan, self.arrays, prestaged))
+    }
+
     /// Inspects the region once and returns its [`Plan`], to run again and again with
     /// [`Plan::run`] on the arrays of later calls of the same shapes. The region's own arrays are
     /// not used: nothing runs yet.
@@ -258,10 +286,13 @@ impl<'a> Region<'a> {
 
     /// Inspects the region and runs its DAG on `runtime`'s backend, after the regions in flight
     /// whose accesses to its resident arrays conflict with its own (see [`Region::submit`]).
+    ///
+    /// On a GPU backend, host arrays large enough for it to pay are uploaded on another thread
+    /// while the body is inspected.
     pub fn run(self, runtime: &Runtime) -> Result<Report, Error> {
-        let (mut plan, arrays) = self.into_plan()?;
+        let (mut plan, arrays, prestaged) = self.into_plan_uploading(runtime)?;
         let inspect_time = plan.inspection().time;
-        run_call(&mut plan, arrays, runtime, inspect_time, false)
+        run_call(&mut plan, arrays, runtime, inspect_time, false, prestaged)
     }
 
     /// Inspects the region and hands it to `runtime`'s helper threads, which run it once the
@@ -299,6 +330,7 @@ fn run_call(
     runtime: &Runtime,
     inspect_time: Duration,
     reused: bool,
+    prestaged: Option<Prestaged>,
 ) -> Result<Report, Error> {
     let done = Arc::new(Done::default());
     for earlier in call::register(&arrays, &plan.inspection().footprints, &done) {
@@ -310,6 +342,7 @@ fn run_call(
         order: None,
         inspect_time,
         reused,
+        prestaged,
     });
     drop(arrays);
     done.set();
@@ -344,6 +377,6 @@ impl Plan {
             inspect_time = fresh.time;
             self.check_inspection(&fresh)?;
         }
-        run_call(self, region.arrays, runtime, inspect_time, true)
+        run_call(self, region.arrays, runtime, inspect_time, true, None)
     }
 }

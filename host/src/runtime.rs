@@ -184,6 +184,14 @@ impl Runtime {
         }
     }
 
+    /// The GPU a call with backend option `backend` runs on, if it runs on one.
+    pub(crate) fn gpu_for(&self, backend: Option<Backend>) -> Option<&Gpu> {
+        match &self.engine {
+            Engine::Gpu(gpu) if backend.is_none_or(Backend::needs_gpu) => Some(gpu),
+            _ => None,
+        }
+    }
+
     /// What runs calls on this runtime.
     fn executor(&self) -> Executor<'_> {
         match &self.engine {

@@ -152,6 +152,7 @@ impl Job {
                 order: Some(&self.order),
                 inspect_time,
                 reused: false,
+                prestaged: None,
             };
             execute(&mut call)
         }))

@@ -80,7 +80,8 @@ pub(super) fn execute(
             (workers, Some(reservation))
         }
     };
-    let mut staged = Staged::new(gpu, call, workers, None, false)?;
+    let prestaged = call.prestaged.take();
+    let mut staged = Staged::new(gpu, call, workers, None, false, prestaged)?;
     let offsets_ptr = staged.put(gpu, bytes_of(&offsets), "the level offsets")?;
     let tasks_ptr = staged.put(gpu, bytes_of(&tasks), "the level lists")?;
     let barrier_ptr = staged.put(gpu, &[0u8; 8], "the grid barrier")?;

@@ -19,6 +19,7 @@ mod grid_barrier;
 mod layout;
 mod levels;
 mod persistent;
+pub(crate) mod prestage;
 mod stage;
 mod streams;
 

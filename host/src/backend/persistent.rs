@@ -21,7 +21,7 @@ use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, resul
 use taskweave_device::abi::RegionDesc;
 
 use super::stage::Staged;
-use crate::call::Call;
+use crate::call::{Call, Prestaged};
 use crate::error::Error;
 use crate::gpu::Gpu;
 use crate::gpu::kernels::Picked;
@@ -88,7 +88,12 @@ struct Prepared {
 
 /// Chooses the kernel and the launch's shape for the call, and stages it; `keep` when the plan
 /// runs again.
-fn prepare(gpu: &Gpu, call: &Call<'_, '_>, keep: bool) -> Result<Prepared, Error> {
+fn prepare(
+    gpu: &Gpu,
+    call: &Call<'_, '_>,
+    keep: bool,
+    prestaged: Option<Prestaged>,
+) -> Result<Prepared, Error> {
     let (meta, options) = (call.plan.meta(), call.plan.options());
     let widest = call.plan.widest_level();
     let sms = gpu.sm_count();
@@ -118,7 +123,7 @@ fn prepare(gpu: &Gpu, call: &Call<'_, '_>, keep: bool) -> Result<Prepared, Error
             .map_err(Error::cuda("creating an event"))
     };
     let (start, end) = (event()?, event()?);
-    let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep)?;
+    let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep, prestaged)?;
     Ok(Prepared {
         device: gpu.device_id(),
         function: picked.function,
@@ -146,7 +151,10 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         }
         // A plan's first call, or a region run once: the tables get a pristine copy only when
         // the plan runs again.
-        None => prepare(gpu, call, call.reused)?,
+        None => {
+            let prestaged = call.prestaged.take();
+            prepare(gpu, call, call.reused, prestaged)?
+        }
     };
     let outcome = launch(gpu, call, &mut prepared, call.reused);
     match outcome {

@@ -9,6 +9,7 @@
 //!    arrays (one per set of arrays seen, so ping-pong buffers cost nothing after the first
 //!    round).
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice};
@@ -18,9 +19,11 @@ use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 use super::arena::{DeviceTables, staging_bytes};
 pub(crate) use super::layout::bytes_of;
 use super::layout::{DescSlot, records};
-use crate::call::Call;
+use crate::call::{Binding, Call, Prestaged};
 use crate::error::{Error, TaskRef};
+use crate::gpu::transfer::Piece;
 use crate::gpu::{Gpu, describe};
+use crate::inspect::Footprint;
 use crate::sm::SmLayout;
 
 /// Descriptors kept for the sets of arrays a kept plan has run on; the oldest goes first.
@@ -54,12 +57,16 @@ pub(crate) struct Finished {
 impl Staged {
     /// Uploads the call's arrays and tables for `workers` workers, placed by `sms` when the
     /// workers are SM-aware. With `keep`, the tables can be [`Staged::restage`]d for another call.
+    ///
+    /// Host arrays already uploaded while the region was inspected (`prestaged`) are not copied
+    /// again.
     pub fn new(
         gpu: &Gpu,
         call: &Call<'_, '_>,
         workers: u32,
         sms: Option<&SmLayout>,
         keep: bool,
+        prestaged: Option<Prestaged>,
     ) -> Result<Self, Error> {
         let meta = call.plan.meta();
         gpu.check_usable()?;
@@ -79,26 +86,19 @@ impl Staged {
             });
         }
         let start = Instant::now();
-        let mut copies = Vec::with_capacity(call.arrays.len());
-        let mut arrays = Vec::with_capacity(call.arrays.len());
-        for binding in call.arrays {
-            let ptr = match binding.device {
-                Some(address) => {
-                    copies.push(None);
-                    address
-                }
-                None => {
-                    let buffer = upload(gpu, binding.bytes(), binding.info.name)?;
-                    let ptr = buffer.device_ptr(gpu.stream()).0;
-                    copies.push(Some(buffer));
-                    ptr
-                }
-            };
-            arrays.push(ArrayDesc {
-                ptr,
-                len: binding.info.len as u64,
-            });
-        }
+        let uploaded = prestaged.is_some();
+        let copies = match prestaged {
+            Some(prestaged) => prestaged.copies,
+            None => call
+                .arrays
+                .iter()
+                .map(|b| match b.device {
+                    Some(_) => Ok(None),
+                    None => allocate(gpu, b.bytes, b.info.name).map(Some),
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let arrays = upload_arrays(gpu, call, &copies, !uploaded)?;
         let (tables, slot) = DeviceTables::upload(gpu, call, workers, sms, &arrays, keep)?;
         gpu.stream()
             .synchronize()
@@ -121,31 +121,13 @@ impl Staged {
     pub fn restage(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<(), Error> {
         let start = Instant::now();
         self.tables.reset(gpu)?;
-        let mut arrays = Vec::with_capacity(call.arrays.len());
         for (binding, copy) in call.arrays.iter().zip(&mut self.copies) {
-            let ptr = match (binding.device, copy) {
-                (Some(address), _) => address,
-                (None, Some(buffer)) => {
-                    if !binding.bytes().is_empty() {
-                        gpu.stream()
-                            .memcpy_htod(binding.bytes(), &mut buffer.slice_mut(..binding.bytes))
-                            .map_err(Error::cuda(format!("uploading {}", binding.info.name)))?;
-                    }
-                    buffer.device_ptr(gpu.stream()).0
-                }
-                (None, copy @ None) => {
-                    // A host array where the plan's first call had a resident one.
-                    let buffer = upload(gpu, binding.bytes(), binding.info.name)?;
-                    let ptr = buffer.device_ptr(gpu.stream()).0;
-                    *copy = Some(buffer);
-                    ptr
-                }
-            };
-            arrays.push(ArrayDesc {
-                ptr,
-                len: binding.info.len as u64,
-            });
+            if binding.device.is_none() && copy.is_none() {
+                // A host array where the plan's first call had a resident one.
+                *copy = Some(allocate(gpu, binding.bytes, binding.info.name)?);
+            }
         }
+        let arrays = upload_arrays(gpu, call, &self.copies, true)?;
         let same = |slot: &DescSlot| slot.addresses.iter().eq(arrays.iter().map(|a| &a.ptr));
         self.slot = match self.slots.iter().position(same) {
             Some(at) => at,
@@ -261,17 +243,27 @@ impl Staged {
             });
         }
         let start = Instant::now();
-        for (binding, copy) in call.arrays.iter().zip(&self.copies) {
-            // Resident arrays (no copy) were written in place.
-            if let (true, Some(copy)) = (binding.info.writable, copy) {
-                let data = gpu
-                    .stream()
-                    .clone_dtoh(copy)
-                    .map_err(Error::cuda(format!("reading {}", binding.info.name)))?;
-                // SAFETY: the array is writable and the kernel has finished.
-                unsafe { binding.write(&data[..binding.bytes]) };
-            }
-        }
+        // Only what the tasks declared they write comes back (resident arrays, with no copy, were
+        // written in place).
+        let footprints = &call.plan.inspection().footprints;
+        let pieces: Vec<Piece> = call
+            .arrays
+            .iter()
+            .zip(&self.copies)
+            .zip(footprints)
+            .filter_map(|((binding, copy), footprint)| {
+                let copy = copy.as_ref().filter(|_| binding.info.writable)?;
+                let span = bytes_of_span(footprint.write.as_ref(), binding)?;
+                Some(Piece {
+                    host: binding.ptr as usize + span.start,
+                    device: copy.device_ptr(gpu.stream()).0 + span.start as u64,
+                    len: span.len(),
+                })
+            })
+            .collect();
+        // SAFETY: each host range lies in a writable array the call borrows mutably, the device
+        // ranges in its copies, and the kernel has ended.
+        unsafe { gpu.download(&pieces) }?;
         let stats = records::<WorkerStats>(&both[stats_at - error_at..]);
         let trace = match self.tables.trace {
             Some(t) => Some(records::<TraceRecord>(&self.tables.read(
@@ -289,11 +281,94 @@ impl Staged {
     }
 }
 
-/// `bytes` (at least 8, so that an empty array still has an address) in a new device buffer.
+/// A device buffer for `bytes` bytes of array `what` (at least 8, so that an empty array still
+/// has an address), not initialized: only what the tasks use of it is uploaded.
+fn allocate(gpu: &Gpu, bytes: usize, what: &str) -> Result<CudaSlice<u8>, Error> {
+    let bytes = bytes.max(8);
+    // SAFETY: the tasks read only their declared ranges, which lie in what is uploaded.
+    unsafe { gpu.stream().alloc::<u8>(bytes) }
+        .map_err(gpu.alloc_error(format!("allocating {what}"), bytes))
+}
+
+/// The bytes of `binding`'s array that the element range `span` covers, if any.
+fn bytes_of_span(span: Option<&Range<usize>>, binding: &Binding<'_>) -> Option<Range<usize>> {
+    let span = span.filter(|s| !s.is_empty())?;
+    let size = binding.info.elem_bytes;
+    Some(span.start * size..span.end * size)
+}
+
+/// The elements the tasks read or write of an array: the span of both spans. A written span is
+/// uploaded too: elements of it that no task writes must come back as they were.
+fn touched(footprint: &Footprint) -> Option<Range<usize>> {
+    let nonempty = |r: &Option<Range<usize>>| r.clone().filter(|r| !r.is_empty());
+    match (nonempty(&footprint.read), nonempty(&footprint.write)) {
+        (Some(r), Some(w)) => Some(r.start.min(w.start)..r.end.max(w.end)),
+        (r, w) => r.or(w),
+    }
+}
+
+/// Uploads (when `upload`), into `copies`, what the call's tasks read or write of each host array
+/// (the span of both; the rest of the array is never touched), and returns the array table: each
+/// array's device address, its copy's or its own.
+fn upload_arrays(
+    gpu: &Gpu,
+    call: &Call<'_, '_>,
+    copies: &[Option<CudaSlice<u8>>],
+    upload: bool,
+) -> Result<Vec<ArrayDesc>, Error> {
+    let footprints = &call.plan.inspection().footprints;
+    let mut arrays = Vec::with_capacity(call.arrays.len());
+    let mut pieces = Vec::new();
+    for ((binding, copy), footprint) in call.arrays.iter().zip(copies).zip(footprints) {
+        let ptr = match (binding.device, copy) {
+            (Some(address), _) => address,
+            (None, Some(copy)) => {
+                let device = copy.device_ptr(gpu.stream()).0;
+                if let Some(span) = bytes_of_span(touched(footprint).as_ref(), binding)
+                    && upload
+                {
+                    pieces.push(Piece {
+                        host: binding.ptr as usize + span.start,
+                        device: device + span.start as u64,
+                        len: span.len(),
+                    });
+                }
+                device
+            }
+            (None, None) => unreachable!("every host array has a copy"),
+        };
+        arrays.push(ArrayDesc {
+            ptr,
+            len: binding.info.len as u64,
+        });
+    }
+    // SAFETY: each host range lies in an array the call borrows, each device range in its copy,
+    // which no kernel uses yet.
+    unsafe { gpu.upload(&pieces) }?;
+    Ok(arrays)
+}
+
+/// `bytes` (at least 8, so that an empty table still has an address) in a new device buffer.
 fn upload(gpu: &Gpu, bytes: &[u8], what: &str) -> Result<CudaSlice<u8>, Error> {
     let padded = [0u8; 8];
     let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
     gpu.stream()
         .clone_htod(bytes)
         .map_err(gpu.alloc_error(format!("uploading {what}"), bytes.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Footprint, touched};
+
+    #[test]
+    fn what_is_uploaded_spans_the_reads_and_the_writes() {
+        let f = |read: Option<std::ops::Range<usize>>, write| Footprint { read, write };
+        assert_eq!(touched(&f(Some(10..20), Some(40..50))), Some(10..50));
+        assert_eq!(touched(&f(Some(30..60), Some(40..50))), Some(30..60));
+        assert_eq!(touched(&f(None, Some(5..6))), Some(5..6));
+        assert_eq!(touched(&f(Some(5..6), None)), Some(5..6));
+        assert_eq!(touched(&f(Some(7..7), Some(9..9))), None);
+        assert_eq!(touched(&f(None, None)), None);
+    }
 }

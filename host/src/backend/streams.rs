@@ -80,7 +80,8 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     let (meta, options) = (call.plan.meta(), call.plan.options());
     let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
     let ins = call.plan.inspection();
-    let mut staged = Staged::new(gpu, call, 1, None, false)?;
+    let prestaged = call.prestaged.take();
+    let mut staged = Staged::new(gpu, call, 1, None, false, prestaged)?;
     let n = ins.task_count();
     let identity: Vec<u32> = (0..n as u32).collect();
     let list = staged.put(gpu, bytes_of(&identity), "the task list")?;

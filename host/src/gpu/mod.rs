@@ -17,6 +17,7 @@
 pub(crate) mod kernels;
 mod ptx;
 mod residency;
+pub(crate) mod transfer;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -59,6 +60,8 @@ pub struct GpuShared {
     /// Held by an SM-aware launch until its blocks have filled their SMs: see
     /// [`Gpu::filling`].
     filling: Mutex<()>,
+    /// Pinned staging buffers for copies of host arrays (see `transfer`).
+    staging: transfer::StagingPool,
 }
 
 /// One GPU as one region run sees it: the shared [`GpuShared`], the stream its regions run on,
@@ -144,6 +147,7 @@ impl Gpu {
                 backend_state: Mutex::new(Vec::new()),
                 residency: Residency::default(),
                 filling: Mutex::new(()),
+                staging: transfer::StagingPool::default(),
             }),
             stream,
             control,
