@@ -7,8 +7,9 @@
 //!    panicking task is caught, recorded and turned into an abort.
 //! 3. The calling thread is the watchdog: when no task completes for the region's watchdog timeout
 //!    it raises the abort flag and reports the tasks the workers were running.
-//! 4. On any error the region's writable arrays are restored from a snapshot, so the host data is
-//!    as it was before the run.
+//! 4. On any error the region's writable host arrays are restored from a snapshot, so the host
+//!    data is as it was before the run (resident arrays stay as the tasks left them, as on the
+//!    GPU).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
@@ -150,11 +151,13 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
             len: b.info.len as u64,
         })
         .collect();
+    // Host arrays are restored after a failure; resident ones stay as the tasks left them (see
+    // `DeviceArray`), so a time-stepping loop on resident arrays copies nothing per call.
     let snapshot: Vec<(usize, Vec<u8>)> = call
         .arrays
         .iter()
         .enumerate()
-        .filter(|(_, b)| b.info.writable)
+        .filter(|(_, b)| b.info.writable && b.cell.is_none())
         .map(|(i, b)| (i, b.bytes().to_vec()))
         .collect();
     let restore = || {
