@@ -138,5 +138,7 @@ pub fn run_main(
 
 pub mod bench;
 pub mod faults;
+pub mod mutation;
 pub mod plots;
+pub mod vendor;
 pub mod workloads;

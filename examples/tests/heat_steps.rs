@@ -7,7 +7,16 @@ use std::process::Command;
 /// The example's output, with plan verification `verify` (`"0"` or `"1"`).
 fn run(verify: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_heat_steps"))
-        .args(["--backend", "cpu", "--n", "64", "--tile", "16", "--steps", "6"])
+        .args([
+            "--backend",
+            "cpu",
+            "--n",
+            "64",
+            "--tile",
+            "16",
+            "--steps",
+            "6",
+        ])
         .arg("--per-step")
         .env(taskweave::VERIFY_PLANS_ENV, verify)
         .output()
@@ -19,8 +28,14 @@ fn run(verify: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     for step in 0..6 {
-        assert!(stdout.contains(&format!("region.run step {step:>4}:")), "{stdout}");
-        assert!(stdout.contains(&format!("plan.run step {step:>4}:")), "{stdout}");
+        assert!(
+            stdout.contains(&format!("region.run step {step:>4}:")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("plan.run step {step:>4}:")),
+            "{stdout}"
+        );
     }
     assert!(stdout.contains("| region.run |") && stdout.contains("| plan.run |"));
     assert!(stdout.contains("both loops match the sequential reference"));

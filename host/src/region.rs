@@ -119,9 +119,12 @@ impl<'a> Region<'a> {
         self
     }
 
-    /// Edits the inspected DAG before it runs, for tests that must show a verification fails
-    /// (drop an edge, swap two tasks, skip one): `edit` gets the inspection as soon as the body
-    /// has run, and the region runs what it leaves. See also [`Plan::edit_inspection`].
+    /// Test seam for mutation checks: `edit` changes the inspection (its tasks, argument words and
+    /// DAG) after the body ran and before anything else sees it, so that a test can drop a
+    /// dependence, reorder or skip tasks and show that a verification notices. The edited
+    /// inspection must stay consistent: one record per task plus the sentinel, argument words
+    /// the records index, a location per task, edges from lower to higher task ids. See also
+    /// [`Plan::edit_inspection`].
     #[doc(hidden)]
     pub fn edit_inspection(mut self, edit: impl FnOnce(&mut Inspection) + 'a) -> Self {
         self.edit = Some(Box::new(edit));

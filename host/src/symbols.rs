@@ -1,46 +1,37 @@
 //! The names of a region's kernels, as the host looks them up in its crate's PTX.
 //!
-//! The macro names a region's persistent kernel (`RegionMeta::kernel`, `taskweave_region_<r>`)
-//! and emits beside it the one-task kernel (`taskweave_listed_<r>`) and the grid-barrier kernel
-//! (`taskweave_levels_<r>`), each also without the checked task bodies (`<kernel>__unchecked`);
-//! the builder adds an uncapped-register twin of some (`<kernel>__uncapped`). Every name the host
-//! derives is built here, from the region's kernel name, so that the host has one place to follow
-//! when the macros and the builder change how they name things.
+//! The macro names a region's persistent kernel (`RegionMeta::kernel`) and emits beside it its
+//! one-task and grid-barrier kernels, each also without the checked task bodies; the builder adds
+//! an uncapped-register twin of some. Every name comes from `taskweave_names`, the one crate that
+//! spells them for the macros, the builder and the host; this module derives the host's from the
+//! region's kernel name, and nowhere else does.
 
-/// The prefix of a region's persistent kernel.
-const REGION: &str = "taskweave_region_";
-/// The prefix of a region's one-task kernel.
-const LISTED: &str = "taskweave_listed_";
-/// The prefix of a region's grid-barrier kernel.
-const LEVELS: &str = "taskweave_levels_";
-/// The suffix of a kernel without the checked task bodies.
-const UNCHECKED: &str = "__unchecked";
-/// The suffix of a kernel's uncapped-register twin.
-const UNCAPPED: &str = "__uncapped";
+use taskweave_names::{Entry, Kernel};
 
-/// The part of a region's kernel name after the persistent kernel's prefix.
-fn stem(kernel: &str) -> &str {
-    kernel.strip_prefix(REGION).unwrap_or(kernel)
+/// The kernel of entry `entry` of the region whose persistent kernel is `kernel`: `kernel` itself
+/// when it is not a region kernel's name.
+fn sibling(kernel: &str, entry: Entry) -> String {
+    Kernel::parse(kernel).map_or_else(|| kernel.to_owned(), |k| k.at(entry).to_string())
 }
 
 /// The one-task kernel of the region whose persistent kernel is `kernel`.
 pub(crate) fn listed(kernel: &str) -> String {
-    format!("{LISTED}{}", stem(kernel))
+    sibling(kernel, Entry::Listed)
 }
 
 /// The grid-barrier kernel of the region whose persistent kernel is `kernel`.
 pub(crate) fn levels(kernel: &str) -> String {
-    format!("{LEVELS}{}", stem(kernel))
+    sibling(kernel, Entry::Levels)
 }
 
-/// Kernel `name` without the checked task bodies.
-pub(crate) fn unchecked(name: &str) -> String {
-    format!("{name}{UNCHECKED}")
+/// Kernel `name` without the checked task bodies, when `name` is a region kernel's.
+pub(crate) fn unchecked(name: &str) -> Option<String> {
+    Kernel::parse(name).map(|k| k.unchecked().to_string())
 }
 
-/// Kernel `name`'s uncapped-register twin.
-pub(crate) fn uncapped(name: &str) -> String {
-    format!("{name}{UNCAPPED}")
+/// Kernel `name`'s uncapped-register twin, when `name` is a region kernel's.
+pub(crate) fn uncapped(name: &str) -> Option<String> {
+    Kernel::parse(name).map(|k| k.uncapped().to_string())
 }
 
 #[cfg(test)]
@@ -49,13 +40,18 @@ mod tests {
 
     #[test]
     fn names_follow_the_region_kernel() {
-        let kernel = "taskweave_region_lu";
-        assert_eq!(listed(kernel), "taskweave_listed_lu");
-        assert_eq!(levels(kernel), "taskweave_levels_lu");
-        assert_eq!(unchecked(&listed(kernel)), "taskweave_listed_lu__unchecked");
+        let kernel = "taskweave_region_lu_0badf00d";
+        assert_eq!(listed(kernel), "taskweave_listed_lu_0badf00d");
+        assert_eq!(levels(kernel), "taskweave_levels_lu_0badf00d");
         assert_eq!(
-            uncapped(&unchecked(kernel)),
-            "taskweave_region_lu__unchecked__uncapped"
+            unchecked(&listed(kernel)).as_deref(),
+            Some("taskweave_listed_lu_0badf00d__unchecked")
         );
+        assert_eq!(
+            unchecked(kernel).and_then(|k| uncapped(&k)).as_deref(),
+            Some("taskweave_region_lu_0badf00d__unchecked__uncapped")
+        );
+        assert_eq!(unchecked("selfcheck_atomics"), None);
+        assert_eq!(listed("selfcheck_atomics"), "selfcheck_atomics");
     }
 }

@@ -81,12 +81,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     u0[..n * n].copy_from_slice(&input);
     let mut cols0 = vec![0.0f32; 2 * 2 * nb * n];
     heat::reference::edges(&input, &mut cols0, nb, bs);
-    let want = heat::reference::heat(
-        &to_row_major(&input, nb, bs, 1),
-        n,
-        cli.steps,
-        ALPHA,
-    );
+    let want = heat::reference::heat(&to_row_major(&input, nb, bs, 1), n, cli.steps, ALPHA);
 
     let mut summary = Vec::new();
     for planned in [false, true] {
@@ -153,7 +148,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             rest
         };
-        let pick = |f: &dyn Fn(&Step) -> Duration| median(steady.iter().map(|s| us(f(s))).collect());
+        let pick =
+            |f: &dyn Fn(&Step) -> Duration| median(steady.iter().map(|s| us(f(s))).collect());
         let (wall, execute) = (pick(&|s| s.wall), pick(&|s| s.report.execute_time));
         println!(
             "| {name} | {:.1} | {wall:.1} | {execute:.1} | {:.1} | {:.1} | {:.1} | {error:.1e} |",

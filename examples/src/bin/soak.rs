@@ -41,9 +41,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         if i % 2 == 0 {
             let mut a = input.clone();
             cli.run.apply(lu::lu(&mut a, 4, 8)).run(&runtime)?;
-            let error = lu::reference::relative_error(&a, &reference);
-            if error.is_nan() || error > 1e-4 {
-                return Err(format!("region {i} (LU): relative error {error:.2e}").into());
+            let error = taskweave_examples::workloads::factor_error(&a, &reference, 4, 8);
+            if error.is_nan() || error > taskweave_examples::workloads::LUD_BOUND {
+                return Err(format!("region {i} (LU): factor error {error:.2e}").into());
             }
         } else {
             let t = 8 + i % 9;

@@ -68,11 +68,9 @@ impl Gpu {
     /// for unchecked runs too (a kernel's register count, which bounds how many of its blocks an
     /// SM holds, is that of its heaviest path).
     pub(crate) fn variant(&self, code: Code, checked: bool, name: &str) -> String {
-        let unchecked = symbols::unchecked(name);
-        if !checked && self.function(code, &unchecked).is_ok() {
-            unchecked
-        } else {
-            name.to_owned()
+        match symbols::unchecked(name) {
+            Some(unchecked) if !checked && self.function(code, &unchecked).is_ok() => unchecked,
+            _ => name.to_owned(),
         }
     }
 
@@ -97,7 +95,8 @@ impl Gpu {
         let resident = self.resident_blocks(&capped, meta.name, options)?;
         let wanted = wanted(resident);
         // A PTX without twins (built with an older builder) simply has none.
-        if let Ok(twin) = self.function(code, &symbols::uncapped(name))
+        if let Some(twin) = symbols::uncapped(name)
+            && let Ok(twin) = self.function(code, &twin)
             && let Ok(twin_resident) = self.resident_blocks(&twin, meta.name, options)
             && wanted <= twin_resident
         {

@@ -1,0 +1,263 @@
+//! Dense factorizations against the vendor libraries, in one process on the same matrices.
+//!
+//! `linalg --vendor` times cuSOLVER's Cholesky (`potrf`) and no-pivot LU (`getrf` with a null
+//! pivot array), and cuBLAS's strided batched GEMM on square tiles, through cudarc on the
+//! taskweave runtime's own context: the yardsticks for the tile library. Every factorization is
+//! checked by its residual (`‖L·Lᵀ − A‖_F / ‖A‖_F`, `‖L·U − A‖_F / ‖A‖_F`), every GEMM batch
+//! against a host product of its first tile. Each figure is the median of `--reps` runs.
+
+use std::time::Duration;
+
+use clap::Parser;
+use taskweave::Runtime;
+use taskweave_examples::vendor::{Real, Timed, Vendor};
+
+#[derive(Parser, Debug)]
+#[command(about = "Cholesky and LU against cuSOLVER, tile GEMM against cuBLAS")]
+struct Cli {
+    /// Matrix sides.
+    #[arg(long, value_delimiter = ',', default_values_t = [1024usize, 2048, 4096, 8192])]
+    sizes: Vec<usize>,
+    /// Element types: f64, f32.
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("f64"), String::from("f32")])]
+    precisions: Vec<String>,
+    /// Repetitions per case (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Time the vendor libraries (cuSOLVER, cuBLAS).
+    #[arg(long)]
+    vendor: bool,
+    /// Tile sides for the batched GEMM, each with as many tiles as make 2^28 bytes of f64.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256])]
+    tiles: Vec<usize>,
+}
+
+fn main() -> std::process::ExitCode {
+    taskweave_examples::run_main(run)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// A deterministic pseudo-random value in `[-0.5, 0.5)` for element `e` of matrix `seed`.
+fn noise(seed: u64, e: usize) -> f64 {
+    let mut x = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(e as u64)
+        .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 29;
+    (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+}
+
+/// A symmetric positive definite `n × n` matrix with weight off the diagonal: random symmetric
+/// entries plus `n/4` on the diagonal (so that the off-diagonal half of every row sums to about
+/// half the diagonal).
+fn spd<T: Real>(n: usize, seed: u64) -> Vec<T> {
+    let mut a = vec![T::default(); n * n];
+    for c in 0..n {
+        for r in c..n {
+            let v = noise(seed, r * n + c) + if r == c { n as f64 / 4.0 } else { 0.0 };
+            a[c * n + r] = T::of(v);
+            a[r * n + c] = T::of(v);
+        }
+    }
+    a
+}
+
+/// A non-symmetric `n × n` matrix that LU factors stably without pivoting: random entries plus
+/// `n/4` on the diagonal.
+fn dominant<T: Real>(n: usize, seed: u64) -> Vec<T> {
+    (0..n * n)
+        .map(|e| T::of(noise(seed, e) + if e % n == e / n { n as f64 / 4.0 } else { 0.0 }))
+        .collect()
+}
+
+fn tflops(flops: f64, time: Duration) -> f64 {
+    flops / time.as_secs_f64() / 1e12
+}
+
+/// Times one vendor factorization `reps` times on fresh copies of `a`; returns the median times
+/// and the relative residual of the last result.
+fn factor<T: Real>(
+    vendor: &Vendor,
+    a: &[T],
+    n: usize,
+    reps: usize,
+    cholesky: bool,
+) -> Result<(Timed, f64), Box<dyn std::error::Error>>
+where
+    taskweave::gpu::cudarc::cublas::CudaBlas: taskweave::gpu::cudarc::cublas::Gemm<T>,
+{
+    let stream = vendor.stream();
+    let pristine = stream.clone_htod(a)?;
+    let mut work = stream.alloc_zeros::<T>(n * n)?;
+    let (mut kernel, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..reps + 1 {
+        stream.memcpy_dtod(&pristine, &mut work)?;
+        stream.synchronize()?;
+        let t = if cholesky {
+            vendor.potrf(&mut work, n)?
+        } else {
+            vendor.getrf_nopiv(&mut work, n)?
+        };
+        kernel.push(t.kernel);
+        wall.push(t.wall);
+    }
+    // The first run loads the libraries' kernels: not counted.
+    kernel.remove(0);
+    wall.remove(0);
+    let result = stream.clone_dtoh(&work)?;
+    let residual = if cholesky {
+        vendor.cholesky_residual(a, &result, n)?
+    } else {
+        vendor.lu_residual(a, &result, n)?
+    };
+    Ok((
+        Timed {
+            kernel: median(kernel),
+            wall: median(wall),
+        },
+        residual,
+    ))
+}
+
+/// The residual bound for an `n × n` factorization in `T`: `c · n · ε` with room for the
+/// residual's own product.
+fn bound<T: Real>(n: usize) -> f64 {
+    let eps = if T::NAME == "f64" {
+        f64::EPSILON
+    } else {
+        f64::from(f32::EPSILON)
+    };
+    8.0 * n as f64 * eps
+}
+
+fn vendor_factorizations<T: Real>(
+    vendor: &Vendor,
+    sizes: &[usize],
+    reps: usize,
+) -> Result<bool, Box<dyn std::error::Error>>
+where
+    taskweave::gpu::cudarc::cublas::CudaBlas: taskweave::gpu::cudarc::cublas::Gemm<T>,
+{
+    let mut ok = true;
+    for &n in sizes {
+        for cholesky in [true, false] {
+            let (name, a, flops) = if cholesky {
+                ("potrf", spd::<T>(n, n as u64), (n as f64).powi(3) / 3.0)
+            } else {
+                (
+                    "getrf-nopiv",
+                    dominant::<T>(n, n as u64),
+                    2.0 * (n as f64).powi(3) / 3.0,
+                )
+            };
+            let (t, residual) = factor(vendor, &a, n, reps, cholesky)?;
+            let pass = residual <= bound::<T>(n);
+            ok &= pass;
+            println!(
+                "| cuSOLVER {}{name} | {n} | {:.3} | {:.3} | {:.2} | {residual:.2e} | {} |",
+                T::NAME,
+                t.kernel.as_secs_f64() * 1e3,
+                t.wall.as_secs_f64() * 1e3,
+                tflops(flops, t.kernel),
+                if pass { "pass" } else { "FAIL" }
+            );
+        }
+    }
+    Ok(ok)
+}
+
+fn vendor_gemm<T: Real>(
+    vendor: &Vendor,
+    tiles: &[usize],
+    reps: usize,
+) -> Result<bool, Box<dyn std::error::Error>>
+where
+    taskweave::gpu::cudarc::cublas::CudaBlas: taskweave::gpu::cudarc::cublas::Gemm<T>,
+{
+    let stream = vendor.stream();
+    let mut ok = true;
+    for &m in tiles {
+        let batch = (1usize << 28) / (8 * m * m);
+        let len = batch * m * m;
+        let a: Vec<T> = (0..len).map(|e| T::of(noise(1, e))).collect();
+        let b: Vec<T> = (0..len).map(|e| T::of(noise(2, e))).collect();
+        let (da, db) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
+        let mut dc = stream.alloc_zeros::<T>(len)?;
+        let (mut kernel, mut wall) = (Vec::new(), Vec::new());
+        for _ in 0..reps + 1 {
+            let t = vendor.gemm_strided_batched(m, batch, &da, &db, &mut dc, T::of(0.0))?;
+            kernel.push(t.kernel);
+            wall.push(t.wall);
+        }
+        kernel.remove(0);
+        wall.remove(0);
+        // The first tile against a host product (column-major).
+        let c = stream.clone_dtoh(&dc)?;
+        let mut err = 0.0f64;
+        let mut scale = 0.0f64;
+        for j in 0..m {
+            for i in 0..m {
+                let exact: f64 = (0..m)
+                    .map(|k| a[k * m + i].to_f64() * b[j * m + k].to_f64())
+                    .sum();
+                err = err.max((c[j * m + i].to_f64() - exact).abs());
+                scale = scale.max(exact.abs());
+            }
+        }
+        let rel = err / scale.max(f64::MIN_POSITIVE);
+        let pass = rel <= bound::<T>(m);
+        ok &= pass;
+        let (kernel, wall) = (median(kernel), median(wall));
+        println!(
+            "| cuBLAS {}gemm batched {m}³ × {batch} | {m} | {:.3} | {:.3} | {:.2} | {rel:.2e} | {} |",
+            T::NAME,
+            kernel.as_secs_f64() * 1e3,
+            wall.as_secs_f64() * 1e3,
+            tflops(2.0 * (m as f64).powi(3) * batch as f64, kernel),
+            if pass { "pass" } else { "FAIL" }
+        );
+    }
+    Ok(ok)
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    if !cli.vendor {
+        return Err("nothing to run: pass --vendor".into());
+    }
+    let runtime = Runtime::gpu(0)?;
+    let gpu = runtime.gpu_device().expect("a GPU runtime has a GPU");
+    println!(
+        "# {} ({} SMs); median of {} runs",
+        gpu.name(),
+        gpu.sm_count(),
+        cli.reps
+    );
+    let vendor = Vendor::new(gpu.stream().clone())?;
+    println!("| case | N | kernel ms | wall ms | TFLOP/s | residual | check |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let mut ok = true;
+    for precision in &cli.precisions {
+        ok &= match precision.as_str() {
+            "f64" => {
+                vendor_factorizations::<f64>(&vendor, &cli.sizes, cli.reps)?
+                    & vendor_gemm::<f64>(&vendor, &cli.tiles, cli.reps)?
+            }
+            "f32" => {
+                vendor_factorizations::<f32>(&vendor, &cli.sizes, cli.reps)?
+                    & vendor_gemm::<f32>(&vendor, &cli.tiles, cli.reps)?
+            }
+            other => return Err(format!("unknown precision `{other}`: expected f64 or f32").into()),
+        };
+    }
+    if !ok {
+        return Err("a result failed its check".into());
+    }
+    Ok(())
+}
