@@ -220,3 +220,17 @@ fn an_edited_plan_runs_the_edited_dag() {
     assert!(v[25..31].iter().all(|&x| x == 0.0), "the skipped chunk");
     assert_eq!(v[31], expected[31]);
 }
+
+#[test]
+fn a_plan_for_a_gpu_backend_is_refused_on_the_cpu_runtime() {
+    let rt = Runtime::cpu_with(1);
+    let (u, mut v) = (start(16), vec![0.0; 16]);
+    let e = step(&mut v, &u, 4)
+        .backend(taskweave::Backend::Graph)
+        .plan(&rt)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no GPU: backend `graph` runs on the GPU, and this runtime is the CPU backend"
+    );
+}

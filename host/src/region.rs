@@ -280,10 +280,11 @@ impl<'a> Region<'a> {
     /// [`Plan::run`] on the arrays of later calls of the same shapes. The region's own arrays are
     /// not used: nothing runs yet.
     ///
-    /// `runtime` is the one the plan will run on; the backends keep their tables in the plan
+    /// `runtime` is the one the plan will run on: a backend it cannot run is refused here
+    /// ([`Error::NoGpu`]), before anything is inspected. The backends keep their tables in the plan
     /// from its first run on.
     pub fn plan(self, runtime: &Runtime) -> Result<Plan, Error> {
-        let _ = runtime;
+        runtime.check_backend(self.options.backend)?;
         Ok(self.into_plan()?.0)
     }
 

@@ -184,6 +184,17 @@ impl Runtime {
         }
     }
 
+    /// Whether this runtime can run a region whose options name `backend`: a GPU backend on the
+    /// CPU runtime is an [`Error::NoGpu`].
+    pub(crate) fn check_backend(&self, backend: Option<Backend>) -> Result<(), Error> {
+        match (&self.engine, backend) {
+            (Engine::Cpu { .. }, Some(b)) if b.needs_gpu() => {
+                Err(backend::no_gpu(b, self.fallback.as_deref()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The GPU a call with backend option `backend` runs on, if it runs on one.
     pub(crate) fn gpu_for(&self, backend: Option<Backend>) -> Option<&Gpu> {
         match &self.engine {

@@ -182,6 +182,18 @@ impl Executor<'_> {
     }
 }
 
+/// The error for GPU backend `backend` on the CPU runtime, which is there because of `fallback`
+/// (when it fell back).
+pub(crate) fn no_gpu(backend: Backend, fallback: Option<&str>) -> Error {
+    Error::NoGpu {
+        reason: format!(
+            "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
+            backend.name(),
+            fallback.map(|r| format!(" ({r})")).unwrap_or_default()
+        ),
+    }
+}
+
 /// Runs `call` on `executor`, with the backend its options name (or the executor's own).
 /// `fallback` is why the runtime is on the CPU, if it fell back there.
 pub(crate) fn execute(
@@ -198,13 +210,7 @@ pub(crate) fn execute(
         start = Instant::now();
     };
     let report = match (executor, entry.run) {
-        (Executor::Cpu { .. }, Run::Gpu(_)) => Err(Error::NoGpu {
-            reason: format!(
-                "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
-                entry.name,
-                fallback.map(|r| format!(" ({r})")).unwrap_or_default()
-            ),
-        }),
+        (Executor::Cpu { .. }, Run::Gpu(_)) => Err(no_gpu(backend, fallback)),
         (Executor::Cpu { workers }, Run::Cpu(run)) => {
             waited(call);
             run(call, *workers)
