@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{CudaSlice, DevicePtr};
 use taskweave_device::abi::{ArrayDesc, RegionDesc};
 
 use super::layout::{DescSlot, Layout, slot_bytes, tables_bytes, write_slot};
@@ -130,17 +130,9 @@ impl DeviceTables {
         .map_err(Error::cuda("resetting the region's tables"))
     }
 
-    /// Queues a copy of `len` bytes at `offset` of the tables into `into` (pinned host memory, as
-    /// long as the range), on the region stream.
-    pub fn read_into(
-        &self,
-        gpu: &Gpu,
-        (offset, len): (usize, usize),
-        into: &mut PinnedHostSlice<u8>,
-    ) -> Result<(), Error> {
-        gpu.stream()
-            .memcpy_dtoh(&self.buffer.slice(offset..offset + len), into)
-            .map_err(Error::cuda("reading the error record and statistics"))
+    /// The device address of byte `offset` of the tables.
+    pub fn address(&self, offset: usize) -> u64 {
+        self.base + offset as u64
     }
 
     /// `len` bytes at `offset` of the tables.

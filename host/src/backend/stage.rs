@@ -12,7 +12,7 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, result};
 use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 
@@ -41,7 +41,7 @@ pub(crate) struct Staged {
     extra: Vec<CudaSlice<u8>>,
     /// Pinned host memory the error record and statistics are copied into right after the
     /// kernel (see [`Staged::read_back_after_kernel`]), and whether that copy is queued.
-    readback: Option<PinnedHostSlice<u8>>,
+    readback: Option<(PinnedHostSlice<u8>, usize)>,
     read_back: bool,
     /// Time the last staging took.
     pub upload_time: Duration,
@@ -176,17 +176,29 @@ impl Staged {
     /// memory (allocated on the first call), so that [`Staged::finish`] finds them there when the
     /// stream is done: no copy of its own, and no wait for one, after the kernel.
     pub fn read_back_after_kernel(&mut self, gpu: &Gpu) -> Result<(), Error> {
-        let range = self.record_and_stats();
-        let readback = match &mut self.readback {
-            Some(readback) => readback,
+        let (offset, len) = self.record_and_stats();
+        let base = match &mut self.readback {
+            Some((_, base)) => *base,
             slot @ None => {
                 // SAFETY: the copy below writes every byte before anything reads them.
-                let pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(range.1, 0) }
-                    .map_err(gpu.alloc_error("allocating pinned host memory", range.1))?;
-                slot.insert(pinned)
+                let mut pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len, 0) }
+                    .map_err(gpu.alloc_error("allocating pinned host memory", len))?;
+                let base = pinned
+                    .as_mut_ptr()
+                    .map_err(Error::cuda("reaching pinned host memory"))?
+                    as usize;
+                slot.insert((pinned, base)).1
             }
         };
-        self.tables.read_into(gpu, range, readback)?;
+        // One raw copy: the pinned memory is this call's alone, and `finish` reads it only after
+        // the stream is synchronized.
+        // SAFETY: `base` holds `len` bytes of pinned memory; the source is that range of the
+        // tables' allocation, which lives as long as `self`.
+        unsafe {
+            let into = std::slice::from_raw_parts_mut(base as *mut u8, len);
+            result::memcpy_dtoh_async(into, self.tables.address(offset), gpu.stream().cu_stream())
+        }
+        .map_err(Error::cuda("reading the error record and statistics"))?;
         self.read_back = true;
         Ok(())
     }
@@ -198,20 +210,20 @@ impl Staged {
 
     /// After the kernel ended: the error record turned into an error naming the task, or the
     /// writable host arrays copied back and the statistics and trace read.
+    ///
+    /// It must follow a synchronization of the region stream, which ends the copy
+    /// [`Staged::read_back_after_kernel`] queued.
     pub fn finish(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<Finished, Error> {
         let ins = call.plan.inspection();
         // The record and the statistics are adjacent: one copy reads both, unless it was queued
         // after the kernel.
         let (error_at, error_len) = self.tables.error;
         let (stats_at, _) = self.tables.stats;
-        let queued;
         let read;
         let both: &[u8] = match (&self.readback, std::mem::take(&mut self.read_back)) {
-            (Some(readback), true) => {
-                queued = readback;
-                queued
-                    .as_slice()
-                    .map_err(Error::cuda("reading the error record and statistics"))?
+            (Some((_, base)), true) => {
+                // SAFETY: the queued copy wrote these bytes, and the stream has been synchronized.
+                unsafe { std::slice::from_raw_parts(*base as *const u8, self.record_and_stats().1) }
             }
             _ => {
                 read = self.tables.read(

@@ -119,6 +119,9 @@ impl Gpu {
     /// Each piece's host range must be valid for reads of `len` bytes, and its device range
     /// memory of this context that no running kernel uses.
     pub(crate) unsafe fn upload(&self, pieces: &[Piece]) -> Result<(), Error> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
         // The raw copies need the context current, and this may be a new thread.
         self.bind()?;
         let total: usize = pieces.iter().map(|p| p.len).sum();
@@ -180,6 +183,9 @@ impl Gpu {
     /// Each piece's host range must be valid for writes of `len` bytes and not read by anyone
     /// meanwhile, and its device range memory of this context.
     pub(crate) unsafe fn download(&self, pieces: &[Piece]) -> Result<(), Error> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
         self.bind()?;
         let total: usize = pieces.iter().map(|p| p.len).sum();
         if total < DIRECT {
