@@ -14,18 +14,19 @@ use crate::gpu::Gpu;
 use crate::sm::SmLayout;
 
 /// The bytes staging `call` with `workers` workers (placed by `sms`) allocates, at most: one
-/// buffer per array copied to the device (at least 8 bytes), and the tables (see
-/// [`tables_bytes`]).
+/// buffer per array copied to the device (at least 8 bytes), unless they are `copied` already,
+/// and the tables (see [`tables_bytes`]).
 pub(crate) fn staging_bytes(
     call: &Call<'_, '_>,
     workers: u32,
     sms: Option<&SmLayout>,
     keep: bool,
+    copied: bool,
 ) -> u64 {
     let arrays = call
         .arrays
         .iter()
-        .filter(|b| b.device.is_none())
+        .filter(|b| b.device.is_none() && !copied)
         .map(|b| b.bytes.max(8) as u64);
     let (ins, options) = (call.plan.inspection(), call.plan.options());
     arrays.sum::<u64>() + tables_bytes(ins, options, workers, sms, call.arrays.len(), keep)

@@ -76,7 +76,8 @@ impl Staged {
         // Checked before anything is allocated, so a region that cannot fit fails with nothing
         // copied. The driver rounds allocations up, so staging may still run out near the limit:
         // that is an `Error::OutOfMemory`, and dropping what was staged frees it.
-        let needed = staging_bytes(call, workers, sms, keep);
+        // Host arrays uploaded during inspection hold their memory already.
+        let needed = staging_bytes(call, workers, sms, keep, prestaged.is_some());
         let free = gpu.free_memory()?;
         if needed > free {
             return Err(Error::DeviceOutOfMemory {
