@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: set-up, then every test, the loom models, Miri over the unsafe code, the PTX
-# check and the check that every cited result carries its header. Fails when a tool it needs is
-# missing: its own set-up must produce ptxas.
+# The test command: set-up, then every test, the README's quickstart crate, the loom models, Miri
+# over the unsafe code, the PTX check and the check that every cited result carries its header.
+# Fails when a tool it needs is missing: its own set-up must produce ptxas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${TASKWEAVE_SKIP_PTXAS:-0}" = 1 ]; then
@@ -14,6 +14,7 @@ if ! scripts/find-ptxas.sh >/dev/null; then
     exit 1
 fi
 cargo test --workspace
+scripts/quickstart.sh
 scripts/loom.sh
 scripts/miri.sh
 scripts/check-ptx.sh

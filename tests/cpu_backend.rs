@@ -222,7 +222,7 @@ fn range_past_the_end_is_out_of_bounds() {
     };
     assert_eq!(task.index, 1);
     assert_eq!(task.kind, "touch");
-    assert_eq!(task.args, "0, 2, 20");
+    assert_eq!(task.args, "x, 2, 20");
     assert_eq!(*array, "x");
     assert_eq!(*param, "v");
     assert_eq!(*range, 2..20);
@@ -292,7 +292,7 @@ fn one_array_as_two_mut_parameters_is_an_error() {
         panic!("expected AliasedArray, got {err:?}");
     };
     assert_eq!((task.index, task.kind), (1, "swap"));
-    assert_eq!(task.args, "0, 0, 0, 2");
+    assert_eq!(task.args, "x, x, 0, 2");
     assert_eq!(task.location.line(), line_of("// SPAWN-SWAP-ITSELF"));
     assert_eq!(*array, "x");
     assert_eq!((*first, *first_writable), ("x", true));
@@ -466,7 +466,7 @@ fn a_panicking_task_fails_the_region_and_the_runtime_goes_on() {
             panic!("expected TaskPanicked, got {err:?}");
         };
         assert_eq!((task.index, task.kind), (1, "explode"));
-        assert_eq!(task.args, "0, 1, 42");
+        assert_eq!(task.args, "x, 1, 42");
         assert_eq!(message, "exploded with code 42");
         assert!(*restored);
         assert_eq!(x, [0, 0, 0], "lanes {lanes}");

@@ -160,9 +160,9 @@ fn a_verifying_plan_refuses_scalars_that_build_another_dag() {
     let e = plan.run(step(&mut v, &u, 16), &rt).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "region `step` does not match its plan: task #2 is `smooth(0, 1, 1, 17)` where the plan \
-         has `smooth(0, 1, 1, 9)`; its scalar arguments steer the control flow differently: make a \
-         new plan for them"
+        "region `step` does not match its plan: task #2 is `smooth(dst, src, 1, 17)` where the \
+         plan has `smooth(dst, src, 1, 9)`; its scalar arguments steer the control flow \
+         differently: make a new plan for them"
     );
     assert!(v.iter().all(|&x| x == -1.0), "nothing ran");
 }

@@ -10,10 +10,16 @@
 //! On top of the intrinsics sit the pieces that both sides of taskweave share:
 //! [`abi`] (the `#[repr(C)]` records the host writes and the device reads), [`error`] (the error
 //! record a failing kernel leaves for the host, and the GPU panic handler), [`scalar`] (how task
-//! arguments are packed), [`view`] and [`block`] (what a task body sees) and [`sched`] (the
-//! scheduler core).
+//! arguments are packed), [`view`] and [`block`] (what a task body sees), [`math`] (floating-point
+//! functions for task bodies, which have no `std`) and [`sched`] (the scheduler core).
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx))]
+// `#[inline(always)]` on the closures of the tile library's unrolled loops: left to the inliner,
+// a large closure called twice stays a call, and the accumulators it reads go to local memory.
+#![feature(stmt_expr_attributes)]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(asm_experimental_arch, stdarch_nvptx, core_float_math)
+)]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
@@ -23,9 +29,11 @@ pub mod arch;
 pub mod atomic;
 pub mod block;
 pub mod error;
+pub mod math;
 pub mod scalar;
 pub mod sched;
 pub mod shared;
+pub mod tile;
 pub mod view;
 
 pub use block::{Block, LoopIndex};

@@ -16,6 +16,21 @@ pub trait Scalar: Copy + 'static {
     fn to_bits(self) -> u64;
     /// The value back from [`Scalar::to_bits`].
     fn from_bits(bits: u64) -> Self;
+    /// Writes the value that `bits` holds, as errors print a task's arguments: the built-in
+    /// scalars write it as `{:?}` does (`2.0`, `-3`, `true`, `'x'`); the default writes the word
+    /// in hex.
+    fn fmt_bits(bits: u64, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{bits:#x}")
+    }
+}
+
+/// [`Scalar::fmt_bits`] through `Debug`.
+macro_rules! fmt_bits_as_debug {
+    () => {
+        fn fmt_bits(bits: u64, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            core::fmt::Debug::fmt(&<Self as Scalar>::from_bits(bits), f)
+        }
+    };
 }
 
 macro_rules! int_scalar {
@@ -25,6 +40,7 @@ macro_rules! int_scalar {
             fn to_bits(self) -> u64 { self as u64 }
             #[inline(always)]
             fn from_bits(bits: u64) -> Self { bits as $t }
+            fmt_bits_as_debug!();
         }
     )*};
 }
@@ -39,6 +55,7 @@ impl Scalar for f32 {
     fn from_bits(bits: u64) -> Self {
         f32::from_bits(bits as u32)
     }
+    fmt_bits_as_debug!();
 }
 
 impl Scalar for f64 {
@@ -50,6 +67,7 @@ impl Scalar for f64 {
     fn from_bits(bits: u64) -> Self {
         f64::from_bits(bits)
     }
+    fmt_bits_as_debug!();
 }
 
 impl Scalar for bool {
@@ -61,6 +79,7 @@ impl Scalar for bool {
     fn from_bits(bits: u64) -> Self {
         bits != 0
     }
+    fmt_bits_as_debug!();
 }
 
 impl Scalar for char {
@@ -72,6 +91,7 @@ impl Scalar for char {
     fn from_bits(bits: u64) -> Self {
         char::from_u32(bits as u32).unwrap_or(char::REPLACEMENT_CHARACTER)
     }
+    fmt_bits_as_debug!();
 }
 
 #[cfg(test)]
@@ -80,6 +100,26 @@ mod tests {
 
     fn round_trip<T: Scalar + PartialEq + core::fmt::Debug>(v: T) {
         assert_eq!(T::from_bits(v.to_bits()), v);
+    }
+
+    /// Errors print a scalar argument by value, as written in the spawn.
+    #[test]
+    fn scalars_print_their_values() {
+        struct Word<T>(u64, core::marker::PhantomData<T>);
+        impl<T: Scalar> core::fmt::Display for Word<T> {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                T::fmt_bits(self.0, f)
+            }
+        }
+        fn shown<T: Scalar>(v: T) -> std::string::String {
+            std::format!("{}", Word::<T>(v.to_bits(), core::marker::PhantomData))
+        }
+        assert_eq!(shown(2.0f32), "2.0");
+        assert_eq!(shown(-0.5f64), "-0.5");
+        assert_eq!(shown(-3i32), "-3");
+        assert_eq!(shown(60usize), "60");
+        assert_eq!(shown(true), "true");
+        assert_eq!(shown('x'), "'x'");
     }
 
     #[test]

@@ -137,7 +137,9 @@ pub fn run_main(
 }
 
 pub mod bench;
+pub mod factor;
 pub mod faults;
+pub mod linalg;
 pub mod mutation;
 pub mod plots;
 pub mod vendor;

@@ -16,7 +16,8 @@ pub struct TaskRef {
     pub index: u32,
     /// The task function's name.
     pub kind: &'static str,
-    /// Its arguments, as the spawn formatted them (`a=[a], k=3`).
+    /// Its arguments as the spawn wrote them, arrays by the region's name for them and scalars by
+    /// value (`a, 60, 70, 2.0`).
     pub args: String,
     /// Where the region spawned it.
     pub location: &'static Location<'static>,

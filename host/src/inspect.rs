@@ -9,6 +9,7 @@
 //! 4. `Recorder::finish` yields an [`Inspection`]: the task table, argument words, the DAG in CSR
 //!    form, and the spawn locations errors refer to.
 
+use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::panic::Location;
@@ -19,6 +20,44 @@ use taskweave_device::abi::TaskRecord;
 
 use crate::error::{Error, TaskRef};
 use crate::graph::{self, Dag, DepTracker, TaskRanges};
+
+/// How one argument word of a task prints in errors, from the task's signature (`#[task]` emits
+/// one per word): errors print `fill(a, 60, 70, 2.0)`, not the raw words. Formatting happens
+/// only when an error or a DOT label is built, never while recording.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    /// An array parameter: the word is a slot, printed as the region's name for its array.
+    Array,
+    /// A scalar parameter, its value printed by its type's [`Scalar::fmt_bits`](taskweave_device::Scalar::fmt_bits).
+    Value(fn(u64, &mut fmt::Formatter<'_>) -> fmt::Result),
+}
+
+/// A task's argument words as errors print them: each by its [`Arg`], or as a signed integer
+/// where the task's formats are unknown.
+struct Args<'a> {
+    words: &'a [u64],
+    formats: &'a [Arg],
+    arrays: &'a [ArrayInfo],
+}
+
+impl fmt::Display for Args<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &word) in self.words.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            match self.formats.get(i) {
+                Some(Arg::Array) => match self.arrays.get(word as usize) {
+                    Some(array) => f.write_str(array.name)?,
+                    None => write!(f, "{word}")?,
+                },
+                Some(Arg::Value(format)) => format(word, f)?,
+                None => write!(f, "{}", word as i64)?,
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Marks an array as read-only or read-write in a region.
 pub trait Mode: Copy + 'static + private::Sealed {}
@@ -123,6 +162,8 @@ pub struct ArrayInfo {
 pub struct Recorder {
     region: &'static str,
     kinds: &'static [&'static str],
+    /// Per kind, how its argument words print.
+    arg_formats: &'static [&'static [Arg]],
     arrays: Vec<ArrayInfo>,
     tracker: DepTracker,
     /// Each task's ranges, when the region runs under the affinity policy.
@@ -148,6 +189,7 @@ impl Recorder {
         Self {
             region,
             kinds,
+            arg_formats: &[],
             tracker: DepTracker::new(&lens),
             footprints: vec![Footprint::default(); arrays.len()],
             arrays,
@@ -169,11 +211,17 @@ impl Recorder {
         self
     }
 
+    /// Prints each kind's argument words by `args[kind]` in errors.
+    pub(crate) fn with_args(mut self, args: &'static [&'static [Arg]]) -> Self {
+        self.arg_formats = args;
+        self
+    }
+
     fn task_ref(&self, kind: u32, words: &[u64], location: &'static Location<'static>) -> TaskRef {
         TaskRef {
             index: self.tasks.len() as u32,
             kind: self.kinds.get(kind as usize).copied().unwrap_or("?"),
-            args: format_words(words),
+            args: print_args(words, self.arg_formats, kind, &self.arrays),
             location,
         }
     }
@@ -302,6 +350,7 @@ impl Recorder {
         Inspection {
             region: self.region,
             kinds: self.kinds,
+            arg_formats: self.arg_formats,
             arrays: self.arrays,
             dag: self.tracker.finish(),
             ranges: self.ranges,
@@ -315,12 +364,15 @@ impl Recorder {
     }
 }
 
-fn format_words(words: &[u64]) -> String {
-    words
-        .iter()
-        .map(|w| (*w as i64).to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+/// The words of a task of `kind`, printed by `args[kind]`.
+fn print_args(words: &[u64], args: &[&[Arg]], kind: u32, arrays: &[ArrayInfo]) -> String {
+    let formats = args.get(kind as usize).copied().unwrap_or_default();
+    Args {
+        words,
+        formats,
+        arrays,
+    }
+    .to_string()
 }
 
 /// The elements a region's tasks touch in one array: the smallest range covering every read, and
@@ -352,6 +404,8 @@ pub struct Inspection {
     pub region: &'static str,
     /// Task function names by kind.
     pub kinds: &'static [&'static str],
+    /// Per kind, how its argument words print.
+    arg_formats: &'static [&'static [Arg]],
     /// The region's arrays by slot.
     pub arrays: Vec<ArrayInfo>,
     /// The dependence DAG.
@@ -401,7 +455,7 @@ impl Inspection {
         TaskRef {
             index,
             kind: self.kinds.get(record.kind as usize).copied().unwrap_or("?"),
-            args: format_words(words),
+            args: print_args(words, self.arg_formats, record.kind, &self.arrays),
             location: self.locations[index as usize],
         }
     }

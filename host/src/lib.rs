@@ -10,7 +10,8 @@
 //! 4. [`Report`] and [`Error`] say how it went.
 //!
 //! The modules form layers, each importing only those below it (a test fails on any cycle):
-//! `options`, `error`, `meta`, `symbols` at the bottom; then `graph` and `inspect`; `resident`;
+//! `options`, `error`, `symbols` at the bottom; then `graph`, `inspect` and `meta` (what the macro
+//! passes, with how each task's arguments print); `resident`;
 //! `plan` and `call` (a plan with one call's arrays); `tables`, `sm`, `report`; `gpu` (the CUDA
 //! plumbing, which knows no region); `backend` (one module per backend and their table);
 //! `runtime`; `submit`; and `region`, the builder users call.

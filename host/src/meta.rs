@@ -5,6 +5,7 @@ use std::panic::Location;
 
 use taskweave_device::sched::Dispatch;
 
+use crate::inspect::Arg;
 /// What the macro knows about a region at compile time.
 #[derive(Clone, Copy)]
 pub struct RegionMeta {
@@ -18,6 +19,8 @@ pub struct RegionMeta {
     pub cubin: &'static [u8],
     /// Its task functions, by kind.
     pub kinds: &'static [&'static str],
+    /// How each kind's argument words print in errors (`#[task]`'s `ARGS`), by kind.
+    pub args: &'static [&'static [Arg]],
     /// Its table from kind to body.
     pub dispatch: &'static dyn Dispatch,
     /// Where the region was called.

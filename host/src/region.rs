@@ -228,7 +228,8 @@ impl<'a> Region<'a> {
     fn inspect_body(&mut self) -> Result<Inspection, Error> {
         let start = Instant::now();
         let arrays = self.arrays.iter().map(|b| b.info).collect();
-        let mut recorder = Recorder::new(self.meta.name, self.meta.kinds, arrays);
+        let mut recorder =
+            Recorder::new(self.meta.name, self.meta.kinds, arrays).with_args(self.meta.args);
         if self.options.policy == Policy::Affinity {
             recorder = recorder.with_ranges();
         }

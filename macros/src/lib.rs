@@ -5,6 +5,7 @@
 mod expand;
 mod model;
 mod parse;
+mod writes;
 
 use proc_macro::TokenStream;
 use quote::quote;

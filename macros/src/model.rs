@@ -164,6 +164,40 @@ fn check_shape(item: &ItemFn, errors: &mut Errors) {
     }
 }
 
+/// An error for each write the body makes to a `&[T]` parameter (see [`crate::writes`]).
+fn check_read_only_writes(item: &ItemFn, params: &[Param], has_spec: bool, errors: &mut Errors) {
+    let read_only: Vec<&Param> = params
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.kind,
+                ParamKind::Array {
+                    writable: false,
+                    ..
+                }
+            )
+        })
+        .collect();
+    let names: Vec<&Ident> = read_only.iter().map(|p| &p.ident).collect();
+    for (name, span) in crate::writes::written(&item.block, &names) {
+        let Some(ParamKind::Array { elem, .. }) =
+            read_only.iter().find(|p| p.ident == name).map(|p| &p.kind)
+        else {
+            continue;
+        };
+        let elem = elem.to_token_stream();
+        let writes = if has_spec {
+            " and add it to `writes`"
+        } else {
+            ""
+        };
+        errors.push(
+            span,
+            format!("`{name}` is read-only in this task (`&[{elem}]`): to write it, declare it `&mut [{elem}]`{writes}"),
+        );
+    }
+}
+
 impl Task {
     /// Checks `spec` against `item` and builds the model. All errors are reported together.
     ///
@@ -183,7 +217,10 @@ impl Task {
                         continue;
                     };
                     if let Some(by_ref) = &pat.by_ref {
-                        errors.push(by_ref.span, "task parameters must be plain identifiers");
+                        errors.push(
+                            by_ref.span,
+                            "task parameters are bound by value: remove `ref`",
+                        );
                     }
                     let kind = classify(&pt.ty, &mut errors);
                     params.push(Param {
@@ -204,6 +241,8 @@ impl Task {
                 "a task takes at most one `&Block` parameter",
             );
         }
+
+        check_read_only_writes(&item, &params, !spec.entries.is_empty(), &mut errors);
 
         if spec.entries.is_empty() {
             errors.finish()?;

@@ -15,7 +15,11 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub use taskweave_device::math;
 pub use taskweave_device::shared::SharedArray;
+/// Tile math for task bodies: tensor-core fragments, shared-memory tiles, GEMM, SYRK, TRSM,
+/// POTRF and GETRF on tiles (see the module's docs).
+pub use taskweave_device::tile;
 pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
 pub use taskweave_macros::{include_cubin, include_ptx, task, task_region};
 

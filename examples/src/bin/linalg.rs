@@ -1,15 +1,23 @@
 //! Dense factorizations against the vendor libraries, in one process on the same matrices.
 //!
-//! `linalg --vendor` times cuSOLVER's Cholesky (`potrf`) and no-pivot LU (`getrf` with a null
-//! pivot array), and cuBLAS's strided batched GEMM on square tiles, through cudarc on the
-//! taskweave runtime's own context: the yardsticks for the tile library. Every factorization is
-//! checked by its residual (`‖L·Lᵀ − A‖_F / ‖A‖_F`, `‖L·U − A‖_F / ‖A‖_F`), every GEMM batch
-//! against a host product of its first tile. Each figure is the median of `--reps` runs.
+//! - `linalg --vendor` times cuSOLVER's Cholesky (`potrf`) and no-pivot LU (`getrf` with a null
+//!   pivot array), and cuBLAS's strided batched GEMM on square tiles, through cudarc on the
+//!   taskweave runtime's own context: the yardsticks for the tile library. Every factorization is
+//!   checked by its residual (`‖L·Lᵀ − A‖_F / ‖A‖_F`, `‖L·U − A‖_F / ‖A‖_F`), every GEMM batch
+//!   against a host product of its first tile.
+//! - `linalg --dsl` runs the tiled Cholesky and LU of `taskweave_kernels` on every `--variants`
+//!   entry (backend, policy, checks) beside cuSOLVER on the same matrix, and prints one table:
+//!   first-call wall time, then the median wall and execute (kernel) times, TFLOP/s, the ratios
+//!   to cuSOLVER (its time over ours: above 1 is faster), and the checks: a residual probe whose
+//!   bound a missing task breaks, and the largest difference from cuSOLVER's factor.
+//!
+//! Each figure is the median of `--reps` runs after one that is not counted.
 
 use std::time::Duration;
 
 use clap::Parser;
 use taskweave::Runtime;
+use taskweave_examples::linalg::{self, Case, Scalar, Variant, Which};
 use taskweave_examples::vendor::{Real, Timed, Vendor};
 
 #[derive(Parser, Debug)]
@@ -27,6 +35,21 @@ struct Cli {
     /// Time the vendor libraries (cuSOLVER, cuBLAS).
     #[arg(long)]
     vendor: bool,
+    /// Time the DSL's tiled factorizations beside cuSOLVER.
+    #[arg(long)]
+    dsl: bool,
+    /// Factorizations for --dsl: cholesky, lu.
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("cholesky"), String::from("lu")])]
+    algorithms: Vec<String>,
+    /// Tile side for --dsl, per size in --sizes order (one value: every size).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize])]
+    bs: Vec<usize>,
+    /// DSL variants: BACKEND[/POLICY][:checked], e.g. persistent/static, barrier:checked.
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("persistent/static"), String::from("persistent/grr"), String::from("barrier"), String::from("persistent/static:checked")])]
+    variants: Vec<String>,
+    /// Shared scratch per block for the tile operations (bytes).
+    #[arg(long, default_value_t = taskweave_kernels::cholesky::SHARED_BYTES)]
+    shared_bytes: u32,
     /// Tile sides for the batched GEMM, each with as many tiles as make 2^28 bytes of f64.
     #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256])]
     tiles: Vec<usize>,
@@ -226,10 +249,81 @@ where
     Ok(ok)
 }
 
+/// The DSL beside cuSOLVER on every case of one element type; `false` when a check failed.
+fn dsl<T: Scalar>(
+    runtime: &Runtime,
+    vendor: &Vendor,
+    cli: &Cli,
+    variants: &[Variant],
+) -> Result<bool, Box<dyn std::error::Error>>
+where
+    taskweave::gpu::cudarc::cublas::CudaBlas: taskweave::gpu::cudarc::cublas::Gemm<T>,
+{
+    let mut ok = true;
+    for which in &cli.algorithms {
+        let which: Which = which.parse()?;
+        for (i, &n) in cli.sizes.iter().enumerate() {
+            let bs = *cli.bs.get(i).or(cli.bs.last()).expect("--bs has a value");
+            if n % bs != 0 {
+                return Err(format!("--bs {bs} does not divide n = {n}").into());
+            }
+            let case = Case {
+                which,
+                nb: n / bs,
+                bs,
+            };
+            let a: Vec<T> = case.matrix();
+            let cols = linalg::column_major(&a, case.nb, case.bs);
+            let (v, factor) = linalg::vendor_case(vendor, &case, &cols, cli.reps)?;
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let flops = case.flops();
+            println!(
+                "| {} {} | {n} | cuSOLVER | | {:.3} | {:.3} | {:.2} | 1.00 | 1.00 | | |",
+                which.name(),
+                T::NAME,
+                ms(v.wall),
+                ms(v.kernel),
+                tflops(flops, v.kernel),
+            );
+            for variant in variants {
+                let t = linalg::dsl_case(
+                    runtime,
+                    &case,
+                    variant,
+                    cli.shared_bytes,
+                    &a,
+                    &factor,
+                    cli.reps,
+                )?;
+                let close =
+                    t.vs_vendor <= 1000.0 * n as f64 * <T as taskweave::tile::Element>::EPSILON;
+                let pass = t.check.passed() && close;
+                ok &= pass;
+                println!(
+                    "| {} {} | {n} | {} (bs {bs}) | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {} | {:.1e}{} |",
+                    which.name(),
+                    T::NAME,
+                    variant.label(),
+                    ms(t.first_wall),
+                    ms(t.wall),
+                    ms(t.execute),
+                    tflops(flops, t.execute),
+                    v.kernel.as_secs_f64() / t.execute.as_secs_f64(),
+                    v.wall.as_secs_f64() / t.wall.as_secs_f64(),
+                    t.check,
+                    t.vs_vendor,
+                    if close { "" } else { " FAIL" },
+                );
+            }
+        }
+    }
+    Ok(ok)
+}
+
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
-    if !cli.vendor {
-        return Err("nothing to run: pass --vendor".into());
+    if !cli.vendor && !cli.dsl {
+        return Err("nothing to run: pass --vendor and/or --dsl".into());
     }
     let runtime = Runtime::gpu(0)?;
     let gpu = runtime.gpu_device().expect("a GPU runtime has a GPU");
@@ -240,9 +334,36 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         cli.reps
     );
     let vendor = Vendor::new(gpu.stream().clone())?;
+    let mut ok = true;
+    if cli.dsl {
+        let variants = cli
+            .variants
+            .iter()
+            .map(|v| v.parse::<Variant>())
+            .collect::<Result<Vec<_>, _>>()?;
+        println!(
+            "| case | N | how | first call wall ms | wall ms | execute ms | TFLOP/s | vs cuSOLVER (execute) | vs cuSOLVER (wall) | residual probe | vs cuSOLVER's factor |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+        for precision in &cli.precisions {
+            ok &= match precision.as_str() {
+                "f64" => dsl::<f64>(&runtime, &vendor, &cli, &variants)?,
+                "f32" => dsl::<f32>(&runtime, &vendor, &cli, &variants)?,
+                other => {
+                    return Err(format!("unknown precision `{other}`: expected f64 or f32").into());
+                }
+            };
+        }
+    }
+    if !cli.vendor {
+        return if ok {
+            Ok(())
+        } else {
+            Err("a result failed its check".into())
+        };
+    }
     println!("| case | N | kernel ms | wall ms | TFLOP/s | residual | check |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    let mut ok = true;
     for precision in &cli.precisions {
         ok &= match precision.as_str() {
             "f64" => {

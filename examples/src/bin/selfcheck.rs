@@ -302,6 +302,29 @@ fn run() -> Result<()> {
         );
     }
 
+    // 6. `taskweave::math` in a region on the GPU, against `std` on the host.
+    {
+        use taskweave_kernels::math_check::{FUNCTIONS, apply, check_math, inputs, ulps, ulps32};
+        let x64 = inputs();
+        let x32: Vec<f32> = x64.iter().map(|&x| x as f32).collect();
+        let n = x64.len();
+        let mut y64 = vec![0.0; FUNCTIONS.len() * n];
+        let mut y32 = vec![0.0f32; FUNCTIONS.len() * n];
+        check_math(&x64, &mut y64, &x32, &mut y32).run(&taskweave_host::Runtime::gpu(0)?)?;
+        for (k, name) in FUNCTIONS.iter().enumerate() {
+            let worst64 = (0..n).map(|i| ulps(y64[k * n + i], apply(k, x64[i]))).max();
+            let worst32 = (0..n)
+                .map(|i| ulps32(y32[k * n + i], apply(k, x32[i])))
+                .max();
+            let (worst64, worst32) = (worst64.unwrap_or(0), worst32.unwrap_or(0));
+            checks.check(
+                &format!("math::{name} on the GPU against the host's std"),
+                worst64 <= 2 && worst32 <= 2,
+                format!("worst {worst64} ulps in f64, {worst32} in f32, over {n} inputs"),
+            );
+        }
+    }
+
     cudarc_interop(&mut checks)?;
     for policy in [Policy::Grr, Policy::Local, Policy::Affinity, Policy::Static] {
         plan_reuse(&mut checks, policy)?;

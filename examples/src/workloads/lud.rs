@@ -2,7 +2,7 @@
 //! factor, each at its own scale.
 
 use taskweave::Region;
-use taskweave_kernels::lu;
+use taskweave_kernels::lud;
 
 use super::{Verdict, Workload, within};
 
@@ -30,7 +30,7 @@ pub fn factor_error(lu: &[f32], reference: &[f64], nb: usize, bs: usize) -> f64 
     let mut scale = [0.0f64; 3];
     for r in 0..n {
         for c in 0..n {
-            let e = lu::reference::at(r, c, nb, bs);
+            let e = lud::reference::at(r, c, nb, bs);
             let part = match r.cmp(&c) {
                 std::cmp::Ordering::Greater => 0,
                 std::cmp::Ordering::Equal => 1,
@@ -102,16 +102,16 @@ impl Workload for Lud {
     }
 
     fn tasks(&self) -> usize {
-        lu::task_count(self.nb)
+        lud::task_count(self.nb)
     }
 
     fn fresh(&mut self) -> Region<'_> {
         let (nb, bs) = (self.nb, self.bs);
         let input = self
             .input
-            .get_or_insert_with(|| lu::reference::matrix(nb, bs, 42));
+            .get_or_insert_with(|| lud::reference::matrix(nb, bs, 42));
         self.a.clone_from(input);
-        lu::lu(&mut self.a, nb, bs)
+        lud::lu(&mut self.a, nb, bs)
     }
 
     fn verify(&self) -> Verdict {
@@ -120,7 +120,7 @@ impl Workload for Lud {
         };
         let reference = self
             .reference
-            .get_or_init(|| lu::reference::lu(input, self.nb, self.bs));
+            .get_or_init(|| lud::reference::lu(input, self.nb, self.bs));
         within(factor_error(&self.a, reference, self.nb, self.bs), BOUND)
     }
 }

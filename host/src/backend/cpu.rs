@@ -378,6 +378,7 @@ mod tests {
             ptx: None,
             cubin: &[],
             kinds: &["bump", "fail"],
+            args: &[],
             dispatch: &Bump,
             location: Location::caller(),
         });

@@ -211,6 +211,7 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
                 ptx: __tw_ptx,
                 cubin: __tw_cubin,
                 kinds: &[#(#kind_names),*],
+                args: &[#(#kinds::ARGS),*],
                 dispatch: &#dispatch_name::<true>,
                 location: ::core::panic::Location::caller(),
             });

@@ -224,7 +224,13 @@ fn generate(task: &Task) -> TokenStream {
             #p::host::inspect::Access { slot: #param.slot(), range: #range, write: #write, param: #param_str }
         }
     });
-    let arg_names = task.words().map(|(_, p)| p.ident.to_string());
+    let arg_formats = task.words().map(|(_, param)| match &param.kind {
+        ParamKind::Array { .. } => quote!(#p::host::inspect::Arg::Array),
+        _ => {
+            let ty = &param.ty;
+            quote_spanned!(ty.span()=> #p::host::inspect::Arg::Value(<#ty as #p::device::Scalar>::fmt_bits))
+        }
+    });
     let word_count = words.len();
 
     // One array reaching the task through a `&mut [T]` parameter and another parameter would give
@@ -264,8 +270,9 @@ fn generate(task: &Task) -> TokenStream {
             impl #name {
                 /// The task's name, for reports.
                 pub const NAME: &'static str = #name_str;
-                /// The names of its argument words, in order.
-                pub const ARGS: &'static [&'static str] = &[#(#arg_names),*];
+                /// How its argument words print in errors, in order.
+                #[cfg(not(target_arch = "nvptx64"))]
+                pub const ARGS: &'static [#p::host::inspect::Arg] = &[#(#arg_formats),*];
 
                 #[doc(hidden)]
                 #[inline(always)]

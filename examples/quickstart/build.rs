@@ -1,0 +1,3 @@
+fn main() -> Result<(), taskweave_build::Error> {
+    taskweave_build::Builder::new(".").build()
+}

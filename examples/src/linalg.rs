@@ -1,0 +1,288 @@
+//! The `linalg` benchmark: tiled Cholesky and LU in the DSL against cuSOLVER, on the same
+//! matrices, in one process.
+//!
+//! 1. [`Case::matrix`] makes the test matrix of a case (tile-major, as the regions take it), and
+//!    [`column_major`] the same matrix as the libraries take it.
+//! 2. [`vendor_case`] times cuSOLVER on it (median of the repetitions) and keeps its factor.
+//! 3. [`dsl_case`] times one DSL variant (backend, policy, checks) on the matrix uploaded before
+//!    each repetition, as a library call on device memory is timed: the first call's wall time,
+//!    then the median wall and execute times of the repetitions. Its factor is checked by a
+//!    residual probe whose bound a missing task breaks, and compared element by element with
+//!    cuSOLVER's.
+
+use std::time::{Duration, Instant};
+
+use taskweave::tile::Element;
+use taskweave::{Backend, DeviceArray, Policy, Region, Runtime};
+use taskweave_kernels::matrix::host::{self, Check, check_cholesky, check_lu};
+use taskweave_kernels::{cholesky, lu};
+
+use crate::vendor::{Real, Timed, Vendor};
+
+/// Which factorization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// `A = L·Lᵀ` (cuSOLVER `potrf`).
+    Cholesky,
+    /// `A = L·U` without pivoting (cuSOLVER `getrf` with a null pivot array).
+    Lu,
+}
+
+impl Which {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cholesky => "cholesky",
+            Self::Lu => "lu",
+        }
+    }
+}
+
+impl std::str::FromStr for Which {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cholesky" => Ok(Self::Cholesky),
+            "lu" => Ok(Self::Lu),
+            _ => Err(format!(
+                "unknown factorization `{s}`: expected cholesky or lu"
+            )),
+        }
+    }
+}
+
+/// The element types both sides take.
+pub trait Scalar: Element + Real {
+    /// The resident-array region of `which`.
+    fn region(which: Which, a: &mut DeviceArray<Self>, nb: usize, bs: usize) -> Region<'_>;
+}
+
+impl Scalar for f64 {
+    fn region(which: Which, a: &mut DeviceArray<f64>, nb: usize, bs: usize) -> Region<'_> {
+        match which {
+            Which::Cholesky => cholesky::cholesky_f64_resident(a, nb, bs),
+            Which::Lu => lu::lu_f64_resident(a, nb, bs),
+        }
+    }
+}
+
+impl Scalar for f32 {
+    fn region(which: Which, a: &mut DeviceArray<f32>, nb: usize, bs: usize) -> Region<'_> {
+        match which {
+            Which::Cholesky => cholesky::cholesky_f32_resident(a, nb, bs),
+            Which::Lu => lu::lu_f32_resident(a, nb, bs),
+        }
+    }
+}
+
+/// One factorization of one size.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    /// Which factorization.
+    pub which: Which,
+    /// Tiles per side.
+    pub nb: usize,
+    /// Tile side.
+    pub bs: usize,
+}
+
+impl Case {
+    /// The order of the matrix.
+    pub fn n(&self) -> usize {
+        self.nb * self.bs
+    }
+
+    /// The floating-point operations: `n³/3` for Cholesky, `2n³/3` for LU.
+    pub fn flops(&self) -> f64 {
+        match self.which {
+            Which::Cholesky => cholesky::flops(self.nb, self.bs),
+            Which::Lu => lu::flops(self.nb, self.bs),
+        }
+    }
+
+    /// The test matrix, tile-major: SPD for Cholesky, LU-friendly (heavy off-diagonal weight)
+    /// for LU.
+    pub fn matrix<T: Scalar>(&self) -> Vec<T> {
+        match self.which {
+            Which::Cholesky => host::spd(self.nb, self.bs, self.n() as u64),
+            Which::Lu => host::lu_friendly(self.nb, self.bs, self.n() as u64),
+        }
+    }
+
+    /// The residual probe of a factor `f` of `a` (both tile-major).
+    pub fn check<T: Scalar>(&self, a: &[T], f: &[T]) -> Check {
+        match self.which {
+            Which::Cholesky => check_cholesky(a, f, self.nb, self.bs),
+            Which::Lu => check_lu(a, f, self.nb, self.bs),
+        }
+    }
+
+    /// Whether element `(r, c)` belongs to the factor (Cholesky: the lower triangle).
+    fn in_factor(&self, r: usize, c: usize) -> bool {
+        self.which == Which::Lu || r >= c
+    }
+}
+
+/// The column-major form of the tile-major matrix `t`, as the libraries take it.
+pub fn column_major<T: Scalar>(t: &[T], nb: usize, bs: usize) -> Vec<T> {
+    let n = nb * bs;
+    let mut out = vec![T::default(); n * n];
+    for c in 0..n {
+        for r in 0..n {
+            out[c * n + r] = t[host::index(r, c, nb, bs)];
+        }
+    }
+    out
+}
+
+/// cuSOLVER on one case: median times of `reps` runs (after one not counted), and its factor
+/// (column-major).
+pub fn vendor_case<T: Scalar>(
+    vendor: &Vendor,
+    case: &Case,
+    a_cols: &[T],
+    reps: usize,
+) -> Result<(Timed, Vec<T>), Box<dyn std::error::Error>> {
+    let n = case.n();
+    let stream = vendor.stream();
+    let pristine = stream.clone_htod(a_cols)?;
+    let mut work = stream.alloc_zeros::<T>(n * n)?;
+    let (mut kernel, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..=reps {
+        stream.memcpy_dtod(&pristine, &mut work)?;
+        stream.synchronize()?;
+        let t = match case.which {
+            Which::Cholesky => vendor.potrf(&mut work, n)?,
+            Which::Lu => vendor.getrf_nopiv(&mut work, n)?,
+        };
+        kernel.push(t.kernel);
+        wall.push(t.wall);
+    }
+    kernel.remove(0);
+    wall.remove(0);
+    Ok((
+        Timed {
+            kernel: median(kernel),
+            wall: median(wall),
+        },
+        stream.clone_dtoh(&work)?,
+    ))
+}
+
+/// One way of running the DSL's region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// The backend.
+    pub backend: Backend,
+    /// The policy (persistent backend).
+    pub policy: Policy,
+    /// Index checks on.
+    pub checked: bool,
+}
+
+impl Variant {
+    /// `backend[/policy][ checked]`.
+    pub fn label(&self) -> String {
+        let mut label = self.backend.name().to_owned();
+        if self.backend == Backend::Persistent {
+            label.push('/');
+            label.push_str(self.policy.name());
+        }
+        if self.checked {
+            label.push_str(" checked");
+        }
+        label
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    /// `persistent/static`, `barrier`, `graph:checked`, ...
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (s, checked) = match s.strip_suffix(":checked") {
+            Some(rest) => (rest, true),
+            None => (s, false),
+        };
+        let (backend, policy) = match s.split_once('/') {
+            Some((b, p)) => (b, p.parse::<Policy>()?),
+            None => (s, Policy::Grr),
+        };
+        Ok(Self {
+            backend: backend.parse::<Backend>()?,
+            policy,
+            checked,
+        })
+    }
+}
+
+/// What one DSL variant did on one case.
+#[derive(Clone, Debug)]
+pub struct DslTimes {
+    /// The first call's wall time (its inspection, the kernels' first load, the run).
+    pub first_wall: Duration,
+    /// The median wall time of the later calls.
+    pub wall: Duration,
+    /// Their median execute (kernel) time.
+    pub execute: Duration,
+    /// The residual probe of the last result.
+    pub check: Check,
+    /// The largest difference from cuSOLVER's factor, relative to the factor's largest element.
+    pub vs_vendor: f64,
+}
+
+/// Runs `variant` on `case`: one first call, then `reps` timed calls, each on the matrix uploaded
+/// again before it (not timed).
+#[allow(clippy::too_many_arguments)]
+pub fn dsl_case<T: Scalar>(
+    runtime: &Runtime,
+    case: &Case,
+    variant: &Variant,
+    shared_bytes: u32,
+    a: &[T],
+    vendor_cols: &[T],
+    reps: usize,
+) -> Result<DslTimes, Box<dyn std::error::Error>> {
+    let (mut walls, mut executes) = (Vec::new(), Vec::new());
+    let mut last = Vec::new();
+    for _ in 0..=reps {
+        let mut dev = runtime.upload(a)?;
+        let start = Instant::now();
+        let region = T::region(case.which, &mut dev, case.nb, case.bs)
+            .backend(variant.backend)
+            .policy(variant.policy)
+            .checked(variant.checked)
+            .shared_bytes(shared_bytes);
+        let report = region.run(runtime)?;
+        walls.push(start.elapsed());
+        executes.push(report.execute_time);
+        last = dev.download()?;
+    }
+    let first_wall = walls.remove(0);
+    executes.remove(0);
+    let n = case.n();
+    let (mut diff, mut scale) = (0.0f64, 0.0f64);
+    for c in 0..n {
+        for r in 0..n {
+            if !case.in_factor(r, c) {
+                continue;
+            }
+            let v = Real::to_f64(vendor_cols[c * n + r]);
+            let d = Real::to_f64(last[host::index(r, c, case.nb, case.bs)]);
+            diff = diff.max((d - v).abs());
+            scale = scale.max(v.abs());
+        }
+    }
+    Ok(DslTimes {
+        first_wall,
+        wall: median(walls),
+        execute: median(executes),
+        check: case.check(a, &last),
+        vs_vendor: diff / scale.max(f64::MIN_POSITIVE),
+    })
+}
+
+/// The median of `v` (the upper one of an even count).
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}

@@ -1,0 +1,3 @@
+fn main() {
+    let _ptx: &str = taskweave::include_ptx!("kernels");
+}

@@ -1,0 +1,7 @@
+use taskweave::task_region;
+
+task_region! {
+    struct Region;
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use taskweave::task_region;
+
+task_region! {
+    fn region(self, a: &mut [f32]) {
+        let _ = a;
+    }
+}
+
+fn main() {}

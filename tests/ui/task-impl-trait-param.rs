@@ -1,0 +1,9 @@
+use taskweave::task;
+
+#[task(writes = a[0..1])]
+fn set(a: &mut [f32], x: impl Copy) {
+    let _ = x;
+    a[0] = 1.0;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use taskweave::task;
+
+#[task]
+struct NotAFunction;
+
+fn main() {}
