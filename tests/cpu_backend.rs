@@ -579,7 +579,8 @@ fn report_counts_tasks_edges_and_critical_path() {
         .run(&Runtime::cpu_with(2))
         .expect("the region runs");
     assert_eq!(report.region, "small");
-    assert_eq!(report.backend, "cpu");
+    assert_eq!(report.backend, taskweave::Backend::Cpu);
+    assert_eq!(report.backend.to_string(), "cpu");
     assert_eq!(report.workers, 2);
     assert_eq!(report.tasks, 6);
     assert_eq!(report.edges, 10);

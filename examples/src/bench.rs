@@ -16,9 +16,8 @@
 
 use std::fmt::Write as _;
 
-use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use taskweave::{Report, Runtime};
+use taskweave::{Backend, Report, Runtime};
 
 use crate::RunArgs;
 use crate::workloads::{Verdict, Workload};
@@ -150,9 +149,9 @@ pub fn run_matrix(
     for workload in workloads.iter_mut() {
         for args in cases {
             progress.set_message(format!(
-                "{} {:?}/{}{}",
+                "{} {}/{}{}",
                 workload.name(),
-                args.backend,
+                args.backend.map_or("auto", Backend::name),
                 args.policy.name(),
                 args.per_sm
                     .map(|n| format!("/{n}-per-sm"))
@@ -176,14 +175,8 @@ fn measure(
         workload: workload.name(),
         size: workload.size(),
         tasks: workload.tasks(),
-        // Until a run reports the backend that ran (`auto` resolves to one), the option's name.
-        label: label(
-            &args
-                .backend
-                .to_possible_value()
-                .map_or_else(|| "auto".to_owned(), |v| v.get_name().to_owned()),
-            args,
-        ),
+        // Until a run reports the backend that ran (no option resolves to one), the option's name.
+        label: label(args.backend.map_or("auto", Backend::name), args),
         times_ms: Vec::with_capacity(reps),
         wall_ms: Vec::with_capacity(reps),
         first_ms: None,
@@ -193,7 +186,7 @@ fn measure(
     for rep in 0..=reps {
         match workload.run(runtime, args) {
             Ok(report) => {
-                m.label = label(report.backend, args);
+                m.label = label(report.backend.name(), args);
                 let wall = report.wall_time.as_secs_f64() * 1e3;
                 let execute = report.execute_time.as_secs_f64() * 1e3;
                 if rep == 0 {

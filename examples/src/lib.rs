@@ -1,33 +1,23 @@
 //! Shared pieces of the example programs: command-line options and the runtime they select.
 
-use clap::{Args, ValueEnum};
-use taskweave::{Policy, Runtime};
+use clap::Args;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use taskweave::{Backend, Policy, Runtime};
 
-/// Where to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// The GPU when there is one, else the CPU backend.
-    Auto,
-    /// The persistent in-GPU scheduler; fails without a GPU.
-    Persistent,
-    /// One kernel launch per topological level; fails without a GPU.
-    Barrier,
-    /// One launch with a grid barrier per level; fails without a GPU.
-    GridBarrier,
-    /// A CUDA graph of the DAG; fails without a GPU.
-    Graph,
-    /// Host-scheduled streams and events; fails without a GPU.
-    Streams,
-    /// The CPU backend.
-    Cpu,
+/// Parses a backend by its name (`persistent`, `barrier`, `grid-barrier`, `graph`, `streams`,
+/// `cpu`), listing them in `--help`.
+pub fn backend_parser() -> impl TypedValueParser<Value = Backend> {
+    PossibleValuesParser::new(Backend::ALL.map(Backend::name))
+        .map(|name| name.parse::<Backend>().expect("a listed backend parses"))
 }
 
 /// Options every example takes.
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
-    /// Backend.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    /// Backend (default: the persistent GPU scheduler when there is a GPU, else the CPU backend).
+    /// The GPU backends fail without a GPU.
+    #[arg(long, value_parser = backend_parser())]
+    pub backend: Option<Backend>,
     /// Scheduling policy: lrr, grr, lf, local, steal, priority, affinity.
     #[arg(long, default_value = "grr")]
     pub policy: Policy,
@@ -70,16 +60,13 @@ fn parse_sms(text: &str) -> Result<std::ops::Range<u32>, String> {
 }
 
 impl RunArgs {
-    /// The runtime the options select. `Auto` says on stderr why it fell back to the CPU.
+    /// The runtime the options select. Without `--backend` it says on stderr why it fell back
+    /// to the CPU.
     pub fn runtime(&self) -> Result<Runtime, taskweave::Error> {
         let runtime = match self.backend {
-            BackendArg::Auto => Runtime::new(),
-            BackendArg::Persistent
-            | BackendArg::Barrier
-            | BackendArg::GridBarrier
-            | BackendArg::Graph
-            | BackendArg::Streams => Runtime::gpu(0)?,
-            BackendArg::Cpu => Runtime::cpu(),
+            None => Runtime::new(),
+            Some(backend) if backend.needs_gpu() => Runtime::gpu(0)?,
+            Some(_) => Runtime::cpu(),
         };
         if let Some(reason) = runtime.fallback_reason() {
             eprintln!("note: running on the CPU backend ({reason})");
@@ -96,11 +83,8 @@ impl RunArgs {
             .checked(!self.unchecked)
             .trace(self.trace.is_some());
         let region = match self.backend {
-            BackendArg::Barrier => region.backend(taskweave::Backend::Barrier),
-            BackendArg::GridBarrier => region.backend(taskweave::Backend::GridBarrier),
-            BackendArg::Graph => region.backend(taskweave::Backend::Graph),
-            BackendArg::Streams => region.backend(taskweave::Backend::Streams),
-            BackendArg::Auto | BackendArg::Persistent | BackendArg::Cpu => region,
+            Some(backend) => region.backend(backend),
+            None => region,
         };
         let region = match self.per_sm {
             Some(n) => region.workers_per_sm(n),

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use taskweave::Report;
+use taskweave::{Backend, Report};
 
 use crate::bench::{self, Measurement, Metric};
 
@@ -61,7 +61,7 @@ pub fn load(all: &[Measurement], path: &Path) -> PlotResult {
                 .iter()
                 .find(|m| m.workload == *name && &m.label == label)
                 .and_then(|m| m.last.as_ref())
-                .filter(|r| r.backend == "persistent" || r.backend == "cpu")
+                .filter(|r| matches!(r.backend, Backend::Persistent | Backend::Cpu))
                 .and_then(bench::load_deviation);
             if let Some(dev) = dev {
                 bars.push((w, l, dev));

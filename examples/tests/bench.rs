@@ -4,7 +4,7 @@
 use taskweave::{Policy, Report, Runtime};
 use taskweave_examples::bench::{self, Measurement, Metric};
 use taskweave_examples::workloads::{Verdict, Workload};
-use taskweave_examples::{BackendArg, RunArgs, plots};
+use taskweave_examples::{RunArgs, plots};
 use taskweave_kernels::dags;
 
 /// A `t × t` wavefront of empty tasks; `broken` corrupts the output after each run, to see the
@@ -47,7 +47,7 @@ impl Workload for Wavefront {
 
 fn args(policy: Policy, trace: bool) -> RunArgs {
     RunArgs {
-        backend: BackendArg::Cpu,
+        backend: Some(taskweave::Backend::Cpu),
         policy,
         workers: Some(2),
         per_sm: None,

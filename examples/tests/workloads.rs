@@ -3,12 +3,12 @@
 //! reference, and the default sizes spawn Juggler's task counts with Table 1's parallelism.
 
 use taskweave::{Policy, Runtime};
+use taskweave_examples::RunArgs;
 use taskweave_examples::workloads::{self, *};
-use taskweave_examples::{BackendArg, RunArgs};
 
 fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
     RunArgs {
-        backend: BackendArg::Cpu,
+        backend: Some(taskweave::Backend::Cpu),
         policy,
         workers: Some(workers),
         per_sm: None,

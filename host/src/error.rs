@@ -6,6 +6,9 @@ use std::ops::Range;
 use std::panic::Location;
 use std::time::Duration;
 
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::{CudaContext, DriverError};
+
 /// One task, as errors name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskRef {
@@ -159,6 +162,13 @@ pub enum Error {
         /// Where it is and where it would have to be.
         detail: &'static str,
     },
+    /// A cudarc allocation handed to [`Runtime::adopt`](crate::Runtime::adopt) that the runtime
+    /// cannot take: it belongs to another context, or the runtime is the CPU backend.
+    #[error("cannot adopt the CUDA array: {reason}")]
+    ForeignArray {
+        /// Why.
+        reason: String,
+    },
     /// There is no usable GPU or driver.
     #[error("no GPU: {reason}")]
     NoGpu {
@@ -229,6 +239,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A plan was run with a call it was not made for: another region, arrays of other shapes,
+    /// options of its own, or (when the plan verifies) scalars that build another DAG.
+    #[error("region `{region}` does not match its plan: {detail}")]
+    PlanMismatch {
+        /// The plan's region.
+        region: &'static str,
+        /// What differs.
+        detail: String,
+    },
+
     /// A region submitted without waiting could not run: its helper thread failed outside any
     /// task (a bug in taskweave), or the runtime was shutting down.
     #[error("region `{region}` submitted without waiting did not run: {reason}")]
@@ -260,5 +280,28 @@ impl Error {
     ) -> impl FnOnce(cudarc::driver::DriverError) -> Self {
         let context = context.into();
         move |source| Self::Cuda { context, source }
+    }
+
+    /// The error of an allocation of `bytes` for `what` in `ctx`: [`Error::OutOfMemory`] when the
+    /// device is full, else [`Error::Cuda`].
+    pub(crate) fn alloc(
+        ctx: &CudaContext,
+        what: impl Into<String>,
+        bytes: usize,
+    ) -> impl FnOnce(DriverError) -> Self + '_ {
+        let what = what.into();
+        move |source| {
+            if source.0 != CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                return Self::Cuda {
+                    context: what,
+                    source,
+                };
+            }
+            Self::OutOfMemory {
+                what,
+                bytes: bytes as u64,
+                free: ctx.mem_get_info().map_or(0, |(free, _)| free as u64),
+            }
+        }
     }
 }

@@ -1,27 +1,45 @@
 //! The host half of taskweave.
 //!
-//! 1. [`inspect`] runs a region's control flow and records its tasks and dependences.
-//! 2. [`graph`] holds the dependence tracker and the DAG in CSR form.
-//! 3. [`Region`] is what calling a region returns; [`Runtime`] runs it on a backend:
-//!    the persistent in-GPU scheduler ([`gpu`]) or the CPU backend.
+//! 1. [`inspect`] runs a region's control flow and records its tasks and dependences; [`graph`]
+//!    holds the dependence tracker and the DAG in CSR form.
+//! 2. [`Region`] is what calling a region returns; [`Region::plan`] inspects it into a [`Plan`],
+//!    which runs again and again on new arrays ([`Plan::run`]); [`Region::run`] does both once.
+//! 3. [`Runtime`] runs a plan on a [`Backend`]: the persistent in-GPU scheduler and the other GPU
+//!    backends over [`gpu`], or the CPU backend. [`DeviceArray`]s stay on the device between
+//!    regions.
 //! 4. [`Report`] and [`Error`] say how it went.
+//!
+//! The modules form layers, each importing only those below it (a test fails on any cycle):
+//! `options`, `error`, `symbols` at the bottom; then `graph`, `inspect` and `meta` (what the macro
+//! passes, with how each task's arguments print); `resident`;
+//! `plan` and `call` (a plan with one call's arrays); `tables`, `sm`, `report`; `gpu` (the CUDA
+//! plumbing, which knows no region); `backend` (one module per backend and their table);
+//! `runtime`; `submit`; and `region`, the builder users call.
 
-mod cpu;
+mod backend;
+mod call;
 mod error;
 pub mod gpu;
 pub mod graph;
 pub mod inspect;
+mod meta;
+mod options;
+mod plan;
 mod region;
 mod report;
 mod resident;
 mod runtime;
 mod sm;
 mod submit;
+mod symbols;
 mod tables;
 
 pub use error::{Error, TaskRef};
-pub use region::{Options, Policy, Region, RegionMeta};
+pub use meta::RegionMeta;
+pub use options::{Backend, Options, Policy};
+pub use plan::{Plan, VERIFY_PLANS_ENV};
+pub use region::Region;
 pub use report::Report;
 pub use resident::DeviceArray;
-pub use runtime::{Backend, Runtime};
+pub use runtime::Runtime;
 pub use submit::{HELPERS, Pending};

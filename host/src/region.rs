@@ -1,259 +1,41 @@
-//! Regions: what calling a `task_region!` function returns.
+//! Regions: what calling a `task_region!` function returns, and how a region or its plan runs.
 //!
-//! 1. The generated function binds its arrays ([`Region::bind`], [`Region::bind_mut`]) and hands its
-//!    body to [`Region::body`].
+//! 1. The generated function binds its arrays ([`Region::bind`], [`Region::bind_mut`],
+//!    [`Region::bind_resident`], …) and hands its body to [`Region::body`].
 //! 2. The caller sets options ([`Region::policy`], [`Region::threads`], …) and calls
-//!    [`Region::run`] with a [`Runtime`], or [`Region::inspect`] to get the DAG without running it.
-//! 3. `run` inspects the body, then hands the DAG to the runtime's backend and returns a
-//!    [`Report`].
+//!    [`Region::run`] with a [`Runtime`], [`Region::submit`] to run it without waiting,
+//!    [`Region::plan`] to inspect it once and run it many times ([`Plan::run`]), or
+//!    [`Region::inspect`] to get the DAG without running it.
+//! 3. `run` inspects the body into a [`Plan`], then hands the plan and the region's arrays (a
+//!    call) to the runtime, which runs it on a backend and returns a [`Report`].
 
-use std::marker::PhantomData;
-use std::panic::Location;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use taskweave_device::sched::Dispatch;
-
+use crate::backend::prestage;
+use crate::call::{self, Binding, Call, Order, Prestaged};
 use crate::error::Error;
-use crate::inspect::{ArrayArg, ArrayInfo, Inspection, ReadOnly, ReadWrite, Recorder};
+use crate::inspect::{ArrayArg, Inspection, ReadOnly, ReadWrite, Recorder};
+use crate::meta::RegionMeta;
+use crate::options::{Backend, Options, Policy};
+use crate::plan::Plan;
 use crate::report::Report;
-use crate::resident::{Cell, DeviceArray, Done, Place};
-use crate::runtime::{Backend, Runtime};
-use crate::submit::{Pending, WriteBack};
-
-/// What the macro knows about a region at compile time.
-#[derive(Clone, Copy)]
-pub struct RegionMeta {
-    /// The region function's name.
-    pub name: &'static str,
-    /// The name of its GPU kernel.
-    pub kernel: &'static str,
-    /// The PTX of its crate, when the crate has a device build.
-    pub ptx: Option<&'static str>,
-    /// The cubin assembled from that PTX at build time; empty when the build had no `ptxas`.
-    pub cubin: &'static [u8],
-    /// Its task functions, by kind.
-    pub kinds: &'static [&'static str],
-    /// How each kind's argument words print in errors (`#[task]`'s `ARGS`), by kind.
-    pub args: &'static [&'static [crate::inspect::Arg]],
-    /// Its table from kind to body.
-    pub dispatch: &'static dyn Dispatch,
-    /// Where the region was called.
-    pub location: &'static Location<'static>,
-}
-
-impl RegionMeta {
-    /// Its crate's device code, when the crate has a device build.
-    pub fn code(&self) -> Option<crate::gpu::Code> {
-        self.ptx.map(|ptx| crate::gpu::Code {
-            ptx,
-            cubin: self.cubin,
-        })
-    }
-}
-
-/// Where freed tasks go; see [`abi::policy`](taskweave_device::abi::policy).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Policy {
-    /// Juggler's local round robin.
-    Lrr,
-    /// Juggler's global round robin.
-    #[default]
-    Grr,
-    /// Juggler's local first.
-    Lf,
-    /// Run one freed child locally, the rest by global round robin.
-    Local,
-    /// Keep freed children locally; idle workers steal.
-    Steal,
-    /// Run the freed child with the longest path to the end next; the rest by global round robin.
-    Priority,
-    /// Send each freed child to the worker that ran its affine parent, the parent it shares the
-    /// most data with (run it next when that is this worker), unless that worker has work queued;
-    /// the rest by global round robin. See
-    /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
-    Affinity,
-    /// Place every task on a worker before the run, by a list schedule of the DAG
-    /// ([`graph::list_schedule`](crate::graph::list_schedule): critical path first, a task next to
-    /// its parents where that costs no time). Each worker runs its list in order and waits on a
-    /// task's counter only for its parents on other workers: no queue at run time, and no atomic
-    /// at all between tasks of one worker. Best when tasks cost about the same; a task much longer
-    /// than the others holds back the rest of its worker's list.
-    Static,
-}
-
-impl Policy {
-    /// Every policy.
-    pub const ALL: [Policy; 8] = [
-        Self::Lrr,
-        Self::Grr,
-        Self::Lf,
-        Self::Local,
-        Self::Steal,
-        Self::Priority,
-        Self::Affinity,
-        Self::Static,
-    ];
-
-    /// The policy's number in the device ABI.
-    pub fn abi(self) -> u32 {
-        use taskweave_device::abi::policy;
-        match self {
-            Self::Lrr => policy::LRR,
-            Self::Grr => policy::GRR,
-            Self::Lf => policy::LF,
-            Self::Local => policy::LOCAL,
-            Self::Steal => policy::STEAL,
-            Self::Priority => policy::PRIORITY,
-            Self::Affinity => policy::AFFINITY,
-            Self::Static => policy::STATIC,
-        }
-    }
-
-    /// The policy's lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Lrr => "lrr",
-            Self::Grr => "grr",
-            Self::Lf => "lf",
-            Self::Local => "local",
-            Self::Steal => "steal",
-            Self::Priority => "priority",
-            Self::Affinity => "affinity",
-            Self::Static => "static",
-        }
-    }
-}
-
-impl std::str::FromStr for Policy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown policy `{s}`: expected one of {}",
-                    Self::ALL.map(Self::name).join(", ")
-                )
-            })
-    }
-}
-
-/// How a region runs.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Threads per task block.
-    pub threads: u32,
-    /// Where freed tasks go.
-    pub policy: Policy,
-    /// Check every index against the declared ranges.
-    pub checked: bool,
-    /// Worker count; `None` takes it from occupancy (GPU) or cores (CPU).
-    pub workers: Option<u32>,
-    /// SM-aware workers: active workers per SM (see [`Region::workers_per_sm`]).
-    pub per_sm: Option<u32>,
-    /// SM-aware workers: the SMs the region may use (see [`Region::sms`]).
-    pub sm_set: Option<std::ops::Range<u32>>,
-    /// Threads per emulated block on the CPU backend.
-    pub cpu_lanes: u32,
-    /// Bytes of shared scratch per block for `Block::shared`.
-    pub shared_bytes: u32,
-    /// Record when and where each task ran.
-    pub trace: bool,
-    /// Abort when no task completes for this long.
-    pub watchdog: Duration,
-    /// The backend, when not the runtime's own.
-    pub backend: Option<Backend>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            threads: 128,
-            policy: Policy::default(),
-            checked: true,
-            workers: None,
-            per_sm: None,
-            sm_set: None,
-            cpu_lanes: 1,
-            shared_bytes: 8 * 1024,
-            trace: false,
-            watchdog: Duration::from_secs(10),
-            backend: None,
-        }
-    }
-}
-
-impl Options {
-    /// The descriptor fields these options set, for `workers` workers and `arrays` arrays.
-    pub(crate) fn desc(&self, workers: u32, arrays: usize) -> taskweave_device::abi::RegionDesc {
-        use taskweave_device::abi::{FLAG_CHECKED, FLAG_TRACE, RegionDesc};
-        RegionDesc {
-            n_workers: workers,
-            policy: self.policy.abi(),
-            flags: if self.checked { FLAG_CHECKED } else { 0 }
-                | if self.trace { FLAG_TRACE } else { 0 },
-            scratch_bytes: self.shared_bytes,
-            n_arrays: arrays as u32,
-            ..RegionDesc::default()
-        }
-    }
-}
-
-/// A region array bound for the run: its memory and how to move it.
-pub(crate) struct Binding<'a> {
-    pub info: ArrayInfo,
-    /// Host memory of the array; null for an array resident on the GPU.
-    pub ptr: *mut u8,
-    pub bytes: usize,
-    /// The device address of an array resident on the GPU.
-    pub device: Option<u64>,
-    /// The memory of a resident array (GPU or host), kept alive and ordered by the binding.
-    pub cell: Option<Arc<Cell>>,
-    _marker: PhantomData<&'a mut [u8]>,
-}
-
-impl Binding<'_> {
-    /// The array's bytes as the caller left them.
-    pub fn bytes(&self) -> &[u8] {
-        if self.ptr.is_null() {
-            // An array resident on the GPU has no host bytes.
-            return &[];
-        }
-        // SAFETY: the binding points at `bytes` bytes of the caller's array, which the region
-        // borrows for its lifetime.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
-    }
-
-    /// Overwrites the array with `data` (the same length).
-    ///
-    /// # Safety
-    /// The array must be writable (`&mut` in the region) and no task may be running on it.
-    pub unsafe fn write(&self, data: &[u8]) {
-        assert_eq!(data.len(), self.bytes, "an array is written back whole");
-        // SAFETY: the region holds the caller's `&mut` borrow; the caller guarantees no task runs.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, self.bytes) };
-    }
-}
+use crate::resident::{DeviceArray, Done};
+use crate::runtime::Runtime;
+use crate::submit::{self, Job, Pending};
 
 type Body<'a> = Box<dyn FnOnce(&mut Recorder) -> Result<(), Error> + 'a>;
-
-/// An edit of the inspection before it runs: the mutation-test seam ([`Region::edit_inspection`]).
 type Edit<'a> = Box<dyn FnOnce(&mut Inspection) + 'a>;
 
 /// A region, bound to its arguments and ready to run.
 #[must_use = "a region does nothing until it is run"]
 pub struct Region<'a> {
-    pub(crate) meta: RegionMeta,
-    pub(crate) arrays: Vec<Binding<'a>>,
+    meta: RegionMeta,
+    arrays: Vec<Binding<'a>>,
     body: Option<Body<'a>>,
+    options: Options,
+    /// The test seam of [`Region::edit_inspection`].
     edit: Option<Edit<'a>>,
-    pub(crate) options: Options,
-    /// For a submitted region: the runs in flight it must follow, and its own completion. The
-    /// persistent GPU backend orders itself after them on the device; the others wait on the
-    /// host.
-    pub(crate) order: Option<(Vec<Arc<Done>>, Arc<Done>)>,
 }
 
 impl<'a> Region<'a> {
@@ -263,34 +45,14 @@ impl<'a> Region<'a> {
             meta,
             arrays: Vec::new(),
             body: None,
-            edit: None,
             options: Options::default(),
-            order: None,
+            edit: None,
         }
     }
 
-    fn push<T: Copy>(
-        &mut self,
-        ptr: *mut T,
-        len: usize,
-        name: &'static str,
-        writable: bool,
-    ) -> u32 {
-        let slot = self.arrays.len() as u32;
-        self.arrays.push(Binding {
-            info: ArrayInfo {
-                name,
-                len,
-                writable,
-                elem_bytes: size_of::<T>(),
-            },
-            ptr: ptr.cast(),
-            bytes: len * size_of::<T>(),
-            device: None,
-            cell: None,
-            _marker: PhantomData,
-        });
-        slot
+    fn push(&mut self, binding: Binding<'a>) -> u32 {
+        self.arrays.push(binding);
+        self.arrays.len() as u32 - 1
     }
 
     fn push_resident<T: Copy>(
@@ -300,16 +62,13 @@ impl<'a> Region<'a> {
         writable: bool,
     ) -> u32 {
         let (place, cell) = array.location();
-        let slot = match place {
-            Place::Host(ptr) => self.push(ptr.cast::<T>(), array.len(), name, writable),
-            Place::Device(address) => {
-                let slot = self.push(std::ptr::null_mut::<T>(), array.len(), name, writable);
-                self.arrays[slot as usize].device = Some(address);
-                slot
-            }
-        };
-        self.arrays[slot as usize].cell = Some(cell);
-        slot
+        self.push(Binding::resident::<T>(
+            place,
+            cell,
+            array.len(),
+            name,
+            writable,
+        ))
     }
 
     /// Binds a read-only array resident on the device (nothing is copied). The region keeps the
@@ -335,7 +94,12 @@ impl<'a> Region<'a> {
 
     /// Binds a read-only array (copied to the device).
     pub fn bind<T: Copy>(&mut self, data: &'a [T], name: &'static str) -> ArrayArg<T, ReadOnly> {
-        let slot = self.push(data.as_ptr().cast_mut(), data.len(), name, false);
+        let slot = self.push(Binding::host(
+            data.as_ptr().cast_mut(),
+            data.len(),
+            name,
+            false,
+        ));
         ArrayArg::new(slot, data.len())
     }
 
@@ -345,7 +109,7 @@ impl<'a> Region<'a> {
         data: &'a mut [T],
         name: &'static str,
     ) -> ArrayArg<T, ReadWrite> {
-        let slot = self.push(data.as_mut_ptr(), data.len(), name, true);
+        let slot = self.push(Binding::host(data.as_mut_ptr(), data.len(), name, true));
         ArrayArg::new(slot, data.len())
     }
 
@@ -359,7 +123,8 @@ impl<'a> Region<'a> {
     /// DAG) after the body ran and before anything else sees it, so that a test can drop a
     /// dependence, reorder or skip tasks and show that a verification notices. The edited
     /// inspection must stay consistent: one record per task plus the sentinel, argument words
-    /// the records index, a location per task, edges from lower to higher task ids.
+    /// the records index, a location per task, edges from lower to higher task ids. See also
+    /// [`Plan::edit_inspection`].
     #[doc(hidden)]
     pub fn edit_inspection(mut self, edit: impl FnOnce(&mut Inspection) + 'a) -> Self {
         self.edit = Some(Box::new(edit));
@@ -478,21 +243,62 @@ impl<'a> Region<'a> {
         Ok(inspection)
     }
 
+    /// The region's plan, and its arrays: the body inspected once.
+    fn into_plan(mut self) -> Result<(Plan, Vec<Binding<'a>>), Error> {
+        let inspection = self.inspect_body()?;
+        let plan = Plan::new(self.meta, self.options, inspection);
+        Ok((plan, self.arrays))
+    }
+
+    /// [`Region::into_plan`], with the host arrays uploaded to `runtime`'s GPU meanwhile, on
+    /// another thread, when the region runs on a GPU backend and they are large enough for it to
+    /// pay (the upload then overlaps inspection).
+    fn into_plan_uploading(
+        mut self,
+        runtime: &Runtime,
+    ) -> Result<(Plan, Vec<Binding<'a>>, Option<Prestaged>), Error> {
+        let hosts: Vec<Option<(usize, usize)>> = self
+            .arrays
+            .iter()
+            .map(|b| b.device.is_none().then_some((b.ptr as usize, b.bytes)))
+            .collect();
+        let gpu = runtime
+            .gpu_for(self.options.backend)
+            .filter(|_| prestage::worth_it(&hosts));
+        let (inspection, prestaged) = std::thread::scope(|scope| {
+            // SAFETY: the host arrays stay borrowed by the region, unwritten, until the scope ends.
+            let upload = gpu.map(|gpu| scope.spawn(|| unsafe { prestage::upload(gpu, &hosts) }));
+            let inspection = self.inspect_body();
+            // An upload that failed is done again by the backend, which reports the error.
+            let prestaged = upload.and_then(|u| u.join().ok()).and_then(Result::ok);
+            (inspection, prestaged)
+        });
+        let plan = Plan::new(self.meta, self.options, inspection?);
+        Ok((plan, self.arrays, prestaged))
+    }
+
+    /// Inspects the region once and returns its [`Plan`], to run again and again with
+    /// [`Plan::run`] on the arrays of later calls of the same shapes. The region's own arrays are
+    /// not used: nothing runs yet.
+    ///
+    /// `runtime` is the one the plan will run on: a backend it cannot run is refused here
+    /// ([`Error::NoGpu`]), before anything is inspected. The backends keep their tables in the plan
+    /// from its first run on.
+    pub fn plan(self, runtime: &Runtime) -> Result<Plan, Error> {
+        runtime.check_backend(self.options.backend)?;
+        Ok(self.into_plan()?.0)
+    }
+
     /// Inspects the region and runs its DAG on `runtime`'s backend, after the regions in flight
     /// whose accesses to its resident arrays conflict with its own (see [`Region::submit`]).
-    pub fn run(mut self, runtime: &Runtime) -> Result<Report, Error> {
+    ///
+    /// On a GPU backend, host arrays large enough for it to pay are uploaded on another thread
+    /// while the body is inspected.
+    pub fn run(self, runtime: &Runtime) -> Result<Report, Error> {
         let start = Instant::now();
-        let inspection = self.inspect_body()?;
-        let done = Arc::new(Done::default());
-        for earlier in self.register(&inspection, &done) {
-            earlier.wait();
-        }
-        let report = runtime.execute(&self, &inspection);
-        done.set();
-        report.map(|report| Report {
-            wall_time: start.elapsed(),
-            ..report
-        })
+        let (mut plan, arrays, prestaged) = self.into_plan_uploading(runtime)?;
+        let inspect_time = plan.inspection().time;
+        run_call(&mut plan, arrays, runtime, inspect_time, false, prestaged).map(|r| r.since(start))
     }
 
     /// Inspects the region and hands it to `runtime`'s helper threads, which run it once the
@@ -508,104 +314,77 @@ impl<'a> Region<'a> {
     ///
     /// Inspection errors (bad ranges) are returned here; errors of the run from
     /// [`Pending::wait`].
-    pub fn submit(mut self, runtime: &Runtime) -> Result<Pending<'a>, Error> {
+    pub fn submit(self, runtime: &Runtime) -> Result<Pending<'a>, Error> {
         let start = Instant::now();
-        let inspection = self.inspect_body()?;
+        let (plan, arrays) = self.into_plan()?;
         let done = Arc::new(Done::default());
-        let after = self.register(&inspection, &done);
-        let (mut region, copies, writeback) = self.detach();
-        region.order = Some((after, done.clone()));
-        let pending = runtime.submit(region, inspection, copies, done, writeback);
+        let after = call::register(&arrays, &plan.inspection().footprints, &done);
+        let (arrays, copies, writeback) = submit::detach(arrays);
+        let (job, pending) = Job::new(plan, arrays, copies, Order { after, done }, writeback);
+        runtime.submit(job);
         Ok(pending.started(start))
     }
+}
 
-    /// This region with its host arrays copied into buffers it owns, so that it can run on another
-    /// thread after the caller's borrows end; plus the buffers, and where each writable host
-    /// array's result goes back.
-    fn detach(mut self) -> (Region<'static>, Vec<Vec<u64>>, Vec<WriteBack<'a>>) {
-        let mut copies = Vec::new();
-        let mut writeback = Vec::new();
-        let arrays = std::mem::take(&mut self.arrays)
-            .into_iter()
-            .map(|b| {
-                let mut ptr = b.ptr;
-                if b.cell.is_none() && !b.ptr.is_null() {
-                    let mut copy = vec![0u64; b.bytes.div_ceil(8).max(1)];
-                    let bytes = b.bytes();
-                    // SAFETY: `copy` holds at least `bytes.len()` bytes; they do not overlap.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            bytes.as_ptr(),
-                            copy.as_mut_ptr().cast::<u8>(),
-                            bytes.len(),
-                        )
-                    };
-                    // The heap block does not move with the vector, and `as_mut_ptr` creates no
-                    // reference to it: the pointer stays valid while the job owns `copies`.
-                    ptr = copy.as_mut_ptr().cast();
-                    if b.info.writable {
-                        writeback.push(WriteBack {
-                            copy: copies.len(),
-                            binding: Binding {
-                                info: b.info,
-                                ptr: b.ptr,
-                                bytes: b.bytes,
-                                device: None,
-                                cell: None,
-                                _marker: PhantomData,
-                            },
-                        });
-                    }
-                    copies.push(copy);
-                }
-                Binding {
-                    info: b.info,
-                    ptr,
-                    bytes: b.bytes,
-                    device: b.device,
-                    cell: b.cell,
-                    _marker: PhantomData,
-                }
-            })
-            .collect();
-        let region = Region {
-            meta: self.meta,
-            arrays,
-            body: None,
-            edit: None,
-            options: self.options.clone(),
-            order: None,
-        };
-        (region, copies, writeback)
+/// Runs `plan` on `arrays`, after the runs in flight whose accesses to its resident arrays
+/// conflict with its own; `inspect_time` is what this call spent inspecting, and `reused` whether
+/// the plan runs again (see [`Call::reused`]). The bindings are
+/// dropped before the run is marked done, so that a resident array whose runs have all ended is
+/// held by nothing else ([`DeviceArray::into_cuda`]).
+fn run_call(
+    plan: &mut Plan,
+    arrays: Vec<Binding<'_>>,
+    runtime: &Runtime,
+    inspect_time: Duration,
+    reused: bool,
+    prestaged: Option<Prestaged>,
+) -> Result<Report, Error> {
+    let done = Arc::new(Done::default());
+    for earlier in call::register(&arrays, &plan.inspection().footprints, &done) {
+        earlier.wait();
     }
+    let report = runtime.execute(&mut Call {
+        plan,
+        arrays: &arrays,
+        order: None,
+        inspect_time,
+        reused,
+        prestaged,
+    });
+    drop(arrays);
+    done.set();
+    report
+}
 
-    /// Waits on the host for the runs in flight this one follows (see [`Region::order`]).
-    pub(crate) fn wait_for_earlier(&self) {
-        if let Some((after, _)) = &self.order {
-            for earlier in after {
-                earlier.wait();
-            }
+impl Plan {
+    /// Runs the plan on the arrays of `region`, a new call of the region it was made from with
+    /// arrays of the same shapes, on `runtime`. The region's body does not run: the plan's DAG
+    /// does, so the call must pass the scalars the plan was made with. With [`Plan::verify`] on
+    /// (by default in debug builds) the body runs too and the call fails with
+    /// [`Error::PlanMismatch`] when it builds another DAG.
+    ///
+    /// Options set on `region` must be the plan's own, or left unset; another region, or arrays
+    /// of other lengths, element sizes or access modes, are an [`Error::PlanMismatch`].
+    pub fn run(&mut self, mut region: Region<'_>, runtime: &Runtime) -> Result<Report, Error> {
+        let start = Instant::now();
+        self.check_arrays(&region.meta, region.arrays.iter().map(|b| b.info))?;
+        if region.options != Options::default() && region.options != *self.options() {
+            return Err(Error::PlanMismatch {
+                region: self.region(),
+                detail: format!(
+                    "the call sets options {:?}, the plan has {:?}; set them before making the plan",
+                    region.options,
+                    self.options()
+                ),
+            });
         }
-    }
-
-    /// Registers this run's accesses with the resident arrays it binds, and returns the runs in
-    /// flight it must wait for. One lock orders all registrations, so two regions registering at
-    /// once cannot each wait for the other.
-    pub(crate) fn register(&self, ins: &Inspection, done: &Arc<Done>) -> Vec<Arc<Done>> {
-        static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _order = REGISTRATION
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut after: Vec<Arc<Done>> = Vec::new();
-        for (binding, footprint) in self.arrays.iter().zip(&ins.footprints) {
-            if let Some(cell) = &binding.cell {
-                for d in cell.register(done, footprint.read.clone(), footprint.write.clone()) {
-                    if !after.iter().any(|a| Arc::ptr_eq(a, &d)) {
-                        after.push(d);
-                    }
-                }
-            }
+        let mut inspect_time = Duration::ZERO;
+        if self.verifies() {
+            region.options = self.options().clone();
+            let fresh = region.inspect_body()?;
+            inspect_time = fresh.time;
+            self.check_inspection(&fresh)?;
         }
-        after
+        run_call(self, region.arrays, runtime, inspect_time, true, None).map(|r| r.since(start))
     }
 }

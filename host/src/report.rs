@@ -5,15 +5,16 @@ use std::time::Duration;
 
 use taskweave_device::abi::{TraceRecord, WorkerStats};
 
-use crate::region::Policy;
+use crate::call::Call;
+use crate::options::{Backend, Policy};
 
 /// The outcome of a successful region run.
 #[derive(Clone, Debug)]
 pub struct Report {
     /// The region's name.
     pub region: &'static str,
-    /// The backend that ran it (`persistent`, `cpu`).
-    pub backend: &'static str,
+    /// The backend that ran it.
+    pub backend: Backend,
     /// The scheduling policy.
     pub policy: Policy,
     /// Tasks run.
@@ -27,12 +28,13 @@ pub struct Report {
     /// Threads per task block (lanes on the CPU).
     pub threads: u32,
     /// The call's wall time, what the caller waited: from [`Region::run`](crate::Region::run)
-    /// (or [`Region::submit`](crate::Region::submit)) to the report (or
-    /// [`Pending::wait`](crate::Pending::wait)'s return), everything included: inspection, waiting
-    /// for earlier regions, transfers, set-up, execution and copies back. Compare it with
-    /// `execute_time` to see what a call costs beyond its kernel.
+    /// (or [`Region::submit`](crate::Region::submit), or [`Plan::run`](crate::Plan::run)) to the
+    /// report (or [`Pending::wait`](crate::Pending::wait)'s return), everything included:
+    /// inspection, waiting for earlier regions, transfers, set-up, execution and copies back.
+    /// Compare it with `execute_time` to see what a call costs beyond its kernel.
     pub wall_time: Duration,
-    /// Inspection: running the body, dependence tracking, CSR.
+    /// Inspection: running the body, dependence tracking, CSR (zero for a run of a
+    /// [`Plan`](crate::Plan) that did not inspect again).
     pub inspect_time: Duration,
     /// Copies between host and device (zero on the CPU).
     pub transfer_time: Duration,
@@ -41,6 +43,11 @@ pub struct Report {
     pub setup_time: Duration,
     /// Running the DAG: the kernel, or the worker pool.
     pub execute_time: Duration,
+    /// What the call cost the host beyond inspection, transfers, set-up and execution: staging
+    /// the tables (or resetting a plan's), launching, waiting for the GPU to report the end, and
+    /// reading the statistics back. A plan run again on resident arrays costs this much more than
+    /// its kernel.
+    pub host_time: Duration,
     /// One record per worker.
     pub worker_stats: Vec<WorkerStats>,
     /// One record per task, when tracing was on.
@@ -52,12 +59,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of a finished run of `region` whose DAG `ins` describes.
+    /// The report of a finished `call` on `backend`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        region: &crate::Region<'_>,
-        ins: &crate::inspect::Inspection,
-        backend: &'static str,
+        call: &Call<'_, '_>,
+        backend: Backend,
         workers: u32,
         threads: u32,
         transfer_time: Duration,
@@ -65,20 +71,23 @@ impl Report {
         worker_stats: Vec<WorkerStats>,
         trace: Option<Vec<TraceRecord>>,
     ) -> Self {
+        let plan = &*call.plan;
+        let ins = plan.inspection();
         Self {
-            region: region.meta.name,
+            region: plan.region(),
             backend,
-            policy: region.options.policy,
+            policy: plan.options().policy,
             tasks: ins.task_count(),
             edges: ins.dag.edge_count(),
-            critical_path: ins.dag.critical_path(),
+            critical_path: plan.critical_path(),
             workers,
             threads,
             wall_time: Duration::ZERO,
-            inspect_time: ins.time,
+            inspect_time: call.inspect_time,
             transfer_time,
             setup_time: Duration::ZERO,
             execute_time,
+            host_time: Duration::ZERO,
             task_kinds: trace.is_some().then(|| {
                 ins.tasks[..ins.task_count()]
                     .iter()
@@ -88,6 +97,15 @@ impl Report {
             worker_stats,
             trace,
             kinds: ins.kinds,
+        }
+    }
+
+    /// This report with its [`Report::wall_time`] counted from `start`, when the caller's call
+    /// began.
+    pub(crate) fn since(self, start: std::time::Instant) -> Self {
+        Self {
+            wall_time: start.elapsed(),
+            ..self
         }
     }
 

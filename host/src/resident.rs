@@ -6,6 +6,14 @@
 //!    around the run, so a chain of regions keeps its data on the GPU.
 //! 3. [`DeviceArray::download`] copies it back when the host needs it.
 //!
+//! # Arrays shared with cudarc
+//! An array already on the GPU as cudarc's [`CudaSlice`] becomes a `DeviceArray` with
+//! [`Runtime::adopt`](crate::Runtime::adopt), without a copy; [`DeviceArray::cuda_view`] and
+//! [`DeviceArray::cuda_view_mut`] lend it back to cudarc code between regions, and
+//! [`DeviceArray::into_cuda`] returns the slice. With a runtime made on the caller's stream
+//! ([`Runtime::on_stream`](crate::Runtime::on_stream)), regions and the caller's own kernels run
+//! in that stream's order, with no host synchronization between them.
+//!
 //! A region that fails leaves a resident array as the tasks that ran left it (host arrays are
 //! restored; see [`Error`]).
 //!
@@ -20,7 +28,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 
 use crate::error::Error;
 
@@ -161,17 +169,17 @@ impl Cell {
         after
     }
 
-    /// Waits until no run that writes the array is in flight.
-    fn wait_for_writers(&self) {
-        let writers: Vec<Arc<Done>> = self
+    /// Waits until no run that writes the array is in flight, or (`all`) no run at all.
+    fn wait_for_runs(&self, all: bool) {
+        let runs: Vec<Arc<Done>> = self
             .inflight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|f| f.write)
+            .filter(|f| all || f.write)
             .map(|f| f.done.clone())
             .collect();
-        for done in writers {
+        for done in runs {
             done.wait();
         }
     }
@@ -239,7 +247,7 @@ impl<T: Copy> DeviceArray<T> {
         let bytes = bytes_of(data);
         let padded = [0u8; 8];
         let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
-        let bytes = stream.clone_htod(bytes).map_err(crate::gpu::alloc_error(
+        let bytes = stream.clone_htod(bytes).map_err(Error::alloc(
             stream.context(),
             "uploading a device array",
             bytes.len(),
@@ -255,6 +263,80 @@ impl<T: Copy> DeviceArray<T> {
             },
             data.len(),
         ))
+    }
+
+    /// `slice`, a caller's cudarc allocation, as a device array, with no copy. Work queued on the
+    /// slice's stream is complete before a region on `runtime_stream` reads it: the same stream
+    /// orders it, another one is synchronized here.
+    pub(crate) fn adopt(
+        slice: CudaSlice<T>,
+        runtime_stream: &Arc<CudaStream>,
+    ) -> Result<Self, Error> {
+        let len = slice.len();
+        let stream = slice.stream().clone();
+        if !Arc::ptr_eq(&stream, runtime_stream) {
+            stream.synchronize().map_err(Error::cuda(
+                "waiting for the work queued on an adopted array",
+            ))?;
+        }
+        let ptr = slice.leak();
+        // SAFETY: `ptr` is the allocation just leaked, of `len` elements of `T`; the new slice
+        // owns it (and frees it on the caller's stream).
+        let bytes = unsafe { stream.upgrade_device_ptr::<u8>(ptr, len * size_of::<T>()) };
+        Ok(Self::new(Store::Gpu { bytes, stream }, len))
+    }
+
+    /// The array as a cudarc view, for cudarc code between regions, once every region in flight
+    /// that writes it has ended; `None` for an array in host memory (the CPU backend's).
+    pub fn cuda_view(&self) -> Option<CudaView<'_, T>> {
+        self.cell.wait_for_runs(false);
+        match &self.cell.store {
+            // SAFETY: the allocation holds `len` elements of `T`, written from `T` values.
+            Store::Gpu { bytes, .. } => unsafe { bytes.transmute::<T>(self.len) },
+            Store::Host(_) => None,
+        }
+    }
+
+    /// The array as a mutable cudarc view, once every region in flight on it has ended; `None`
+    /// for an array in host memory, or while a region built but not run yet holds it. What cudarc
+    /// code writes through it, the next region reads: queue that code on the runtime's stream, or
+    /// synchronize its stream before the region.
+    pub fn cuda_view_mut(&mut self) -> Option<CudaViewMut<'_, T>> {
+        self.cell.wait_for_runs(true);
+        let len = self.len;
+        // No region holds the cell mutably: the bindings only read its address.
+        let cell = Arc::get_mut(&mut self.cell)?;
+        match &mut cell.store {
+            // SAFETY: the allocation holds `len` elements of `T`.
+            Store::Gpu { bytes, .. } => unsafe { bytes.transmute_mut::<T>(len) },
+            Store::Host(_) => None,
+        }
+    }
+
+    /// The array as the cudarc slice it lives in, once every region in flight on it has ended.
+    /// The array comes back unchanged when it is in host memory (the CPU backend's), or when a
+    /// region built but not run yet still holds it.
+    pub fn into_cuda(self) -> Result<CudaSlice<T>, Self> {
+        self.cell.wait_for_runs(true);
+        let len = self.len;
+        let cell = match Arc::try_unwrap(self.cell) {
+            Ok(cell) => cell,
+            Err(cell) => {
+                return Err(Self {
+                    cell,
+                    len,
+                    _marker: PhantomData,
+                });
+            }
+        };
+        match cell.store {
+            Store::Gpu { bytes, stream } => {
+                let ptr = bytes.leak();
+                // SAFETY: `ptr` is the allocation just leaked, holding `len` elements of `T`.
+                Ok(unsafe { stream.upgrade_device_ptr::<T>(ptr, len) })
+            }
+            store @ Store::Host(_) => Err(Self::new(store, len)),
+        }
     }
 
     /// The number of elements.
@@ -274,7 +356,7 @@ impl<T: Copy> DeviceArray<T> {
 
     /// A copy of the array in host memory, once every region in flight that writes it has ended.
     pub fn download(&self) -> Result<Vec<T>, Error> {
-        self.cell.wait_for_writers();
+        self.cell.wait_for_runs(false);
         let mut out = Vec::<T>::with_capacity(self.len);
         let bytes = self.len * size_of::<T>();
         match &self.cell.store {
@@ -357,5 +439,23 @@ mod tests {
         assert!(cell.register(&w3, Some(0..100), Some(0..100)).is_empty());
         // Empty ranges touch nothing.
         assert!(cell.register(&run(), Some(5..5), Some(7..7)).is_empty());
+    }
+
+    #[test]
+    fn an_array_in_host_memory_has_no_cudarc_slice_and_comes_back_whole() {
+        let mut array = DeviceArray::host(&[3u16, 1, 4, 1, 5]);
+        assert!(array.cuda_view().is_none());
+        assert!(array.cuda_view_mut().is_none());
+        let array = array.into_cuda().expect_err("host memory is no CUDA slice");
+        assert_eq!(array.download().unwrap(), [3, 1, 4, 1, 5]);
+    }
+
+    #[test]
+    fn an_array_a_region_still_holds_is_not_handed_out() {
+        let array = DeviceArray::host(&[1u32; 4]);
+        let (_, held) = array.location();
+        let array = array.into_cuda().expect_err("a binding holds the cell");
+        drop(held);
+        assert_eq!(array.len(), 4);
     }
 }

@@ -2,78 +2,26 @@
 //!
 //! 1. [`Runtime::new`] takes the GPU when there is one and says why not otherwise, then falls back
 //!    to the CPU backend.
-//! 2. [`Runtime::gpu`] insists on the GPU; [`Runtime::cpu`] never touches it.
-//! 3. [`Region::run`](crate::Region::run) hands each region to the runtime's backend.
+//! 2. [`Runtime::gpu`] insists on the GPU; [`Runtime::cpu`] never touches it;
+//!    [`Runtime::on_stream`] runs regions on a cudarc stream the caller already has, in order with
+//!    the caller's own work on it, and [`Runtime::adopt`] takes the caller's [`CudaSlice`] as a
+//!    resident array.
+//! 3. [`Region::run`](crate::Region::run) and [`Plan::run`](crate::Plan::run) hand each call to
+//!    the runtime, which runs it on the backend the region names or its own (see the `backend`
+//!    module's table).
 
 use std::sync::{Arc, OnceLock};
 
-use crate::cpu;
+use cudarc::driver::{CudaSlice, CudaStream};
+
+use crate::backend::{self, Executor, default_cpu_workers};
+use crate::call::Call;
 use crate::error::Error;
-use crate::gpu::levels::{self, Strategy};
-use crate::gpu::{Gpu, graph, persistent, streams};
-use crate::inspect::Inspection;
-use crate::region::Region;
+use crate::gpu::Gpu;
+use crate::options::Backend;
 use crate::report::Report;
-use crate::resident::{DeviceArray, Done};
-use crate::submit::{HELPERS, Helpers, Job, Pending, WriteBack};
-
-/// How a region's DAG is executed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// The persistent in-GPU scheduler: one launch, the DAG resolved on the device.
-    Persistent,
-    /// Level by level, one kernel launch per topological level (classic global barriers).
-    Barrier,
-    /// Level by level in one launch, a software grid barrier between levels.
-    GridBarrier,
-    /// A CUDA graph: one kernel node per task, one edge per dependence, cached and replayed.
-    Graph,
-    /// Scheduled from the host onto a pool of streams, with one event per awaited task.
-    Streams,
-    /// The scheduler core on CPU threads.
-    Cpu,
-}
-
-impl Backend {
-    /// Every backend.
-    pub const ALL: [Backend; 4] = [
-        Self::Persistent,
-        Self::Barrier,
-        Self::GridBarrier,
-        Self::Cpu,
-    ];
-
-    /// The backend's lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Persistent => "persistent",
-            Self::Barrier => "barrier",
-            Self::GridBarrier => "grid-barrier",
-            Self::Graph => "graph",
-            Self::Streams => "streams",
-            Self::Cpu => "cpu",
-        }
-    }
-
-    /// Whether the backend runs on the GPU.
-    pub fn needs_gpu(self) -> bool {
-        self != Self::Cpu
-    }
-}
-
-impl std::str::FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|b| b.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown backend `{s}`: expected one of persistent, barrier, grid-barrier, graph, streams, cpu"
-                )
-            })
-    }
-}
+use crate::resident::DeviceArray;
+use crate::submit::{HELPERS, Helpers, Job};
 
 enum Engine {
     /// Boxed: a `Gpu` is large, and a runtime is often moved.
@@ -128,9 +76,62 @@ impl Runtime {
         })
     }
 
+    /// The persistent GPU backend on the device of `stream`, a cudarc stream the caller already
+    /// has: regions run with [`Region::run`](crate::Region::run) and plans go on that stream, in
+    /// order with the caller's own work on it (submitted regions run on helper streams of the
+    /// same context). The context's settings are left as the caller made them.
+    ///
+    /// ```no_run
+    /// # use taskweave_host::{Error, Runtime, gpu::cudarc::driver::CudaContext};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = CudaContext::new(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let rt = Runtime::on_stream(stream.clone())?;
+    /// let x = rt.adopt(stream.clone_htod(&[1.0f32; 1024])?)?; // the caller's data, no copy
+    /// // … regions on `&mut x`, cudarc kernels on `x.cuda_view_mut()`, all on `stream` …
+    /// let back = x.into_cuda().expect("no region holds it"); // the CudaSlice again
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<Self, Error> {
+        Ok(Self {
+            engine: Engine::Gpu(Box::new(Gpu::on_stream(stream)?)),
+            fallback: None,
+            helpers: OnceLock::new(),
+        })
+    }
+
+    /// `slice`, an allocation the caller made with cudarc on this runtime's GPU, as a resident
+    /// array, with no copy (see [`DeviceArray`]'s docs). Work queued on the slice's stream comes
+    /// first: nothing waits when it is the runtime's stream, and it is synchronized here when it
+    /// is another. A CPU runtime, or a slice of another context, is an
+    /// [`Error::ForeignArray`].
+    pub fn adopt<T: Copy>(&self, slice: CudaSlice<T>) -> Result<DeviceArray<T>, Error> {
+        let gpu = match &self.engine {
+            Engine::Gpu(gpu) => gpu,
+            Engine::Cpu { .. } => {
+                return Err(Error::ForeignArray {
+                    reason: "this runtime is the CPU backend, which cannot reach GPU memory"
+                        .to_owned(),
+                });
+            }
+        };
+        if slice.context().cu_ctx() != gpu.context().cu_ctx() {
+            return Err(Error::ForeignArray {
+                reason: format!(
+                    "the slice belongs to another CUDA context (device {}) than the runtime's \
+                     (device {})",
+                    slice.ordinal(),
+                    gpu.context().ordinal()
+                ),
+            });
+        }
+        DeviceArray::adopt(slice, gpu.stream())
+    }
+
     /// The CPU backend with one worker per core.
     pub fn cpu() -> Self {
-        Self::cpu_with(cpu::default_workers())
+        Self::cpu_with(default_cpu_workers())
     }
 
     /// The CPU backend with `workers` worker threads.
@@ -146,10 +147,7 @@ impl Runtime {
 
     /// The backend regions run on.
     pub fn backend(&self) -> Backend {
-        match self.engine {
-            Engine::Gpu(_) => Backend::Persistent,
-            Engine::Cpu { .. } => Backend::Cpu,
-        }
+        self.executor().own()
     }
 
     /// Why [`Runtime::new`] fell back to the CPU, if it did.
@@ -186,112 +184,66 @@ impl Runtime {
         }
     }
 
-    pub(crate) fn execute(
-        &self,
-        region: &Region<'_>,
-        inspection: &Inspection,
-    ) -> Result<Report, Error> {
-        let engine = match &self.engine {
-            Engine::Gpu(gpu) => Lane::Gpu(gpu),
-            Engine::Cpu { workers } => Lane::Cpu(*workers),
-        };
-        execute(&engine, self.fallback.as_deref(), region, inspection)
+    /// Whether this runtime can run a region whose options name `backend`: a GPU backend on the
+    /// CPU runtime is an [`Error::NoGpu`].
+    pub(crate) fn check_backend(&self, backend: Option<Backend>) -> Result<(), Error> {
+        match (&self.engine, backend) {
+            (Engine::Cpu { .. }, Some(b)) if b.needs_gpu() => {
+                Err(backend::no_gpu(b, self.fallback.as_deref()))
+            }
+            _ => Ok(()),
+        }
     }
 
-    /// Hands an inspected region to the helper threads (see [`Region::submit`]).
-    pub(crate) fn submit<'a>(
-        &self,
-        region: Region<'static>,
-        inspection: Inspection,
-        copies: Vec<Vec<u64>>,
-        done: Arc<Done>,
-        writeback: Vec<WriteBack<'a>>,
-    ) -> Pending<'a> {
-        let (job, pending) = Job::new(region, inspection, copies, done, writeback);
+    /// The GPU a call with backend option `backend` runs on, if it runs on one.
+    pub(crate) fn gpu_for(&self, backend: Option<Backend>) -> Option<&Gpu> {
+        match &self.engine {
+            Engine::Gpu(gpu) if backend.is_none_or(Backend::needs_gpu) => Some(gpu),
+            _ => None,
+        }
+    }
+
+    /// What runs calls on this runtime.
+    fn executor(&self) -> Executor<'_> {
+        match &self.engine {
+            Engine::Gpu(gpu) => Executor::Gpu(gpu),
+            Engine::Cpu { workers } => Executor::Cpu { workers: *workers },
+        }
+    }
+
+    /// Runs `call` on the backend its options name, or the runtime's own.
+    pub(crate) fn execute(&self, call: &mut Call<'_, '_>) -> Result<Report, Error> {
+        backend::execute(&self.executor(), self.fallback.as_deref(), call)
+    }
+
+    /// Hands a submitted call to the helper threads (see [`Region::submit`](crate::Region::submit)).
+    pub(crate) fn submit(&self, job: Job) {
         match self.helpers.get_or_init(|| self.start_helpers()) {
             Ok(helpers) => helpers.submit(job),
             // No helpers (the GPU refused more streams, or no thread would start): run the
             // region here, in order.
-            Err(_) => job.run(&|region, ins| self.execute(region, ins)),
+            Err(_) => job.run(&|call| self.execute(call)),
         }
-        pending
     }
 
     fn start_helpers(&self) -> Result<Helpers, String> {
         let fallback = self.fallback.clone();
         match &self.engine {
             Engine::Gpu(gpu) => {
-                let lanes = (0..HELPERS)
-                    .map(|_| gpu.lane())
+                let handles = (0..HELPERS)
+                    .map(|_| gpu.with_own_streams())
                     .collect::<Result<Vec<Gpu>, Error>>()
                     .map_err(|e| e.to_string())?;
-                Helpers::start(lanes, move |gpu, region, ins| {
-                    execute(&Lane::Gpu(gpu), fallback.as_deref(), region, ins)
+                Helpers::start(handles, move |gpu, call| {
+                    backend::execute(&Executor::Gpu(gpu), fallback.as_deref(), call)
                 })
             }
             Engine::Cpu { workers } => {
                 let workers = *workers;
-                Helpers::start(vec![(); HELPERS], move |_, region, ins| {
-                    execute(&Lane::Cpu(workers), fallback.as_deref(), region, ins)
+                Helpers::start(vec![(); HELPERS], move |_, call| {
+                    backend::execute(&Executor::Cpu { workers }, fallback.as_deref(), call)
                 })
             }
         }
-    }
-}
-
-/// What runs one region: a GPU handle (the runtime's, or a helper's lane) or the CPU backend.
-enum Lane<'g> {
-    Gpu(&'g Gpu),
-    Cpu(u32),
-}
-
-/// Runs `region` on `lane` with the backend its options name (or the lane's own).
-fn execute(
-    lane: &Lane<'_>,
-    fallback: Option<&str>,
-    region: &Region<'_>,
-    inspection: &Inspection,
-) -> Result<Report, Error> {
-    let own = match lane {
-        Lane::Gpu(_) => Backend::Persistent,
-        Lane::Cpu(_) => Backend::Cpu,
-    };
-    let backend = region.options.backend.unwrap_or(own);
-    // A submitted region follows the runs it conflicts with: on the device for the persistent GPU
-    // backend (see `persistent::execute`), on the host for the others.
-    if !matches!((lane, backend), (Lane::Gpu(_), Backend::Persistent)) {
-        region.wait_for_earlier();
-    }
-    let _stream = match lane {
-        Lane::Gpu(gpu) if backend.needs_gpu() => Some(gpu.stream_turn()),
-        _ => None,
-    };
-    let _turn = match lane {
-        Lane::Gpu(gpu) if backend.needs_gpu() => {
-            gpu.check_usable()?;
-            // Only the backends whose state outlives a run take turns (see `Gpu::exclusive`).
-            matches!(backend, Backend::Graph | Backend::Streams).then(|| gpu.exclusive())
-        }
-        _ => None,
-    };
-    match (lane, backend) {
-        (Lane::Gpu(gpu), Backend::Persistent) => persistent::execute(gpu, region, inspection),
-        (Lane::Gpu(gpu), Backend::Barrier) => {
-            levels::execute(gpu, region, inspection, Strategy::Launches)
-        }
-        (Lane::Gpu(gpu), Backend::GridBarrier) => {
-            levels::execute(gpu, region, inspection, Strategy::GridBarrier)
-        }
-        (Lane::Gpu(gpu), Backend::Graph) => graph::execute(gpu, region, inspection),
-        (Lane::Gpu(gpu), Backend::Streams) => streams::execute(gpu, region, inspection),
-        (Lane::Gpu(_), Backend::Cpu) => cpu::execute(region, inspection, cpu::default_workers()),
-        (Lane::Cpu(workers), Backend::Cpu) => cpu::execute(region, inspection, *workers),
-        (Lane::Cpu(_), gpu_only) => Err(Error::NoGpu {
-            reason: format!(
-                "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
-                gpu_only.name(),
-                fallback.map(|r| format!(" ({r})")).unwrap_or_default()
-            ),
-        }),
     }
 }

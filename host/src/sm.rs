@@ -2,28 +2,28 @@
 //!
 //! 1. A region asks with [`Region::workers_per_sm`](crate::Region::workers_per_sm) and/or
 //!    [`Region::sms`](crate::Region::sms).
-//! 2. The backend resolves the options against its device with [`SmPlan::resolve`], which refuses
+//! 2. The backend resolves the options against its device with [`SmLayout::resolve`], which refuses
 //!    what cannot be placed ([`Error::SmOptions`]) and fills in what was left out: every SM, and
 //!    workers per SM from the DAG's widest level, as the default worker count does.
 //! 3. The persistent backend launches every block that fits on the GPU at once; each block claims
 //!    a worker on its SM at kernel entry or retreats (`taskweave_device::sched::sm`, where the
-//!    scheme and its caveats are described). [`SmPlan::desc`] fills in the descriptor.
+//!    scheme and its caveats are described). [`SmLayout::desc`] fills in the descriptor.
 //! 4. The CPU backend has no SMs: it counts each of the worker threads it would start by default
 //!    as one SM, so that `sms` ranges over `0..workers`, and starts `workers_per_sm` threads for
 //!    each SM of the set, with no occupancy limit; worker `w`'s statistics name SM
-//!    [`SmPlan::sm_of`]`(w)`.
+//!    [`SmLayout::sm_of`]`(w)`.
 
 use std::ops::Range;
 
 use taskweave_device::abi::RegionDesc;
 
 use crate::error::Error;
-use crate::region::Options;
+use crate::options::Options;
 
 /// Where a region's workers run: `per_sm` workers on each SM of `set`, worker `w` on SM
 /// `set.start + w / per_sm`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SmPlan {
+pub(crate) struct SmLayout {
     /// SMs on the device (the length of the device's slot table).
     pub sm_count: u32,
     /// The SMs the workers use.
@@ -32,13 +32,8 @@ pub(crate) struct SmPlan {
     pub per_sm: u32,
 }
 
-/// `true` when `options` ask for SM-aware workers.
-pub(crate) fn requested(options: &Options) -> bool {
-    options.per_sm.is_some() || options.sm_set.is_some()
-}
-
-impl SmPlan {
-    /// The plan for `options` on a device of `sm_count` SMs each holding at most `occupancy`
+impl SmLayout {
+    /// The layout for `options` on a device of `sm_count` SMs each holding at most `occupancy`
     /// blocks of the region's kernel (`None`: no limit), or `None` when the region asks for no
     /// SM-aware workers. `default_per_sm(sms)` gives the workers per SM when only `sms` is set
     /// (at least one, at most `occupancy`).
@@ -49,7 +44,7 @@ impl SmPlan {
         occupancy: Option<u32>,
         default_per_sm: impl FnOnce(u32) -> u32,
     ) -> Result<Option<Self>, Error> {
-        if !requested(options) {
+        if !options.sm_aware() {
             return Ok(None);
         }
         let refuse = |option: String, reason: String| Error::SmOptions {
@@ -122,7 +117,7 @@ impl SmPlan {
         self.set.start + worker / self.per_sm
     }
 
-    /// `base` with the plan's descriptor fields set; the caller sets `sm_slots`.
+    /// `base` with the layout's descriptor fields set; the caller sets `sm_slots`.
     pub fn desc(&self, base: RegionDesc) -> RegionDesc {
         RegionDesc {
             sm_count: self.sm_count,
@@ -146,8 +141,8 @@ mod tests {
         }
     }
 
-    fn resolve(options: &Options) -> Result<Option<SmPlan>, Error> {
-        SmPlan::resolve("r", options, 132, Some(4), |sms| 300 / sms)
+    fn resolve(options: &Options) -> Result<Option<SmLayout>, Error> {
+        SmLayout::resolve("r", options, 132, Some(4), |sms| 300 / sms)
     }
 
     #[test]
@@ -157,28 +152,31 @@ mod tests {
 
     #[test]
     fn the_set_defaults_to_every_sm_and_per_sm_to_the_callers_default() {
-        let plan = resolve(&options(Some(2), None)).unwrap().unwrap();
+        let layout = resolve(&options(Some(2), None)).unwrap().unwrap();
         assert_eq!(
-            (plan.set.clone(), plan.per_sm, plan.workers()),
+            (layout.set.clone(), layout.per_sm, layout.workers()),
             (0..132, 2, 264)
         );
-        let plan = resolve(&options(None, Some(32..64))).unwrap().unwrap();
+        let layout = resolve(&options(None, Some(32..64))).unwrap().unwrap();
         assert_eq!(
-            (plan.per_sm, plan.workers()),
+            (layout.per_sm, layout.workers()),
             (4, 128),
             "9 per SM, within occupancy"
         );
-        assert_eq!((plan.sm_of(0), plan.sm_of(3), plan.sm_of(4)), (32, 32, 33));
-        let desc = plan.desc(RegionDesc::default());
+        assert_eq!(
+            (layout.sm_of(0), layout.sm_of(3), layout.sm_of(4)),
+            (32, 32, 33)
+        );
+        let desc = layout.desc(RegionDesc::default());
         assert_eq!(
             (desc.sm_count, desc.sm_first, desc.sm_len, desc.per_sm),
             (132, 32, 32, 4)
         );
-        let plan = resolve(&options(None, Some(0..100))).unwrap().unwrap();
-        assert_eq!(plan.per_sm, 3);
+        let layout = resolve(&options(None, Some(0..100))).unwrap().unwrap();
+        assert_eq!(layout.per_sm, 3);
         // The default never leaves an SM without a worker.
-        let plan = SmPlan::resolve("r", &options(None, Some(0..4)), 4, None, |_| 0);
-        assert_eq!(plan.unwrap().unwrap().per_sm, 1);
+        let layout = SmLayout::resolve("r", &options(None, Some(0..4)), 4, None, |_| 0);
+        assert_eq!(layout.unwrap().unwrap().per_sm, 1);
     }
 
     #[test]
@@ -203,7 +201,7 @@ mod tests {
             ..options(Some(1), None)
         };
         assert!(message(&both).starts_with("region `r`: `workers(8)` cannot be combined"));
-        let huge = SmPlan::resolve("r", &options(Some(u32::MAX), None), 2, None, |_| 1);
+        let huge = SmLayout::resolve("r", &options(Some(u32::MAX), None), 2, None, |_| 1);
         assert!(matches!(huge, Err(Error::SmOptions { .. })));
     }
 }

@@ -2,10 +2,11 @@
 //! hidden helper threads for `target nowait`).
 //!
 //! 1. [`Region::submit`](crate::Region::submit) inspects the region on the caller's thread, copies
-//!    its host arrays into buffers the job owns, and registers its accesses with the resident
-//!    arrays it shares, which gives the regions in flight it must follow.
+//!    its host arrays into buffers the job owns ([`detach`]), and registers its accesses with the
+//!    resident arrays it shares, which gives the regions in flight it must follow.
 //! 2. The job goes into one queue served by [`HELPERS`] helper threads, each with its own streams
-//!    (its own [`Gpu::lane`](crate::gpu::Gpu::lane)). A helper stages the job, orders it after its
+//!    (its own [`Gpu::with_own_streams`](crate::gpu::Gpu::with_own_streams)). A helper stages the
+//!    job, orders it after its
 //!    predecessors, runs it on the runtime's backend, and signals its completion. On the
 //!    persistent GPU backend the order is kept on the device, as the OpenMP runtime does: the
 //!    job's stream waits for the events that end its predecessors' kernels, so its upload overlaps
@@ -25,9 +26,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crate::call::{Binding, Call, Order};
 use crate::error::Error;
-use crate::inspect::Inspection;
-use crate::region::{Binding, Region};
+use crate::plan::Plan;
 use crate::report::Report;
 use crate::resident::Done;
 
@@ -42,6 +43,46 @@ pub(crate) struct WriteBack<'a> {
     pub binding: Binding<'a>,
 }
 
+/// `arrays` with their host arrays copied into buffers the job will own, so that the job can run
+/// on another thread after the caller's borrows end; plus the buffers, and where each writable
+/// host array's result goes back.
+pub(crate) fn detach<'a>(
+    arrays: Vec<Binding<'a>>,
+) -> (Vec<Binding<'static>>, Vec<Vec<u64>>, Vec<WriteBack<'a>>) {
+    let mut copies = Vec::new();
+    let mut writeback = Vec::new();
+    let arrays = arrays
+        .into_iter()
+        .map(|b| {
+            if b.cell.is_some() || b.ptr.is_null() {
+                return b.moved(b.ptr);
+            }
+            let mut copy = vec![0u64; b.bytes.div_ceil(8).max(1)];
+            let bytes = b.bytes();
+            // SAFETY: `copy` holds at least `bytes.len()` bytes; they do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    copy.as_mut_ptr().cast::<u8>(),
+                    bytes.len(),
+                )
+            };
+            // The heap block does not move with the vector, and `as_mut_ptr` creates no reference
+            // to it: the pointer stays valid while the job owns `copies`.
+            let detached = b.moved(copy.as_mut_ptr().cast());
+            if b.info.writable {
+                writeback.push(WriteBack {
+                    copy: copies.len(),
+                    binding: b,
+                });
+            }
+            copies.push(copy);
+            detached
+        })
+        .collect();
+    (arrays, copies, writeback)
+}
+
 /// A job's report or error, and its copies of the host arrays.
 type Ended = (Result<Report, Error>, Vec<Vec<u64>>);
 
@@ -52,59 +93,74 @@ struct Outcome {
     result: Mutex<Option<Ended>>,
 }
 
-/// A region handed to the helpers.
+/// A call handed to the helpers.
 pub(crate) struct Job {
-    region: Region<'static>,
-    inspection: Inspection,
-    /// The job's copies of its host arrays, which `region`'s bindings point into.
+    plan: Plan,
+    /// The arrays, pointing into `copies` for host arrays.
+    arrays: Vec<Binding<'static>>,
+    /// The job's copies of its host arrays.
     copies: Vec<Vec<u64>>,
+    order: Order,
     outcome: Arc<Outcome>,
 }
 
-// SAFETY: the region's raw array pointers point into `copies` (owned by the job) or into resident
-// arrays whose memory the bindings keep alive; its metadata is `'static` and `Sync`.
+// SAFETY: the arrays' raw pointers point into `copies` (owned by the job) or into resident arrays
+// whose memory the bindings keep alive; the plan's metadata is `'static` and `Sync`.
 unsafe impl Send for Job {}
 
 impl Job {
-    /// A job for `region`, and the [`Pending`] its caller waits on.
+    /// A job for `plan` on `arrays` (detached: see [`detach`]), ordered by `order`, and the
+    /// [`Pending`] its caller waits on.
     pub fn new<'a>(
-        region: Region<'static>,
-        inspection: Inspection,
+        plan: Plan,
+        arrays: Vec<Binding<'static>>,
         copies: Vec<Vec<u64>>,
-        done: Arc<Done>,
+        order: Order,
         writeback: Vec<WriteBack<'a>>,
     ) -> (Self, Pending<'a>) {
         let outcome = Arc::new(Outcome {
-            done,
+            done: order.done.clone(),
             result: Mutex::new(None),
         });
         let pending = Pending {
-            region: region.meta.name,
+            region: plan.region(),
             outcome: Some(outcome.clone()),
             writeback,
             started: Instant::now(),
             _marker: PhantomData,
         };
         let job = Job {
-            region,
-            inspection,
+            plan,
+            arrays,
             copies,
+            order,
             outcome,
         };
         (job, pending)
     }
 
-    /// Runs the job with `execute` (which orders it after its predecessors: see
-    /// [`Region::order`]), and publishes the outcome.
-    pub fn run(self, execute: &dyn Fn(&Region<'static>, &Inspection) -> Result<Report, Error>) {
+    /// Runs the job with `execute` (which orders it after its predecessors: see [`Order`]), and
+    /// publishes the outcome.
+    pub fn run(mut self, execute: &dyn Fn(&mut Call<'_, '_>) -> Result<Report, Error>) {
+        let region = self.plan.region();
         // A panic here is a bug outside any task (task panics become errors inside the backends);
         // it must still end the job, or its waiters would wait for ever.
+        // The region was inspected when it was submitted.
+        let inspect_time = self.plan.inspection().time;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&self.region, &self.inspection)
+            let mut call = Call {
+                plan: &mut self.plan,
+                arrays: &self.arrays,
+                order: Some(&self.order),
+                inspect_time,
+                reused: false,
+                prestaged: None,
+            };
+            execute(&mut call)
         }))
         .unwrap_or_else(|payload| {
             Err(Error::NotRun {
-                region: self.region.meta.name,
+                region,
                 reason: format!(
                     "its helper thread panicked: {}",
                     payload
@@ -115,8 +171,8 @@ impl Job {
                 ),
             })
         });
-        // The region's bindings point into `copies`: drop it before handing them over.
-        drop(self.region);
+        // The bindings point into `copies`: drop them before handing the copies over.
+        drop(self.arrays);
         *self
             .outcome
             .result
@@ -217,23 +273,21 @@ pub(crate) struct Helpers {
 }
 
 impl Helpers {
-    /// Starts `lanes.len()` helpers; helper `i` runs its jobs with `execute(&lanes[i], …)`. Fails
-    /// only when the system will not start a single thread; fewer helpers than lanes still serve.
+    /// Starts `handles.len()` helpers; helper `i` runs its jobs with `execute(&handles[i], …)`.
+    /// Fails only when the system will not start a single thread; fewer helpers than handles still
+    /// serve.
     pub fn start<L: Send + 'static>(
-        lanes: Vec<L>,
-        execute: impl Fn(&L, &Region<'static>, &Inspection) -> Result<Report, Error>
-        + Send
-        + Sync
-        + 'static,
+        handles: Vec<L>,
+        execute: impl Fn(&L, &mut Call<'_, '_>) -> Result<Report, Error> + Send + Sync + 'static,
     ) -> Result<Self, String> {
         let (sender, receiver) = channel::<Job>();
         let receiver = Arc::new(Mutex::new(receiver));
         let execute = Arc::new(execute);
         let mut refused = None;
-        let threads: Vec<JoinHandle<()>> = lanes
+        let threads: Vec<JoinHandle<()>> = handles
             .into_iter()
             .enumerate()
-            .filter_map(|(i, lane)| {
+            .filter_map(|(i, handle)| {
                 let receiver: Arc<Mutex<Receiver<Job>>> = receiver.clone();
                 let execute = execute.clone();
                 std::thread::Builder::new()
@@ -246,7 +300,7 @@ impl Helpers {
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .recv();
                             let Ok(job) = job else { break };
-                            job.run(&|region, ins| execute(&lane, region, ins));
+                            job.run(&|call| execute(&handle, call));
                         }
                     })
                     .map_err(|e| refused = Some(e.to_string()))
@@ -256,7 +310,7 @@ impl Helpers {
         if threads.is_empty() {
             return Err(format!(
                 "no helper thread could start: {}",
-                refused.unwrap_or_else(|| "no lanes".to_owned())
+                refused.unwrap_or_else(|| "no handles".to_owned())
             ));
         }
         Ok(Self {
@@ -274,10 +328,10 @@ impl Helpers {
         if let Some(job) = unsent {
             // The helpers are gone (the runtime is being dropped): end the job rather than lose
             // it, so that its waiters do not wait for ever.
-            job.run(&|region, _| {
-                region.wait_for_earlier();
+            job.run(&|call| {
+                call.wait_for_earlier();
                 Err(Error::NotRun {
-                    region: region.meta.name,
+                    region: call.name(),
                     reason: "the runtime is shutting down".to_owned(),
                 })
             });

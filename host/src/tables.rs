@@ -10,7 +10,7 @@ use taskweave_device::sched::queue;
 
 use crate::graph::{Dag, list_schedule};
 use crate::inspect::Inspection;
-use crate::region::Policy;
+use crate::options::Policy;
 
 /// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32.
 #[repr(C, align(128))]
@@ -19,10 +19,19 @@ pub(crate) struct CounterWords(pub [AtomicU32; 64]);
 const _: () = assert!(size_of::<CounterWords>() == size_of::<Counters>());
 const _: () = assert!(std::mem::offset_of!(Counters, grr) == 32 * 4);
 
-/// The mutable tables of a run; the immutable ones (tasks, args, CSR, ranks, affine parents) stay
-/// in the [`Inspection`].
-pub(crate) struct Tables<'i> {
-    pub ins: &'i Inspection,
+impl Clone for CounterWords {
+    fn clone(&self) -> Self {
+        Self(std::array::from_fn(|i| {
+            AtomicU32::new(self.0[i].load(Ordering::Relaxed))
+        }))
+    }
+}
+
+/// The mutable tables of a run, as they start; the immutable ones (tasks, args, CSR, ranks,
+/// affine parents) stay in the [`Inspection`]. A plan keeps one set and clones it for each run
+/// on the CPU.
+#[derive(Clone)]
+pub(crate) struct Tables {
     pub pending: Vec<u32>,
     pub next: Vec<u32>,
     pub head: Vec<u32>,
@@ -32,20 +41,19 @@ pub(crate) struct Tables<'i> {
     /// The CSR children as the device reads them: a child with no other parent carries
     /// [`SOLE_PARENT`], so releasing it needs no atomic.
     pub children: Vec<u32>,
-    /// Under [`Policy::Affinity`], each task's affine parent ([`Inspection::affine_parents`]);
-    /// empty otherwise.
-    pub affine: &'i [u32],
     /// Under [`Policy::Affinity`], the worker that ran each task, [`NOT_RUN`] before; empty
     /// otherwise.
     pub ran_by: Vec<u32>,
+    /// The workers they are for.
+    pub workers: u32,
 }
 
-impl<'i> Tables<'i> {
+impl Tables {
     /// Fresh tables: dependence counters from the in-degrees, and the ready tasks dealt round robin
     /// to the workers' queues (highest rank first under [`Policy::Priority`]). Under
     /// [`Policy::Static`] the queues hold every task instead, as the plan places them, and the
     /// counters count only the parents on other workers.
-    pub fn new(ins: &'i Inspection, workers: u32, policy: Policy) -> Self {
+    pub fn new(ins: &Inspection, workers: u32, policy: Policy) -> Self {
         let n = ins.task_count();
         let w = workers as usize;
         let dag = &ins.dag;
@@ -88,13 +96,6 @@ impl<'i> Tables<'i> {
         counters.0[32].store((dag.ready.len() % w) as u32, Ordering::Relaxed);
         let affinity = policy == Policy::Affinity;
         Self {
-            ins,
-            affine: if affinity {
-                ins.affine_parents()
-                    .expect("a region inspected under the affinity policy has its ranges")
-            } else {
-                &[]
-            },
             ran_by: vec![NOT_RUN; if affinity { n } else { 0 }],
             pending,
             next,
@@ -103,17 +104,30 @@ impl<'i> Tables<'i> {
             lock: vec![0; w],
             counters,
             children,
+            workers,
         }
     }
 
-    /// `base` (the run's options, see `Options::desc`) with these tables in host memory filled in.
-    /// The caller fills in the per-run buffers (arrays, abort, stats, current, trace).
-    pub fn desc(&mut self, base: RegionDesc) -> RegionDesc {
-        let dag = &self.ins.dag;
+    /// Under [`Policy::Affinity`] (the tables record who ran each task), each task's affine
+    /// parent ([`Inspection::affine_parents`]); empty otherwise.
+    pub fn affine<'i>(&self, ins: &'i Inspection) -> &'i [u32] {
+        if self.ran_by.is_empty() {
+            return &[];
+        }
+        ins.affine_parents()
+            .expect("a region inspected under the affinity policy has its ranges")
+    }
+
+    /// `base` (the run's options, see `Options::desc`) with these tables and those of `ins` in
+    /// host memory filled in. The caller fills in the per-run buffers (arrays, abort, stats,
+    /// current, trace).
+    pub fn desc(&mut self, ins: &Inspection, base: RegionDesc) -> RegionDesc {
+        let dag = &ins.dag;
+        let affine = self.affine(ins);
         RegionDesc {
-            n_tasks: self.ins.task_count() as u32,
-            tasks: self.ins.tasks.as_ptr() as u64,
-            args: self.ins.args.as_ptr() as u64,
+            n_tasks: ins.task_count() as u32,
+            tasks: ins.tasks.as_ptr() as u64,
+            args: ins.args.as_ptr() as u64,
             offsets: dag.offsets.as_ptr() as u64,
             children: self.children.as_ptr() as u64,
             pending: self.pending.as_mut_ptr() as u64,
@@ -123,7 +137,7 @@ impl<'i> Tables<'i> {
             tail: self.tail.as_mut_ptr() as u64,
             lock: self.lock.as_mut_ptr() as u64,
             counters: self.counters.0.as_ptr() as u64,
-            affine: table_ptr(self.affine.as_ptr(), self.affine.len()),
+            affine: table_ptr(affine.as_ptr(), affine.len()),
             ran_by: table_ptr(self.ran_by.as_mut_ptr(), self.ran_by.len()),
             ..base
         }

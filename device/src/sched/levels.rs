@@ -8,7 +8,7 @@
 //!
 //! Both run the same task bodies through the region's [`Dispatch`] table.
 
-use super::{Dispatch, Runtime};
+use super::{Dispatch, WorkerView};
 use crate::abi::{FLAG_CHECKED, RegionDesc};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::*, Scope::Gpu};
@@ -53,7 +53,7 @@ impl<'a> GridBarrier<'a> {
 }
 
 fn run_one<D: Dispatch>(
-    rt: &Runtime<'_>,
+    rt: &WorkerView<'_>,
     task: u32,
     scratch: *mut u8,
     scratch_bytes: usize,
@@ -83,7 +83,7 @@ pub unsafe fn run_listed<D: Dispatch>(
     dispatch: &D,
 ) {
     // SAFETY: guaranteed by the caller.
-    let rt = unsafe { Runtime::from_desc(desc) };
+    let rt = unsafe { WorkerView::from_desc(desc) };
     // SAFETY: one entry per block.
     let task = unsafe { *list.add(arch::block_idx() as usize) };
     run_one(&rt, task, scratch, scratch_bytes, dispatch);
@@ -106,7 +106,7 @@ pub unsafe fn run_levels<D: Dispatch>(
     dispatch: &D,
 ) {
     // SAFETY: guaranteed by the caller.
-    let rt = unsafe { Runtime::from_desc(desc) };
+    let rt = unsafe { WorkerView::from_desc(desc) };
     let barrier = GridBarrier::new(barrier);
     let (block, blocks) = (arch::block_idx(), arch::grid_dim());
     for level in 0..levels as usize {

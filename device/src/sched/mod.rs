@@ -23,7 +23,7 @@ pub mod sm;
 mod worker;
 
 #[cfg(not(loom))]
-pub use worker::{Dispatch, Runtime, run_worker};
+pub use worker::{Dispatch, WorkerView, run_worker};
 
 /// Element `i` of a scheduler table, unchecked in release builds.
 ///
@@ -128,7 +128,7 @@ pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispat
     // SAFETY: guaranteed by the caller.
     let mut rt = unsafe {
         bind_faults(desc);
-        Runtime::from_desc(&*desc)
+        WorkerView::from_desc(&*desc)
     };
     // The array table is read at every task: keep a copy in shared memory when it fits.
     let arrays = rt.arrays();

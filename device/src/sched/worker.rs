@@ -20,8 +20,9 @@ pub trait Dispatch: Sync {
     fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool);
 }
 
-/// A region's tables, viewed from a worker.
-pub struct Runtime<'a> {
+/// A region's tables, viewed from a worker (named apart from the host's `Runtime`, which runs
+/// regions).
+pub struct WorkerView<'a> {
     n_tasks: u32,
     policy: u32,
     flags: u32,
@@ -44,7 +45,7 @@ pub struct Runtime<'a> {
 }
 
 // SAFETY: the raw `stats` and `trace` tables are written at distinct indices by distinct workers.
-unsafe impl Sync for Runtime<'_> {}
+unsafe impl Sync for WorkerView<'_> {}
 
 /// # Safety
 /// `ptr` must be valid for `len` elements of `T` for `'a` (or `len == 0`).
@@ -56,7 +57,7 @@ unsafe fn table<'a, T>(ptr: u64, len: usize) -> &'a [T] {
     unsafe { core::slice::from_raw_parts(ptr as *const T, len) }
 }
 
-impl<'a> Runtime<'a> {
+impl<'a> WorkerView<'a> {
     /// Views the tables `desc` points to.
     ///
     /// # Safety
@@ -172,7 +173,7 @@ impl<'a> Runtime<'a> {
         self.abort.map_or(0, |a| a.load(System, Relaxed))
     }
 
-    /// The leader's wait for work: a queued task's link (see [`Runtime::take`]), or `DONE`, or
+    /// The leader's wait for work: a queued task's link (see [`WorkerView::take`]), or `DONE`, or
     /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
     /// is what termination reads.
     fn acquire(&self, worker: u32, me: &mut Leader) -> u32 {
@@ -332,8 +333,8 @@ impl<'a> Runtime<'a> {
     }
 
     /// AFFINITY: `child`'s home (see [`affinity::home`]), `NONE` for none. Out of line, like
-    /// [`Runtime::record_ran_by`], so that the loop of the other policies does not carry the affinity
-    /// tables in registers.
+    /// [`WorkerView::record_ran_by`], so that the loop of the other policies does not carry the
+    /// affinity tables in registers.
     #[inline(never)]
     fn home(&self, child: u32, task: u32, worker: u32) -> u32 {
         // The other parents' `ran_by` records come with their results.
@@ -378,8 +379,8 @@ const STEAL_TRIES: u32 = 2;
 const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
 /// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
 const MAX_BACKOFF_NS: u32 = 256;
-/// Polls of a task's counter without sleeping before [`Runtime::wait`] starts backing off: a poll
-/// is an L2 round trip already, and a sleep adds to the hop (64 rather than 4 took 1% off a
+/// Polls of a task's counter without sleeping before [`WorkerView::wait`] starts backing off: a
+/// poll is an L2 round trip already, and a sleep adds to the hop (64 rather than 4 took 1% off a
 /// wavefront of ~1 us tasks on the H100, and did not slow the workloads).
 const WAIT_SPINS: u32 = 64;
 /// The longest sleep between polls of a waited-for task's counter.
@@ -455,7 +456,7 @@ impl Leader {
 /// `words` must be the block's own runtime words and `scratch` its own `scratch_bytes` of
 /// 16-aligned scratch memory, shared by exactly the threads of this block.
 pub unsafe fn run_worker<D: Dispatch>(
-    rt: &Runtime<'_>,
+    rt: &WorkerView<'_>,
     worker: u32,
     words: &[AtomicU32],
     scratch: *mut u8,

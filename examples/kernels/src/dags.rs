@@ -123,3 +123,22 @@ task_region! {
         }
     }
 }
+
+/// Adds one to `x[lo..hi]`.
+#[task(reads = x[lo..hi], writes = x[lo..hi])]
+pub fn bump_range(b: &Block, x: &mut [u32], lo: usize, hi: usize) {
+    b.par_for(lo..hi, |i| x[i] += 1);
+}
+
+task_region! {
+    /// One `bump_range` per `chunk` elements of a host array: few tasks over much data, for
+    /// timing transfers.
+    pub fn bump_chunks(x: &mut [u32], chunk: usize) {
+        let mut lo = 0;
+        while lo < x.len() {
+            let hi = (lo + chunk).min(x.len());
+            spawn!(bump_range(x, lo, hi));
+            lo = hi;
+        }
+    }
+}

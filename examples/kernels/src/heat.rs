@@ -174,6 +174,26 @@ task_region! {
     }
 }
 
+task_region! {
+    /// One Gauss-Seidel step of [`heat`] on resident buffers: from buffer `parity` of `u` (and
+    /// its edge columns in `cols`) into buffer `1 - parity`. A time-stepping loop calls it with
+    /// parities 0, 1, 0, … and keeps one plan per parity (`heat_steps`).
+    pub fn heat_step(
+        u: &mut DeviceArray<f32>,
+        cols: &mut DeviceArray<f32>,
+        nb: usize,
+        bs: usize,
+        parity: usize,
+        alpha: f32,
+    ) {
+        for ti in 0..nb {
+            for tj in 0..nb {
+                spawn!(heat_tile(u, cols, parity, ti, tj, nb, bs, alpha));
+            }
+        }
+    }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod reference {
     //! The sequential reference, in `f64`, the input and the edge columns of a buffer.

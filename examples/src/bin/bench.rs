@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use taskweave::{Backend, Policy, Runtime};
 use taskweave_examples::bench::{self, Metric};
-use taskweave_examples::{BackendArg, RunArgs, plots, workloads};
+use taskweave_examples::{RunArgs, backend_parser, plots, workloads};
 
 #[derive(Parser, Debug)]
 #[command(about = "Runs every workload on every backend and policy, and tabulates and plots it")]
@@ -24,8 +24,8 @@ struct Cli {
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Backends to compare (default: every GPU backend, or the CPU backend without a GPU).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    backends: Vec<BackendArg>,
+    #[arg(long, value_delimiter = ',', value_parser = backend_parser())]
+    backends: Vec<Backend>,
     /// Policies of the persistent (or CPU) scheduler.
     #[arg(
         long,
@@ -74,18 +74,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let backends = if !cli.backends.is_empty() {
         cli.backends.clone()
     } else if gpu {
-        vec![
-            BackendArg::Persistent,
-            BackendArg::Barrier,
-            BackendArg::GridBarrier,
-            BackendArg::Graph,
-            BackendArg::Streams,
-        ]
+        Backend::ALL.into_iter().filter(|b| b.needs_gpu()).collect()
     } else {
-        vec![BackendArg::Cpu]
+        vec![Backend::Cpu]
     };
     let base = RunArgs {
-        backend: BackendArg::Auto,
+        backend: None,
         policy: Policy::Grr,
         workers: cli.workers,
         per_sm: None,
@@ -97,10 +91,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut cases = Vec::new();
     for &backend in &backends {
-        if matches!(
-            backend,
-            BackendArg::Persistent | BackendArg::Cpu | BackendArg::Auto
-        ) {
+        if matches!(backend, Backend::Persistent | Backend::Cpu) {
             // Without --per-sm, one case per policy with the default workers.
             let per_sm: Vec<Option<u32>> = if cli.per_sm.is_empty() {
                 vec![None]
@@ -110,7 +101,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             for &policy in &cli.policies {
                 for &per_sm in &per_sm {
                     cases.push(RunArgs {
-                        backend,
+                        backend: Some(backend),
                         policy,
                         per_sm,
                         ..base.clone()
@@ -119,7 +110,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             }
         } else {
             cases.push(RunArgs {
-                backend,
+                backend: Some(backend),
                 ..base.clone()
             });
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use taskweave::{Backend, Policy, Region, Report, Runtime};
-use taskweave_examples::{BackendArg, RunArgs, workloads};
+use taskweave_examples::{RunArgs, workloads};
 use taskweave_kernels::{dags, lud};
 
 #[derive(Parser, Debug)]
@@ -41,18 +41,6 @@ fn row(name: &str, report: &Report, check: &str) {
         report.inspect_time.as_secs_f64() * 1e3,
         report.execute_time.as_secs_f64() * 1e3
     );
-}
-
-/// The example options' name for `backend`.
-fn backend_arg(backend: Backend) -> BackendArg {
-    match backend {
-        Backend::Persistent => BackendArg::Persistent,
-        Backend::Barrier => BackendArg::Barrier,
-        Backend::GridBarrier => BackendArg::GridBarrier,
-        Backend::Graph => BackendArg::Graph,
-        Backend::Streams => BackendArg::Streams,
-        Backend::Cpu => BackendArg::Cpu,
-    }
 }
 
 fn set(region: Region<'_>, backend: Backend, policy: Policy) -> Region<'_> {
@@ -94,7 +82,7 @@ fn run() -> Result<()> {
     for workload in workloads::all().iter_mut() {
         for &backend in &backends {
             let args = RunArgs {
-                backend: backend_arg(backend),
+                backend: Some(backend),
                 policy: cli.policy,
                 workers: None,
                 per_sm: None,

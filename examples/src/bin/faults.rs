@@ -9,7 +9,7 @@
 
 use clap::Parser;
 use taskweave::{Backend, Runtime};
-use taskweave_examples::BackendArg;
+use taskweave_examples::backend_parser;
 use taskweave_examples::faults::{self, Needs, Outcome};
 
 /// Provokes every runtime fault on purpose and checks the error that comes back.
@@ -23,8 +23,8 @@ struct Args {
     #[arg(long, value_name = "NAME", conflicts_with = "filter")]
     exact: Option<String>,
     /// The backend the checks' regions run on (default: the runtime's own, persistent on a GPU).
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
+    #[arg(long, value_parser = backend_parser())]
+    backend: Option<Backend>,
     /// Fail unless exactly N checks ran (after those that cannot run here are skipped).
     #[arg(long, value_name = "N")]
     expect: Option<usize>,
@@ -43,15 +43,7 @@ impl Args {
     }
 
     fn backend(&self) -> Option<Backend> {
-        match self.backend {
-            BackendArg::Auto => None,
-            BackendArg::Persistent => Some(Backend::Persistent),
-            BackendArg::Barrier => Some(Backend::Barrier),
-            BackendArg::GridBarrier => Some(Backend::GridBarrier),
-            BackendArg::Graph => Some(Backend::Graph),
-            BackendArg::Streams => Some(Backend::Streams),
-            BackendArg::Cpu => Some(Backend::Cpu),
-        }
+        self.backend
     }
 }
 
@@ -67,13 +59,11 @@ fn in_own_process(args: &Args, name: &'static str) -> Outcome {
         Ok(exe) => exe,
         Err(e) => return failed(format!("cannot find this program to run the check: {e}")),
     };
-    let backend = clap::ValueEnum::to_possible_value(&args.backend)
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_else(|| "auto".to_owned());
-    let output = match std::process::Command::new(exe)
-        .args(["--backend", &backend, "--exact", name])
-        .output()
-    {
+    let mut child = std::process::Command::new(exe);
+    if let Some(backend) = args.backend {
+        child.args(["--backend", backend.name()]);
+    }
+    let output = match child.args(["--exact", name]).output() {
         Ok(output) => output,
         Err(e) => return failed(format!("the child process did not start: {e}")),
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use taskweave::{Backend, Policy, Region, Runtime};
-use taskweave_examples::BackendArg;
+use taskweave_examples::backend_parser;
 use taskweave_examples::workloads::*;
 use taskweave_kernels::dags;
 
@@ -20,8 +20,8 @@ use taskweave_kernels::dags;
 #[command(name = "sweep")]
 struct Cli {
     /// Backends (default: every GPU backend on a GPU, the CPU backend without one).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    backends: Vec<BackendArg>,
+    #[arg(long, value_delimiter = ',', value_parser = backend_parser())]
+    backends: Vec<Backend>,
     /// Policies of the persistent and CPU backends (the others ignore the policy).
     #[arg(long, value_delimiter = ',', default_value = "grr,static")]
     policies: Vec<Policy>,
@@ -67,18 +67,6 @@ fn small() -> Vec<Box<dyn Workload>> {
         Box::new(SmithWaterman::new(&SmwParams { n: 256, tile: 32 }).expect("a valid size")),
         Box::new(Nw::new(&NwParams { n: 256, tile: 32 }).expect("a valid size")),
     ]
-}
-
-fn backend(arg: BackendArg, runtime: &Runtime) -> Backend {
-    match arg {
-        BackendArg::Auto => runtime.backend(),
-        BackendArg::Persistent => Backend::Persistent,
-        BackendArg::Barrier => Backend::Barrier,
-        BackendArg::GridBarrier => Backend::GridBarrier,
-        BackendArg::Graph => Backend::Graph,
-        BackendArg::Streams => Backend::Streams,
-        BackendArg::Cpu => Backend::Cpu,
-    }
 }
 
 /// One run's settings.
@@ -128,7 +116,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             vec![Backend::Cpu]
         }
     } else {
-        cli.backends.iter().map(|&b| backend(b, &runtime)).collect()
+        cli.backends.clone()
     };
     if let Some(b) = backends.iter().find(|b| b.needs_gpu() && !gpu) {
         return Err(format!(

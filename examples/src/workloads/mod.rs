@@ -19,7 +19,7 @@ mod stencil;
 pub use align::{Dtw, DtwParams, Nw, NwParams, SmithWaterman, SmwParams};
 pub use grids::{IntHist, IntHistParams, Sat, SatParams};
 pub use lud::{BOUND as LUD_BOUND, Lud, LudParams, factor_error};
-pub use stencil::{Heat, HeatParams, Jacobi, JacobiParams};
+pub use stencil::{ALPHA, BOUND as STENCIL_BOUND, Heat, HeatParams, Jacobi, JacobiParams};
 
 /// The outcome of comparing a run's output with the sequential reference.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,23 +1,25 @@
-//! The GPU plumbing, over cudarc's driver API.
+//! The GPU plumbing, over cudarc's driver API. The backends that run regions on it are in the
+//! `backend` module; this one knows nothing of regions or plans.
 //!
 //! 1. [`Gpu::new`] opens a device: it loads `libcuda` at run time, so a machine without a driver or
-//!    GPU gets [`Error::NoGpu`], never a panic or a link error.
+//!    GPU gets [`Error::NoGpu`], never a panic or a link error. [`Gpu::on_stream`] uses a stream
+//!    the caller already has (cudarc's [`CudaStream`]), so that regions run in order with the
+//!    caller's own work on it.
 //! 2. [`Gpu::module`] loads a kernels crate's module once and caches it: from the cubin the builder
 //!    assembled, when it has one for this GPU, else from the PTX, after checking that the PTX's
 //!    `.target` runs on this GPU.
-//! 3. The persistent backend ([`persistent`]) runs a region's DAG with the in-GPU scheduler. Each
-//!    launch has its own error record and abort flag; regions on one `Gpu` take turns on its
+//! 3. Each launch has its own error record and abort flag; regions on one `Gpu` take turns on its
 //!    stream, and the helper threads of asynchronous regions have streams of their own
-//!    ([`Gpu::lane`]).
+//!    ([`Gpu::with_own_streams`]).
 //! 4. A fault the device layer cannot catch (a trap, an illegal address) poisons the CUDA context:
 //!    the `Gpu` remembers it and every later region fails fast with [`Error::ContextLost`].
 
-pub mod graph;
-pub mod levels;
-pub mod persistent;
-mod stage;
-pub mod streams;
+pub(crate) mod kernels;
+mod ptx;
+mod residency;
+pub(crate) mod transfer;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -27,14 +29,16 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverEr
 use cudarc::nvrtc::Ptx;
 use taskweave_device::error::ErrorRecord;
 
-use taskweave_names::{Entry, Kernel};
-
+pub use self::ptx::PtxTarget;
+pub(crate) use self::residency::Residency;
 use crate::error::Error;
+pub use crate::meta::Code;
+use crate::options::Backend;
 
 /// What every [`Gpu`] handle of one device shares: the context, loaded modules, what is known
 /// about the device, and the state that outlives one region (a lost context, a stuck kernel, the
-/// graph cache, the residency in use).
-pub struct Device {
+/// backends' caches, the residency in use).
+pub struct GpuShared {
     ctx: Arc<CudaContext>,
     modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
     name: String,
@@ -48,20 +52,24 @@ pub struct Device {
     /// Set when a kernel outlived the watchdog and its grace period: it still runs, so its stream
     /// is blocked and the memory it uses cannot be freed. Later regions fail fast with this reason.
     stuck: Mutex<Option<String>>,
-    /// Instantiated CUDA graphs, for regions run again with the same DAG.
-    pub(crate) graphs: graph::GraphCache,
+    /// What backends keep on this device between runs (the CUDA graph backend's instantiated
+    /// graphs), by backend; see [`Gpu::backend_state`].
+    backend_state: Mutex<Vec<(Backend, Arc<dyn Any + Send + Sync>)>>,
     /// The share of the GPU held by running kernels whose blocks must all be resident.
     pub(crate) residency: Residency,
     /// Held by an SM-aware launch until its blocks have filled their SMs: see
     /// [`Gpu::filling`].
     filling: Mutex<()>,
+    /// Pinned staging buffers for copies of host arrays (see `transfer`).
+    staging: transfer::StagingPool,
 }
 
-/// One GPU as one region run sees it: the shared [`Device`], the stream its regions run on, and a
-/// control stream that reads counters without waiting for the kernel. [`Gpu::lane`] makes another
-/// handle with its own streams, so regions submitted without waiting run side by side.
+/// One GPU as one region run sees it: the shared [`GpuShared`], the stream its regions run on,
+/// and a control stream that reads counters without waiting for the kernel.
+/// [`Gpu::with_own_streams`] makes another handle with its own streams, so regions submitted
+/// without waiting run side by side.
 pub struct Gpu {
-    device: Arc<Device>,
+    shared: Arc<GpuShared>,
     stream: Arc<CudaStream>,
     control: Arc<CudaStream>,
     /// Held by the region running on this handle's stream: see [`Gpu::stream_turn`].
@@ -69,63 +77,9 @@ pub struct Gpu {
 }
 
 impl std::ops::Deref for Gpu {
-    type Target = Device;
-    fn deref(&self) -> &Device {
-        &self.device
-    }
-}
-
-/// Admission of kernels whose blocks must all be resident at once (the persistent scheduler, the
-/// grid barrier). Two such kernels that do not fit together could each hold half the GPU while
-/// waiting for blocks of their own that cannot start: each launch reserves its blocks' share of
-/// the SMs (blocks / blocks per SM) and waits while the reservations in force leave too little.
-#[derive(Default)]
-pub(crate) struct Residency {
-    /// Reserved, in millionths of an SM.
-    used: Mutex<u64>,
-    freed: std::sync::Condvar,
-}
-
-/// A share of the GPU held until dropped.
-pub(crate) struct Reservation<'a> {
-    residency: &'a Residency,
-    amount: u64,
-}
-
-impl Residency {
-    const UNIT: u64 = 1_000_000;
-
-    /// Waits until `blocks` blocks of a kernel with `per_sm` resident blocks per SM fit beside the
-    /// kernels already admitted on `sms` SMs, and reserves them.
-    pub(crate) fn reserve(&self, sms: u32, blocks: u32, per_sm: u32) -> Reservation<'_> {
-        let capacity = u64::from(sms) * Self::UNIT;
-        let amount = (u64::from(blocks) * Self::UNIT)
-            .div_ceil(u64::from(per_sm.max(1)))
-            .min(capacity);
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        while *used + amount > capacity {
-            used = self
-                .freed
-                .wait(used)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        *used += amount;
-        Reservation {
-            residency: self,
-            amount,
-        }
-    }
-}
-
-impl Drop for Reservation<'_> {
-    fn drop(&mut self) {
-        let mut used = self
-            .residency
-            .used
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        *used -= self.amount;
-        self.residency.freed.notify_all();
+    type Target = GpuShared;
+    fn deref(&self) -> &GpuShared {
+        &self.shared
     }
 }
 
@@ -153,6 +107,18 @@ impl Gpu {
         let stream = ctx
             .new_stream()
             .map_err(Error::cuda("creating the region stream"))?;
+        Self::open(ctx, stream)
+    }
+
+    /// A handle on the device of `stream`, a stream the caller already has: regions run on it, in
+    /// order with the caller's own work. The context's settings (cudarc's event tracking among
+    /// them) are left as the caller made them.
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<Self, Error> {
+        Self::open(stream.context().clone(), stream)
+    }
+
+    /// A handle on the device of `ctx` whose regions run on `stream`.
+    fn open(ctx: Arc<CudaContext>, stream: Arc<CudaStream>) -> Result<Self, Error> {
         let control = ctx
             .new_stream()
             .map_err(Error::cuda("creating the control stream"))?;
@@ -169,7 +135,7 @@ impl Gpu {
             * 10
             + capability(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
         Ok(Self {
-            device: Arc::new(Device {
+            shared: Arc::new(GpuShared {
                 ctx,
                 modules: Mutex::new(HashMap::new()),
                 name,
@@ -178,9 +144,10 @@ impl Gpu {
                 running: Mutex::new(()),
                 lost: Mutex::new(None),
                 stuck: Mutex::new(None),
-                graphs: graph::GraphCache::default(),
+                backend_state: Mutex::new(Vec::new()),
                 residency: Residency::default(),
                 filling: Mutex::new(()),
+                staging: transfer::StagingPool::default(),
             }),
             stream,
             control,
@@ -190,12 +157,10 @@ impl Gpu {
 
     /// Another handle on the same device with streams of its own: regions run on it go side by
     /// side with those on `self`.
-    pub fn lane(&self) -> Result<Self, Error> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(Error::cuda("binding the CUDA context"))?;
+    pub fn with_own_streams(&self) -> Result<Self, Error> {
+        self.bind()?;
         Ok(Self {
-            device: self.device.clone(),
+            shared: self.shared.clone(),
             stream: self
                 .ctx
                 .new_stream()
@@ -206,6 +171,38 @@ impl Gpu {
                 .map_err(Error::cuda("creating a control stream"))?,
             turn: Mutex::new(()),
         })
+    }
+
+    /// What identifies the device this handle is on (every handle of one [`Gpu::new`] shares it).
+    pub(crate) fn device_id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
+    }
+
+    /// Makes the context current on the calling thread, for the raw driver calls that follow.
+    pub(crate) fn bind(&self) -> Result<(), Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::cuda("binding the CUDA context"))
+    }
+
+    /// What `backend` keeps on this device between runs: one `T` per device, made on first use.
+    pub(crate) fn backend_state<T: Default + Send + Sync + 'static>(
+        &self,
+        backend: Backend,
+    ) -> Arc<T> {
+        let mut states = self
+            .backend_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, state)) = states.iter().find(|(b, _)| *b == backend)
+            && let Ok(state) = state.clone().downcast::<T>()
+        {
+            return state;
+        }
+        let state = Arc::new(T::default());
+        states.retain(|(b, _)| *b != backend);
+        states.push((backend, state.clone()));
+        state
     }
 
     /// The device's name.
@@ -235,7 +232,7 @@ impl Gpu {
     /// The right to run a region on this handle's stream, until the guard drops. Regions from
     /// several host threads on one handle take turns: on one stream a kernel would queue behind
     /// another's, and its watchdog would fire on a region that has not started. (Submitted
-    /// regions run on helper lanes, each with its own stream, and overlap.)
+    /// regions run on the helpers' handles, each with its own streams, and overlap.)
     pub(crate) fn stream_turn(&self) -> MutexGuard<'_, ()> {
         self.turn.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -244,7 +241,7 @@ impl Gpu {
     /// drops: launches that fill at once churn through each other's SMs, and one of them can run
     /// out of blocks before its set is filled.
     pub(crate) fn filling(&self) -> MutexGuard<'_, ()> {
-        self.device
+        self.shared
             .filling
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -252,8 +249,8 @@ impl Gpu {
 
     /// The right to run a region on this GPU alone, until the guard drops: for the backends whose
     /// state outlives a run (the graph cache, the streams backend's pool). The others need no turn:
-    /// each launch has its own error record and abort flag, each [`Gpu::lane`] its own streams,
-    /// and [`Residency`] admits the kernels whose blocks must all be resident.
+    /// each launch has its own error record and abort flag, each [`Gpu::with_own_streams`] handle
+    /// its own streams, and [`Residency`] admits the kernels whose blocks must all be resident.
     pub(crate) fn exclusive(&self) -> MutexGuard<'_, ()> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -284,7 +281,7 @@ impl Gpu {
         what: impl Into<String>,
         bytes: usize,
     ) -> impl FnOnce(DriverError) -> Error + '_ {
-        alloc_error(&self.ctx, what, bytes)
+        Error::alloc(&self.ctx, what, bytes)
     }
 
     /// The CUDA context.
@@ -295,6 +292,11 @@ impl Gpu {
     /// The stream regions run on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// The stream the watchdog reads counters on, which does not wait for the running kernel.
+    pub(crate) fn control(&self) -> &Arc<CudaStream> {
+        &self.control
     }
 
     /// Records that a kernel of `region` is stuck (see the field's docs).
@@ -413,119 +415,6 @@ impl Gpu {
             .map_err(Error::cuda(format!("timing {what}")))?;
         Ok(std::time::Duration::from_secs_f64(f64::from(ms) / 1e3))
     }
-
-    /// The one-task kernel of `region` (block `b` runs task `list[b]`), with the context bound to
-    /// the calling thread for the driver calls that follow: the uncapped variant when `widest`
-    /// blocks of it fit on the GPU at once (see [`Gpu::pick`]).
-    pub(crate) fn listed_kernel(
-        &self,
-        region: &crate::Region<'_>,
-        widest: u32,
-    ) -> Result<CudaFunction, Error> {
-        let name = sibling(region, Entry::Listed);
-        let function = self.pick(region, &name, |_| widest)?.function;
-        self.ctx
-            .bind_to_thread()
-            .map_err(Error::cuda("binding the CUDA context"))?;
-        Ok(function)
-    }
-
-    /// Kernel `name`, or its `<name>__unchecked` variant for a run with index checks off when the
-    /// PTX has one: the same kernel without the checked task bodies, whose registers would
-    /// otherwise count for unchecked runs too (a kernel's register count, which bounds how many
-    /// of its blocks an SM holds, is that of its heaviest path).
-    pub(crate) fn variant(&self, region: &crate::Region<'_>, code: Code, name: &str) -> String {
-        if !region.options.checked
-            && let Some(unchecked) = Kernel::parse(name).map(|k| k.unchecked().to_string())
-            && self.function(code, &unchecked).is_ok()
-        {
-            unchecked
-        } else {
-            name.to_owned()
-        }
-    }
-
-    /// Kernel `name` of `region`, or its uncapped twin, and how many blocks to launch: the ones
-    /// `wanted` asks for, at least one and at most what fits on the GPU at once. The builder caps
-    /// the scheduler kernels' registers, which buys resident blocks with spills in the task bodies,
-    /// and adds an uncapped twin of each (`<name>__uncapped`). `wanted` gets the capped kernel's
-    /// residency; when that many blocks of the twin fit, the twin runs. An unchecked run takes
-    /// the [`Gpu::variant`] without checked bodies, and its twin.
-    pub(crate) fn pick(
-        &self,
-        region: &crate::Region<'_>,
-        name: &str,
-        wanted: impl FnOnce(u32) -> u32,
-    ) -> Result<Picked, Error> {
-        let code = region.meta.code().ok_or(Error::NoPtx {
-            region: region.meta.name,
-        })?;
-        // The occupancy queries need the context current on this thread, which may be new.
-        self.ctx
-            .bind_to_thread()
-            .map_err(Error::cuda("binding the CUDA context"))?;
-        let name = &self.variant(region, code, name);
-        let capped = self.function(code, name)?;
-        let resident = persistent::resident_blocks(self, &capped, region)?;
-        let wanted = wanted(resident);
-        // A PTX without twins (built with an older builder) simply has none.
-        if let Some(twin) = Kernel::parse(name)
-            && let Ok(twin) = self.function(code, &twin.uncapped().to_string())
-            && let Ok(twin_resident) = persistent::resident_blocks(self, &twin, region)
-            && wanted <= twin_resident
-        {
-            return Ok(Picked {
-                function: twin,
-                blocks: wanted.max(1),
-                resident: twin_resident,
-            });
-        }
-        Ok(Picked {
-            function: capped,
-            blocks: wanted.clamp(1, resident),
-            resident,
-        })
-    }
-}
-
-/// The kernel of `region` at `entry`, named after its persistent kernel.
-pub(crate) fn sibling(region: &crate::Region<'_>, entry: Entry) -> String {
-    Kernel::parse(region.meta.kernel).map_or_else(
-        || region.meta.kernel.to_owned(),
-        |k| k.at(entry).to_string(),
-    )
-}
-
-/// What [`Gpu::pick`] chose.
-pub(crate) struct Picked {
-    /// The kernel to launch.
-    pub function: CudaFunction,
-    /// The blocks to launch: the ones asked for, at least one and at most `resident`.
-    pub blocks: u32,
-    /// Blocks of `function` that fit on the whole GPU at once.
-    pub resident: u32,
-}
-
-/// [`Gpu::alloc_error`] for a context without its `Gpu`.
-pub(crate) fn alloc_error(
-    ctx: &CudaContext,
-    what: impl Into<String>,
-    bytes: usize,
-) -> impl FnOnce(DriverError) -> Error + '_ {
-    let what = what.into();
-    move |source| {
-        if source.0 != CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-            return Error::Cuda {
-                context: what,
-                source,
-            };
-        }
-        Error::OutOfMemory {
-            what,
-            bytes: bytes as u64,
-            free: ctx.mem_get_info().map_or(0, |(free, _)| free as u64),
-        }
-    }
 }
 
 /// Whether a driver error means the context is lost for good: the errors a faulting kernel leaves.
@@ -542,72 +431,6 @@ fn is_sticky(code: CUresult) -> bool {
             | CUresult::CUDA_ERROR_INVALID_PC
             | CUresult::CUDA_ERROR_LAUNCH_FAILED
     )
-}
-
-/// A kernels crate's device code: its PTX, and the cubin the builder assembled from it (empty
-/// without a `ptxas` at build time). A bare `&'static str` is PTX alone.
-#[derive(Clone, Copy, Debug)]
-pub struct Code {
-    /// The PTX; its address also names the module once loaded.
-    pub ptx: &'static str,
-    /// The cubin, for the PTX's own target.
-    pub cubin: &'static [u8],
-}
-
-impl From<&'static str> for Code {
-    fn from(ptx: &'static str) -> Self {
-        Self { ptx, cubin: &[] }
-    }
-}
-
-/// The architecture a PTX module targets: its `.target sm_NN[a|f]` line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PtxTarget {
-    /// `10 * major + minor` of the compute capability: 90 for `sm_90`, 100 for `sm_100`.
-    pub sm: u32,
-    /// The suffix: `a` (this exact architecture only), `f` (this family), or none.
-    pub suffix: Option<char>,
-}
-
-impl PtxTarget {
-    /// The target of `ptx`, from the first `.target` directive.
-    pub fn of(ptx: &str) -> Option<Self> {
-        let line = ptx
-            .lines()
-            .map(str::trim_start)
-            .find(|l| l.starts_with(".target"))?;
-        let arch = line[".target".len()..]
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .find(|w| !w.is_empty())?;
-        let rest = arch.strip_prefix("sm_")?;
-        let digits = rest.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-        let suffix = rest[digits.len()..].chars().next();
-        Some(Self {
-            sm: digits.parse().ok()?,
-            suffix,
-        })
-    }
-
-    /// Whether code for this target runs on a GPU of compute capability `gpu` (`10 * major + minor`):
-    /// plain targets run on the same or a newer GPU, `a` targets only on that architecture, `f`
-    /// targets on the same family (major version) from that minor version on.
-    pub fn runs_on(self, gpu: u32) -> bool {
-        match self.suffix {
-            Some('a') => gpu == self.sm,
-            Some('f') => gpu / 10 == self.sm / 10 && gpu >= self.sm,
-            _ => gpu >= self.sm,
-        }
-    }
-}
-
-impl std::fmt::Display for PtxTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "sm_{}", self.sm)?;
-        match self.suffix {
-            Some(c) => write!(f, "{c}"),
-            None => Ok(()),
-        }
-    }
 }
 
 /// Describes an error record for humans: code, message, location, array and index.
@@ -627,48 +450,5 @@ pub fn describe(record: &ErrorRecord) -> String {
         ),
         CODE_ABORTED => "aborted".to_owned(),
         code => format!("device error code {code}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::PtxTarget;
-
-    #[test]
-    fn ptx_targets_are_read_from_the_target_line() {
-        let ptx = "//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.8\n.target sm_90\n.address_size 64\n";
-        assert_eq!(
-            PtxTarget::of(ptx),
-            Some(PtxTarget {
-                sm: 90,
-                suffix: None
-            })
-        );
-        let t = PtxTarget::of(".version 8.7\n  .target sm_100a, debug\n").unwrap();
-        assert_eq!(
-            (t.sm, t.suffix, t.to_string()),
-            (100, Some('a'), "sm_100a".to_owned())
-        );
-        assert_eq!(PtxTarget::of(".version 7.8\n.address_size 64\n"), None);
-        assert_eq!(PtxTarget::of(".target compute_90\n"), None);
-    }
-
-    #[test]
-    fn newer_targets_do_not_run_on_older_gpus() {
-        let plain = |sm| PtxTarget { sm, suffix: None };
-        assert!(plain(90).runs_on(90));
-        assert!(plain(80).runs_on(90));
-        assert!(!plain(100).runs_on(90));
-        assert!(!plain(120).runs_on(100));
-        let exact = PtxTarget {
-            sm: 90,
-            suffix: Some('a'),
-        };
-        assert!(exact.runs_on(90) && !exact.runs_on(100) && !exact.runs_on(89));
-        let family = PtxTarget {
-            sm: 100,
-            suffix: Some('f'),
-        };
-        assert!(family.runs_on(103) && !family.runs_on(120) && !family.runs_on(90));
     }
 }

@@ -72,16 +72,16 @@ mod export;
 mod interval;
 mod job;
 pub mod oracle;
-mod plan;
 #[cfg(test)]
 mod proptests;
+mod schedule;
 mod sink;
 mod split;
 mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
-pub use plan::{Plan, list_schedule};
+pub use schedule::{Schedule, list_schedule};
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub use tracker::{DepTracker, MAX_EDGES};
 

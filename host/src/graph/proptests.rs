@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use super::oracle::{self, TaskAccesses};
-use super::plan;
+use super::schedule;
 use super::{
     Access, DepTracker, NO_AFFINE_PARENT, Split, TaskRanges, affine_parents, list_schedule,
 };
@@ -162,7 +162,7 @@ proptest! {
     fn static_plans_never_deadlock(p in program(60), workers in 1u32..=9) {
         let dag = oracle::build(&p.lens, &p.tasks);
         let plan = list_schedule(&dag, workers);
-        prop_assert_eq!(&plan, &plan::tests::reference(&dag, workers));
+        prop_assert_eq!(&plan, &schedule::tests::reference(&dag, workers));
         let parents = dag.parents();
         let n = dag.task_count();
         prop_assert_eq!(plan.lists.iter().map(Vec::len).sum::<usize>(), n);

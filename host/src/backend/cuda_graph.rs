@@ -1,9 +1,9 @@
-//! The CUDA Graph backend: the region's DAG as a CUDA graph, one kernel node per task and one graph
+//! The `graph` backend (CUDA graphs): the region's DAG as a CUDA graph, one kernel node per task and one graph
 //! edge per dependence, built with the driver API, instantiated once and replayed.
 //!
-//! 1. Each node launches the region's one-task kernel (`taskweave_listed_<region>`, one block) on its
-//!    task; its dependencies are the task's parents' nodes.
-//! 2. The instantiated graph is cached per region, DAG and block shape. Its nodes read the region
+//! 1. Each node launches the region's one-task kernel (one block) on its task; its dependencies are
+//!    the task's parents' nodes.
+//! 2. The instantiated graph is cached per GPU, kernel, DAG and block shape. Its nodes read the region
 //!    descriptor from a buffer the cache owns, so a later run with the same DAG only rewrites that
 //!    descriptor (new arrays, new tables) and replays the graph: no rebuild, no re-instantiation.
 //! 3. The report's `setup_time` is the build and instantiation (zero on a cache hit);
@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::Gpu;
 use super::stage::{Staged, bytes_of};
+use crate::call::Call;
 use crate::error::Error;
+use crate::gpu::Gpu;
 use crate::inspect::Inspection;
-use crate::region::Region;
+use crate::options::{Backend, Options};
 use crate::report::Report;
 
 /// What identifies a reusable graph: the kernel, the DAG and the block shape.
@@ -56,9 +57,9 @@ impl Drop for Cached {
     }
 }
 
-/// The instantiated graphs of one GPU.
+/// The instantiated graphs of one GPU, kept as its [`Gpu::backend_state`].
 #[derive(Default)]
-pub(crate) struct GraphCache {
+struct GraphCache {
     graphs: Mutex<HashMap<Key, Cached>>,
 }
 
@@ -80,21 +81,21 @@ fn build(
     gpu: &Gpu,
     function: sys::CUfunction,
     ins: &Inspection,
-    region: &Region<'_>,
+    options: &Options,
     desc: &[u8],
 ) -> Result<Cached, Error> {
     let n = ins.task_count();
     let desc = gpu
-        .stream
+        .stream()
         .clone_htod(desc)
         .map_err(Error::cuda("uploading the graph's descriptor"))?;
     let identity: Vec<u32> = (0..n as u32).collect();
     let list = gpu
-        .stream
+        .stream()
         .clone_htod(bytes_of(&identity))
         .map_err(Error::cuda("uploading the graph's task list"))?;
-    let desc_ptr = desc.device_ptr(&gpu.stream).0;
-    let list_ptr = list.device_ptr(&gpu.stream).0;
+    let desc_ptr = desc.device_ptr(gpu.stream()).0;
+    let list_ptr = list.device_ptr(gpu.stream()).0;
     let mut graph: sys::CUgraph = std::ptr::null_mut();
     // SAFETY: creates an empty graph into `graph`.
     let created = unsafe { sys::cuGraphCreate(&mut graph, 0) };
@@ -118,10 +119,10 @@ fn build(
         params.gridDimX = 1;
         params.gridDimY = 1;
         params.gridDimZ = 1;
-        params.blockDimX = region.options.threads;
+        params.blockDimX = options.threads;
         params.blockDimY = 1;
         params.blockDimZ = 1;
-        params.sharedMemBytes = region.options.shared_bytes;
+        params.sharedMemBytes = options.shared_bytes;
         params.kernelParams = pointers.as_mut_ptr();
         deps.clear();
         deps.extend(parents.parents_of(t).iter().map(|&p| nodes[p as usize]));
@@ -147,12 +148,13 @@ fn build(
     Ok(cached)
 }
 
-/// Runs `ins`'s DAG as a CUDA graph on `gpu`.
-pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
-    let meta = &region.meta;
-    let options = &region.options;
-    let function = gpu.listed_kernel(region, ins.dag.max_level_width() as u32)?;
-    let staged = Staged::new(gpu, region, ins, 1)?;
+/// Runs the call's DAG as a CUDA graph on `gpu`.
+pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+    let ins = call.plan.inspection();
+    let prestaged = call.prestaged.take();
+    let mut staged = Staged::new(gpu, call, 1, None, false, prestaged)?;
     let n = ins.task_count();
     let mut setup_time = Duration::ZERO;
     let mut kernel_time = Duration::ZERO;
@@ -163,19 +165,17 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
             threads: options.threads,
             shared_bytes: options.shared_bytes,
         };
-        let desc_bytes = bytes_of(std::slice::from_ref(&staged.desc));
-        let mut graphs = gpu
-            .graphs
-            .graphs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let desc = staged.desc();
+        let desc_bytes = bytes_of(std::slice::from_ref(&desc));
+        let cache = gpu.backend_state::<GraphCache>(Backend::Graph);
+        let mut graphs = cache.graphs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(cached) = graphs.get_mut(&key) {
-            gpu.stream
+            gpu.stream()
                 .memcpy_htod(desc_bytes, &mut cached.desc)
                 .map_err(Error::cuda("updating the graph's descriptor"))?;
         } else {
             let start = Instant::now();
-            let cached = build(gpu, function.cu_function(), ins, region, desc_bytes)?;
+            let cached = build(gpu, function.cu_function(), ins, options, desc_bytes)?;
             setup_time = start.elapsed();
             graphs.insert(key, cached);
         }
@@ -184,16 +184,15 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         kernel_time = gpu.timed(&what, || {
             // SAFETY: `exec` is an instantiated graph of this context; its nodes read the
             // descriptor just written and the staged tables, which live until `staged` is finished.
-            let launched = unsafe { sys::cuGraphLaunch(cached.exec, gpu.stream.cu_stream()) };
+            let launched = unsafe { sys::cuGraphLaunch(cached.exec, gpu.stream().cu_stream()) };
             check(launched, "launching the CUDA graph")
         })?;
     }
     let upload_time = staged.upload_time;
-    let finished = staged.finish(region, ins)?;
+    let finished = staged.finish(gpu, call)?;
     let mut report = Report::new(
-        region,
-        ins,
-        "graph",
+        call,
+        Backend::Graph,
         1,
         options.threads,
         upload_time + finished.download_time,

@@ -1,28 +1,27 @@
-//! The global-barrier backends: the DAG run level by level, as classic CUDA code runs dependent
-//! kernels. These are the baselines the persistent scheduler must beat.
+//! What the two global-barrier backends share: the DAG run level by level, as classic CUDA code
+//! runs dependent kernels. These are the baselines the persistent scheduler must beat.
 //!
-//! 1. [`Strategy::Launches`]: one launch per topological level, one block per task; the kernel
-//!    boundary is the barrier (Juggler's "global barriers" baseline).
-//! 2. [`Strategy::GridBarrier`]: one persistent launch, blocks striding over each level, a software
-//!    grid barrier between levels (`grid.sync()` style).
+//! 1. [`Strategy::Launches`] (the `barrier` backend): one launch per topological level, one block
+//!    per task; the kernel boundary is the barrier (Juggler's "global barriers" baseline).
+//! 2. [`Strategy::GridBarrier`] (the `grid-barrier` backend): one persistent launch, blocks
+//!    striding over each level, a software grid barrier between levels (`grid.sync()` style).
 
 use std::time::Duration;
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use taskweave_names::Entry;
-
-use super::Gpu;
-use super::persistent::resident_blocks;
 use super::stage::{Staged, bytes_of};
+use crate::call::Call;
 use crate::error::Error;
+use crate::gpu::Gpu;
 use crate::inspect::Inspection;
-use crate::region::Region;
+use crate::options::Backend;
 use crate::report::Report;
+use crate::symbols;
 
 /// How the levels are separated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
+pub(super) enum Strategy {
     /// One kernel launch per level.
     Launches,
     /// One launch, a grid barrier between levels.
@@ -31,7 +30,7 @@ pub enum Strategy {
 
 /// Tasks grouped by topological level: `tasks[offsets[l]..offsets[l + 1]]` is level `l`, in spawn
 /// order within a level.
-pub fn level_lists(ins: &Inspection) -> (Vec<u32>, Vec<u32>) {
+pub(super) fn level_lists(ins: &Inspection) -> (Vec<u32>, Vec<u32>) {
     let levels = ins.dag.levels();
     let count = levels.iter().max().map_or(0, |&l| l as usize + 1);
     let mut offsets = vec![0u32; count + 1];
@@ -50,23 +49,22 @@ pub fn level_lists(ins: &Inspection) -> (Vec<u32>, Vec<u32>) {
     (offsets, tasks)
 }
 
-/// Runs `ins`'s DAG level by level on `gpu`.
-pub(crate) fn execute(
+/// Runs the call's DAG level by level on `gpu`.
+pub(super) fn execute(
     gpu: &Gpu,
-    region: &Region<'_>,
-    ins: &Inspection,
+    call: &mut Call<'_, '_>,
     strategy: Strategy,
 ) -> Result<Report, Error> {
-    let meta = &region.meta;
-    let options = &region.options;
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let ins = call.plan.inspection();
     let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
     let (offsets, tasks) = level_lists(ins);
     let levels = offsets.len() - 1;
     let widest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
     let function = match strategy {
-        Strategy::Launches => gpu.listed_kernel(region, widest)?,
+        Strategy::Launches => gpu.listed_kernel(meta, options, widest)?,
         Strategy::GridBarrier => {
-            let name = gpu.variant(region, code, &super::sibling(region, Entry::Levels));
+            let name = gpu.variant(code, options.checked, &symbols::levels(meta.kernel));
             gpu.function(code, &name)?
         }
     };
@@ -75,19 +73,20 @@ pub(crate) fn execute(
     let (workers, _admitted) = match strategy {
         Strategy::Launches => (widest, None),
         Strategy::GridBarrier => {
-            let resident = resident_blocks(gpu, &function, region)?;
+            let resident = gpu.resident_blocks(&function, meta.name, options)?;
             let workers = options.workers.unwrap_or(resident).clamp(1, resident);
-            let reservation = gpu
-                .residency
-                .reserve(gpu.sms, workers, resident / gpu.sms.max(1));
+            let sms = gpu.sm_count();
+            let reservation = gpu.residency.reserve(sms, workers, resident / sms.max(1));
             (workers, Some(reservation))
         }
     };
-    let mut staged = Staged::new(gpu, region, ins, workers)?;
-    let (offsets_ptr, _) = staged.put(bytes_of(&offsets), "the level offsets")?;
-    let (tasks_ptr, _) = staged.put(bytes_of(&tasks), "the level lists")?;
-    let (barrier_ptr, _) = staged.put(&[0u8; 8], "the grid barrier")?;
-    gpu.stream
+    let prestaged = call.prestaged.take();
+    let mut staged = Staged::new(gpu, call, workers, None, false, prestaged)?;
+    let offsets_ptr = staged.put(gpu, bytes_of(&offsets), "the level offsets")?;
+    let tasks_ptr = staged.put(gpu, bytes_of(&tasks), "the level lists")?;
+    let barrier_ptr = staged.put(gpu, &[0u8; 8], "the grid barrier")?;
+    let desc_ptr = staged.desc_ptr();
+    gpu.stream()
         .synchronize()
         .map_err(Error::cuda("uploading the level lists"))?;
 
@@ -102,8 +101,8 @@ pub(crate) fn execute(
                     for level in 0..levels {
                         let size = offsets[level + 1] - offsets[level];
                         let list = tasks_ptr + u64::from(offsets[level]) * 4;
-                        let mut launch = gpu.stream.launch_builder(&function);
-                        launch.arg(&staged.desc_ptr).arg(&list);
+                        let mut launch = gpu.stream().launch_builder(&function);
+                        launch.arg(&desc_ptr).arg(&list);
                         let config = LaunchConfig {
                             grid_dim: (size, 1, 1),
                             block_dim: block,
@@ -117,9 +116,9 @@ pub(crate) fn execute(
                 }
                 Strategy::GridBarrier => {
                     let count = levels as u32;
-                    let mut launch = gpu.stream.launch_builder(&function);
+                    let mut launch = gpu.stream().launch_builder(&function);
                     launch
-                        .arg(&staged.desc_ptr)
+                        .arg(&desc_ptr)
                         .arg(&offsets_ptr)
                         .arg(&tasks_ptr)
                         .arg(&count)
@@ -139,14 +138,13 @@ pub(crate) fn execute(
         })?;
     }
     let upload_time = staged.upload_time;
-    let finished = staged.finish(region, ins)?;
+    let finished = staged.finish(gpu, call)?;
     let backend = match strategy {
-        Strategy::Launches => "barrier",
-        Strategy::GridBarrier => "grid-barrier",
+        Strategy::Launches => Backend::Barrier,
+        Strategy::GridBarrier => Backend::GridBarrier,
     };
     Ok(Report::new(
-        region,
-        ins,
+        call,
         backend,
         workers,
         options.threads,

@@ -1,4 +1,4 @@
-//! The stream/event backend: the DAG scheduled from the host onto a pool of CUDA streams, as
+//! The `streams` backend: the DAG scheduled from the host onto a pool of CUDA streams, as
 //! GrCUDA and LLVM's OpenMP hidden helper threads do.
 //!
 //! 1. Tasks are visited in spawn (topological) order and placed by [`assign`]: a task takes the
@@ -16,20 +16,20 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::Gpu;
 use super::stage::{Staged, bytes_of};
+use crate::call::Call;
 use crate::error::Error;
+use crate::gpu::Gpu;
 use crate::graph::Dag;
-use crate::inspect::Inspection;
-use crate::region::Region;
+use crate::options::Backend;
 use crate::report::Report;
 
 /// Streams per priority class.
-pub const STREAMS_PER_CLASS: usize = 8;
+pub(super) const STREAMS_PER_CLASS: usize = 8;
 
 /// Where one task runs and whom it waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placement {
+pub(super) struct Placement {
     /// Index into the pool: `0..STREAMS_PER_CLASS` high priority, then normal.
     pub stream: usize,
     /// Parents on other streams, whose events the task waits on.
@@ -37,7 +37,7 @@ pub struct Placement {
 }
 
 /// Places every task of `dag` on a pool of `2 * per_class` streams (see the module docs).
-pub fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
+pub(super) fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
     let n = dag.task_count();
     let parents = dag.parents();
     let mut sorted_ranks = dag.rank.clone();
@@ -75,16 +75,18 @@ pub fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
     placement
 }
 
-/// Runs `ins`'s DAG on a pool of streams on `gpu`.
-pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Result<Report, Error> {
-    let meta = &region.meta;
-    let options = &region.options;
-    let function = gpu.listed_kernel(region, ins.dag.max_level_width() as u32)?;
-    let mut staged = Staged::new(gpu, region, ins, 1)?;
+/// Runs the call's DAG on a pool of streams on `gpu`.
+pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+    let ins = call.plan.inspection();
+    let prestaged = call.prestaged.take();
+    let mut staged = Staged::new(gpu, call, 1, None, false, prestaged)?;
     let n = ins.task_count();
     let identity: Vec<u32> = (0..n as u32).collect();
-    let (list, _) = staged.put(bytes_of(&identity), "the task list")?;
-    gpu.stream
+    let list = staged.put(gpu, bytes_of(&identity), "the task list")?;
+    let desc_ptr = staged.desc_ptr();
+    gpu.stream()
         .synchronize()
         .map_err(Error::cuda("uploading the task list"))?;
 
@@ -97,7 +99,7 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     for class in [high, low] {
         for _ in 0..STREAMS_PER_CLASS {
             streams.push(
-                gpu.ctx
+                gpu.context()
                     .new_stream_with_priority(class)
                     .map_err(Error::cuda("creating a stream"))?,
             );
@@ -117,7 +119,7 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
     for &needed in &has_waiters {
         events.push(if needed {
             Some(
-                gpu.ctx
+                gpu.context()
                     .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
                     .map_err(Error::cuda("creating an event"))?,
             )
@@ -142,7 +144,7 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         }
         let task_list = list + t as u64 * 4;
         let mut launch = stream.launch_builder(&function);
-        launch.arg(&staged.desc_ptr).arg(&task_list);
+        launch.arg(&desc_ptr).arg(&task_list);
         let config = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (options.threads, 1, 1),
@@ -168,11 +170,10 @@ pub(crate) fn execute(gpu: &Gpu, region: &Region<'_>, ins: &Inspection) -> Resul
         Duration::ZERO
     };
     let upload_time = staged.upload_time;
-    let finished = staged.finish(region, ins)?;
+    let finished = staged.finish(gpu, call)?;
     Ok(Report::new(
-        region,
-        ins,
-        "streams",
+        call,
+        Backend::Streams,
         streams.len() as u32,
         options.threads,
         upload_time + finished.download_time,

@@ -1,4 +1,4 @@
-//! [`list_schedule`]: the static policy's plan, every task placed on a worker before the run.
+//! [`list_schedule`]: the static policy's schedule, every task placed on a worker before the run.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,7 +8,7 @@ use super::Dag;
 /// A static schedule: which worker runs each task, and each worker's tasks in the order it runs
 /// them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub struct Schedule {
     /// The worker of every task.
     pub worker: Vec<u32>,
     /// Worker `w`'s tasks, in the order it runs them.
@@ -39,7 +39,7 @@ const PARENT_CANDIDATES: usize = 4;
 ///
 /// # Panics
 /// If `workers` is zero.
-pub fn list_schedule(dag: &Dag, workers: u32) -> Plan {
+pub fn list_schedule(dag: &Dag, workers: u32) -> Schedule {
     assert!(workers > 0, "a schedule needs a worker");
     let n = dag.task_count();
     let parents = dag.parents();
@@ -98,7 +98,7 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Plan {
         idle.push(Reverse((start + TASK, w)));
         lists[w as usize].push(t);
     }
-    Plan { worker, lists }
+    Schedule { worker, lists }
 }
 
 /// The tasks by decreasing rank, ties in spawn order: a counting sort, as ranks are at most the
@@ -157,7 +157,7 @@ pub(super) mod tests {
     }
 
     /// Each list runs parents before children, and all lists together hold every task once.
-    fn check(dag: &Dag, plan: &Plan) {
+    fn check(dag: &Dag, plan: &Schedule) {
         let n = dag.task_count();
         let mut position = vec![None; n];
         for (w, list) in plan.lists.iter().enumerate() {
@@ -225,7 +225,7 @@ pub(super) mod tests {
 
     /// The schedule as first written: a comparison sort of the order, and the start on every
     /// candidate worker from all the parents.
-    pub(in crate::graph) fn reference(dag: &Dag, workers: u32) -> Plan {
+    pub(in crate::graph) fn reference(dag: &Dag, workers: u32) -> Schedule {
         let n = dag.task_count();
         let parents = dag.parents();
         let mut order: Vec<u32> = (0..n as u32).collect();
@@ -263,7 +263,7 @@ pub(super) mod tests {
             free[w as usize] = start + TASK;
             lists[w as usize].push(t);
         }
-        Plan { worker, lists }
+        Schedule { worker, lists }
     }
 
     #[test]

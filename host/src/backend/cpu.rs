@@ -1,4 +1,4 @@
-//! The CPU backend: the device crate's scheduler core on OS threads.
+//! The `cpu` backend: the device crate's scheduler core on OS threads.
 //!
 //! 1. The same tables as on the GPU are built in host memory: task table, CSR, dependence counters,
 //!    queues, counters ([`Tables`]).
@@ -7,8 +7,9 @@
 //!    panicking task is caught, recorded and turned into an abort.
 //! 3. The calling thread is the watchdog: when no task completes for the region's watchdog timeout
 //!    it raises the abort flag and reports the tasks the workers were running.
-//! 4. On any error the region's writable arrays are restored from a snapshot, so the host data is
-//!    as it was before the run.
+//! 4. On any error the region's writable host arrays are restored from a snapshot, so the host
+//!    data is as it was before the run (resident arrays stay as the tasks left them, as on the
+//!    GPU).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
@@ -17,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::arch::host::{Lane, LaneGroup, enter_lane};
-use taskweave_device::sched::{Dispatch, Runtime as SchedRuntime, command, run_worker, words};
+use taskweave_device::sched::{Dispatch, WorkerView, command, run_worker, words};
 use taskweave_device::{Block, shared};
 
+use crate::call::Call;
 use crate::error::Error;
-use crate::inspect::Inspection;
-use crate::region::Region;
+use crate::options::Backend;
 use crate::report::Report;
-use crate::sm::SmPlan;
+use crate::sm::SmLayout;
 use crate::tables::Tables;
 
 /// The default worker count: the host's available parallelism.
@@ -108,31 +109,41 @@ impl Dispatch for Catching<'_> {
     }
 }
 
-/// Runs `inspection`'s DAG on `workers` threads (or, with SM-aware workers, on `workers_per_sm`
+/// Runs the call's DAG on `workers` threads (or, with SM-aware workers, on `workers_per_sm`
 /// threads for each SM of the set, each of the `workers` threads counting as one SM).
-pub(crate) fn execute(
-    region: &Region<'_>,
-    inspection: &Inspection,
-    workers: u32,
-) -> Result<Report, Error> {
-    let options = &region.options;
-    if let Some(b) = region.arrays.iter().find(|b| b.device.is_some()) {
+pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, Error> {
+    let (meta, options) = (*call.plan.meta(), call.plan.options().clone());
+    let options = &options;
+    if let Some(b) = call.arrays.iter().find(|b| b.device.is_some()) {
         return Err(Error::ArrayElsewhere {
-            region: region.meta.name,
+            region: meta.name,
             array: b.info.name,
             detail: "is resident on a GPU, which the CPU backend cannot reach: upload it with the CPU runtime",
         });
     }
     // No SMs here: each worker thread the runtime would start stands for one, with no limit on
     // the workers sharing it.
-    let sms = SmPlan::resolve(region.meta.name, options, workers, None, |_| 1)?;
+    let sms = SmLayout::resolve(meta.name, options, workers, None, |_| 1)?;
     let workers = match &sms {
-        Some(plan) => plan.workers(),
+        Some(layout) => layout.workers(),
         None => options.workers.unwrap_or(workers).max(1),
     };
+    // The tables as they start: kept in the plan when it runs again, cloned for each run.
+    let pristine = match call.plan.take_cache::<Tables>(Backend::Cpu) {
+        Some(tables) if tables.workers == workers => tables,
+        _ => Tables::new(call.plan.inspection(), workers, options.policy),
+    };
+    let mut tables = if call.reused {
+        let tables = pristine.clone();
+        call.plan.keep_cache(Backend::Cpu, pristine);
+        tables
+    } else {
+        pristine
+    };
+    let inspection = call.plan.inspection();
     let lanes = options.cpu_lanes.max(1);
     let n = inspection.task_count();
-    let arrays: Vec<ArrayDesc> = region
+    let arrays: Vec<ArrayDesc> = call
         .arrays
         .iter()
         .map(|b| ArrayDesc {
@@ -140,21 +151,22 @@ pub(crate) fn execute(
             len: b.info.len as u64,
         })
         .collect();
-    let snapshot: Vec<(usize, Vec<u8>)> = region
+    // Host arrays are restored after a failure; resident ones stay as the tasks left them (see
+    // `DeviceArray`), so a time-stepping loop on resident arrays copies nothing per call.
+    let snapshot: Vec<(usize, Vec<u8>)> = call
         .arrays
         .iter()
         .enumerate()
-        .filter(|(_, b)| b.info.writable)
+        .filter(|(_, b)| b.info.writable && b.cell.is_none())
         .map(|(i, b)| (i, b.bytes().to_vec()))
         .collect();
     let restore = || {
         for (i, bytes) in &snapshot {
             // SAFETY: the array is writable and every worker has been joined.
-            unsafe { region.arrays[*i].write(bytes) };
+            unsafe { call.arrays[*i].write(bytes) };
         }
     };
 
-    let mut tables = Tables::new(inspection, workers, options.policy);
     let mut trace = vec![TraceRecord::default(); if options.trace { n } else { 0 }];
     let mut stats = vec![WorkerStats::default(); workers as usize];
     let abort = AtomicU32::new(0);
@@ -169,7 +181,7 @@ pub(crate) fn execute(
         } else {
             0
         },
-        ..tables.desc(options.desc(workers, arrays.len()))
+        ..tables.desc(inspection, options.desc(workers, arrays.len()))
     };
     silence_task_panics();
     let failure = Mutex::new(None);
@@ -188,7 +200,7 @@ pub(crate) fn execute(
     let mut stalled = None;
     if n > 0 {
         // SAFETY: every table `desc` points to lives until the scope below has joined all workers.
-        let rt = unsafe { SchedRuntime::from_desc(&desc) };
+        let rt = unsafe { WorkerView::from_desc(&desc) };
         std::thread::scope(|scope| {
             let mut handles = Vec::new();
             for (worker, (block_words, scratch)) in
@@ -197,7 +209,7 @@ pub(crate) fn execute(
                 let worker = worker as u32;
                 let sm = sms
                     .as_ref()
-                    .map_or(worker % default_workers(), |p| p.sm_of(worker));
+                    .map_or(worker % default_workers(), |l| l.sm_of(worker));
                 let group = (lanes > 1).then(|| LaneGroup::new(lanes));
                 let block_words = block_words.as_slice();
                 // Shared by the worker's lanes, as a block's shared memory is.
@@ -207,7 +219,7 @@ pub(crate) fn execute(
                     let rt = &rt;
                     let failure = &failure;
                     let abort = &abort;
-                    let dispatch = region.meta.dispatch;
+                    let dispatch = meta.dispatch;
                     let bytes = options.shared_bytes as usize;
                     handles.push(scope.spawn(move || {
                         enter_lane(Lane {
@@ -287,9 +299,8 @@ pub(crate) fn execute(
         });
     }
     Ok(Report::new(
-        region,
-        inspection,
-        "cpu",
+        call,
+        Backend::Cpu,
         workers,
         lanes,
         Duration::ZERO,
@@ -337,9 +348,12 @@ mod tests {
     use taskweave_device::abi::ArrayDesc;
     use taskweave_device::sched::Dispatch;
 
+    use crate::error::Error;
     use crate::inspect::Access;
-    use crate::region::{Region, RegionMeta};
-    use crate::{Error, Runtime};
+    use crate::meta::RegionMeta;
+    use crate::region::Region;
+    use crate::report::Report;
+    use crate::runtime::Runtime;
 
     /// Kind 0 adds 1 to `x[lo..hi]` (argument words: slot, lo, hi); kind 1 panics.
     struct Bump;
@@ -357,7 +371,7 @@ mod tests {
     }
 
     /// One task per `(kind, lo, hi)` of `tasks` over `data[lo..hi]`, on 2 workers of 2 lanes.
-    fn run(data: &mut [u32], tasks: &'static [(u32, u64, u64)]) -> Result<crate::Report, Error> {
+    fn run(data: &mut [u32], tasks: &'static [(u32, u64, u64)]) -> Result<Report, Error> {
         let mut region = Region::new(RegionMeta {
             name: "bumps",
             kernel: "taskweave_region_bumps",

@@ -1,0 +1,150 @@
+//! The scheduler's tables of a run on the GPU, in one device allocation ([`DeviceTables`]) laid
+//! out by [`Layout`]: built and uploaded with one copy, and, for a plan that runs again, put back
+//! as they started with one device-to-device copy ([`DeviceTables::reset`]).
+
+use std::ops::Range;
+
+use cudarc::driver::{CudaSlice, DevicePtr};
+use taskweave_device::abi::{ArrayDesc, RegionDesc};
+
+use super::layout::{DescSlot, Layout, slot_bytes, tables_bytes, write_slot};
+use crate::call::Call;
+use crate::error::Error;
+use crate::gpu::Gpu;
+use crate::sm::SmLayout;
+
+/// The bytes staging `call` with `workers` workers (placed by `sms`) allocates, at most: one
+/// buffer per array copied to the device (at least 8 bytes), unless they are `copied` already,
+/// and the tables (see [`tables_bytes`]).
+pub(crate) fn staging_bytes(
+    call: &Call<'_, '_>,
+    workers: u32,
+    sms: Option<&SmLayout>,
+    keep: bool,
+    copied: bool,
+) -> u64 {
+    let arrays = call
+        .arrays
+        .iter()
+        .filter(|b| b.device.is_none() && !copied)
+        .map(|b| b.bytes.max(8) as u64);
+    let (ins, options) = (call.plan.inspection(), call.plan.options());
+    arrays.sum::<u64>() + tables_bytes(ins, options, workers, sms, call.arrays.len(), keep)
+}
+
+/// The scheduler's tables of a run in one device allocation (see the module docs).
+pub(crate) struct DeviceTables {
+    buffer: CudaSlice<u8>,
+    /// Its device address.
+    base: u64,
+    /// The descriptor with every table's address; `arrays` is each slot's own.
+    pub desc: RegionDesc,
+    /// Where the error record, the statistics and the trace are: offset and length. The error
+    /// record and the statistics are adjacent, so that one copy reads both.
+    pub error: (usize, usize),
+    pub stats: (usize, usize),
+    pub trace: Option<(usize, usize)>,
+    /// The tables the workers write, and where their pristine copy starts (when kept).
+    written: Range<usize>,
+    pristine: Option<usize>,
+}
+
+impl DeviceTables {
+    /// Builds the tables of `call` for `workers` workers (placed by `sms`) and uploads them with
+    /// one copy, with the array table and descriptor for `arrays` (the arrays' device
+    /// addresses); with `keep`, a pristine copy of the tables the workers write goes along, for
+    /// [`DeviceTables::reset`].
+    pub fn upload(
+        gpu: &Gpu,
+        call: &Call<'_, '_>,
+        workers: u32,
+        sms: Option<&SmLayout>,
+        arrays: &[ArrayDesc],
+        keep: bool,
+    ) -> Result<(Self, DescSlot), Error> {
+        let (ins, options) = (call.plan.inspection(), call.plan.options());
+        let mut layout = Layout::new(ins, options, workers, sms, arrays.len(), keep);
+        let len = layout.image.bytes.len();
+        // SAFETY: every byte of the allocation is written by the copy below before any kernel
+        // reads it.
+        let mut buffer = unsafe { gpu.stream().alloc::<u8>(len) }
+            .map_err(gpu.alloc_error("allocating the region's tables", len))?;
+        let base = buffer.device_ptr(gpu.stream()).0;
+        let desc = layout.desc(base);
+        let slot_at = layout.slot_at;
+        let slot = write_slot(
+            &mut layout.image.bytes[slot_at..],
+            &desc,
+            arrays,
+            base + slot_at as u64,
+        );
+        gpu.stream()
+            .memcpy_htod(&layout.image.bytes[..], &mut buffer)
+            .map_err(Error::cuda("uploading the region's tables"))?;
+        let o = layout.offsets;
+        let tables = Self {
+            buffer,
+            base,
+            desc,
+            error: (o.error, layout.error_len),
+            stats: (o.stats, layout.stats_len),
+            trace: o.trace.map(|t| (t, layout.trace_len)),
+            written: layout.written,
+            pristine: layout.pristine,
+        };
+        Ok((tables, slot))
+    }
+
+    /// A slot of its own for `arrays` (for a call whose arrays live elsewhere than those of the
+    /// slots made so far), uploaded on the region stream.
+    pub fn new_slot(&self, gpu: &Gpu, arrays: &[ArrayDesc]) -> Result<DescSlot, Error> {
+        let mut bytes = vec![0u8; slot_bytes(arrays.len())];
+        // SAFETY: every byte is written by the copy below before any kernel reads it.
+        let mut buffer = unsafe { gpu.stream().alloc::<u8>(bytes.len()) }
+            .map_err(gpu.alloc_error("allocating an array table", bytes.len()))?;
+        let address = buffer.device_ptr(gpu.stream()).0;
+        let mut slot = write_slot(&mut bytes, &self.desc, arrays, address);
+        gpu.stream()
+            .memcpy_htod(&bytes[..], &mut buffer)
+            .map_err(Error::cuda("uploading an array table"))?;
+        slot.buffer = Some(buffer);
+        Ok(slot)
+    }
+
+    /// Queues, on the region stream, the copy that puts the tables the workers write back as they
+    /// started. Only tables uploaded with `keep` have the pristine copy to do it from.
+    pub fn reset(&self, gpu: &Gpu) -> Result<(), Error> {
+        let from = self
+            .pristine
+            .expect("tables that are reset keep a pristine copy");
+        let len = self.written.len();
+        // SAFETY: both ranges lie inside the allocation, apart (the copy follows the tables the
+        // workers write); the stream orders the copy after the last run and before the next.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                self.base + self.written.start as u64,
+                self.base + from as u64,
+                len,
+                gpu.stream().cu_stream(),
+            )
+        }
+        .map_err(Error::cuda("resetting the region's tables"))
+    }
+
+    /// The device address of byte `offset` of the tables.
+    pub fn address(&self, offset: usize) -> u64 {
+        self.base + offset as u64
+    }
+
+    /// `len` bytes at `offset` of the tables.
+    pub fn read(
+        &self,
+        gpu: &Gpu,
+        (offset, len): (usize, usize),
+        what: &str,
+    ) -> Result<Vec<u8>, Error> {
+        gpu.stream()
+            .clone_dtoh(&self.buffer.slice(offset..offset + len))
+            .map_err(Error::cuda(format!("reading {what}")))
+    }
+}

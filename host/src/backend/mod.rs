@@ -1,0 +1,273 @@
+//! The backends: one module each, and one table that says, for every [`Backend`], its name,
+//! whether it needs a GPU, and the function that executes a plan on it.
+//!
+//! 1. The runtime picks the backend: the region's option, else its own ([`Executor::own`]).
+//! 2. [`execute`] looks the backend up in [`TABLE`], refuses a GPU backend on the CPU runtime,
+//!    orders the call after the runs in flight it follows, takes the GPU turns the backend needs,
+//!    and calls the backend's function with the [`Call`]: the plan and this call's arrays.
+//! 3. A backend reads the DAG and options from the plan and the arrays from the call, and returns
+//!    a [`Report`].
+//!
+//! Adding a backend is a variant of [`Backend`], a module here and a row of [`TABLE`]; the test
+//! below fails until all three agree.
+
+mod arena;
+mod barrier;
+mod cpu;
+mod cuda_graph;
+mod grid_barrier;
+mod layout;
+mod levels;
+mod persistent;
+pub(crate) mod prestage;
+mod stage;
+mod streams;
+
+pub(crate) use self::cpu::default_workers as default_cpu_workers;
+use std::time::Instant;
+
+use crate::call::Call;
+use crate::error::Error;
+use crate::gpu::Gpu;
+use crate::options::Backend;
+use crate::report::Report;
+
+/// How a backend executes a call.
+#[derive(Clone, Copy)]
+enum Run {
+    /// On a GPU handle.
+    Gpu(fn(&Gpu, &mut Call<'_, '_>) -> Result<Report, Error>),
+    /// On `workers` CPU threads.
+    Cpu(fn(&mut Call<'_, '_>, u32) -> Result<Report, Error>),
+}
+
+/// One row of [`TABLE`].
+struct Entry {
+    backend: Backend,
+    /// Its lowercase name, as the command lines and reports spell it.
+    name: &'static str,
+    /// How it runs, which also says whether it needs a GPU.
+    run: Run,
+    /// Whether a submitted call waits for its predecessors on the device (its stream waits for
+    /// their kernels' end events) rather than on the host.
+    orders_on_device: bool,
+    /// Whether its state outlives a run on the device (the graph cache, the stream pool), so
+    /// that its runs take turns on the GPU ([`Gpu::exclusive`]).
+    exclusive: bool,
+}
+
+/// Every backend, in [`Backend::ALL`] order.
+const TABLE: [Entry; 6] = [
+    Entry {
+        backend: Backend::Persistent,
+        name: "persistent",
+        run: Run::Gpu(persistent::execute),
+        orders_on_device: true,
+        exclusive: false,
+    },
+    Entry {
+        backend: Backend::Barrier,
+        name: "barrier",
+        run: Run::Gpu(barrier::execute),
+        orders_on_device: false,
+        exclusive: false,
+    },
+    Entry {
+        backend: Backend::GridBarrier,
+        name: "grid-barrier",
+        run: Run::Gpu(grid_barrier::execute),
+        orders_on_device: false,
+        exclusive: false,
+    },
+    Entry {
+        backend: Backend::Graph,
+        name: "graph",
+        run: Run::Gpu(cuda_graph::execute),
+        orders_on_device: false,
+        exclusive: true,
+    },
+    Entry {
+        backend: Backend::Streams,
+        name: "streams",
+        run: Run::Gpu(streams::execute),
+        orders_on_device: false,
+        exclusive: true,
+    },
+    Entry {
+        backend: Backend::Cpu,
+        name: "cpu",
+        run: Run::Cpu(cpu::execute),
+        orders_on_device: false,
+        exclusive: false,
+    },
+];
+
+/// The row of `backend` in [`TABLE`]. A `match` without a wildcard: a new [`Backend`] does not
+/// compile until it has a row, and the test checks the rows are in this order.
+const fn row(backend: Backend) -> usize {
+    match backend {
+        Backend::Persistent => 0,
+        Backend::Barrier => 1,
+        Backend::GridBarrier => 2,
+        Backend::Graph => 3,
+        Backend::Streams => 4,
+        Backend::Cpu => 5,
+    }
+}
+
+impl Backend {
+    /// Every backend.
+    pub const ALL: [Backend; TABLE.len()] = {
+        let mut all = [Backend::Cpu; TABLE.len()];
+        let mut i = 0;
+        while i < TABLE.len() {
+            all[i] = TABLE[i].backend;
+            i += 1;
+        }
+        all
+    };
+
+    fn entry(self) -> &'static Entry {
+        &TABLE[row(self)]
+    }
+
+    /// The backend's lowercase name: `persistent`, `barrier`, `grid-barrier`, `graph`,
+    /// `streams` or `cpu`.
+    pub fn name(self) -> &'static str {
+        self.entry().name
+    }
+
+    /// Whether the backend runs on the GPU.
+    pub fn needs_gpu(self) -> bool {
+        matches!(self.entry().run, Run::Gpu(_))
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown backend `{s}`: expected one of {}",
+                    Self::ALL.map(Self::name).join(", ")
+                )
+            })
+    }
+}
+
+/// What runs a call: a GPU handle (the runtime's, or a helper thread's) or the CPU backend.
+pub(crate) enum Executor<'g> {
+    /// A GPU handle.
+    Gpu(&'g Gpu),
+    /// The CPU backend, with this many worker threads.
+    Cpu { workers: u32 },
+}
+
+impl Executor<'_> {
+    /// The backend a call runs on when its options name none.
+    pub fn own(&self) -> Backend {
+        match self {
+            Executor::Gpu(_) => Backend::Persistent,
+            Executor::Cpu { .. } => Backend::Cpu,
+        }
+    }
+}
+
+/// The error for GPU backend `backend` on the CPU runtime, which is there because of `fallback`
+/// (when it fell back).
+pub(crate) fn no_gpu(backend: Backend, fallback: Option<&str>) -> Error {
+    Error::NoGpu {
+        reason: format!(
+            "backend `{}` runs on the GPU, and this runtime is the CPU backend{}",
+            backend.name(),
+            fallback.map(|r| format!(" ({r})")).unwrap_or_default()
+        ),
+    }
+}
+
+/// Runs `call` on `executor`, with the backend its options name (or the executor's own).
+/// `fallback` is why the runtime is on the CPU, if it fell back there.
+pub(crate) fn execute(
+    executor: &Executor<'_>,
+    fallback: Option<&str>,
+    call: &mut Call<'_, '_>,
+) -> Result<Report, Error> {
+    let backend = call.plan.options().backend.unwrap_or(executor.own());
+    let entry = backend.entry();
+    let mut start = Instant::now();
+    // The host's own time starts once the call no longer waits for the runs it follows.
+    let mut waited = |call: &Call<'_, '_>| {
+        call.wait_for_earlier();
+        start = Instant::now();
+    };
+    let report = match (executor, entry.run) {
+        (Executor::Cpu { .. }, Run::Gpu(_)) => Err(no_gpu(backend, fallback)),
+        (Executor::Cpu { workers }, Run::Cpu(run)) => {
+            waited(call);
+            run(call, *workers)
+        }
+        (Executor::Gpu(_), Run::Cpu(run)) => {
+            waited(call);
+            run(call, cpu::default_workers())
+        }
+        (Executor::Gpu(gpu), Run::Gpu(run)) => {
+            if !entry.orders_on_device {
+                waited(call);
+            }
+            let _stream = gpu.stream_turn();
+            gpu.check_usable()?;
+            let _turn = entry.exclusive.then(|| gpu.exclusive());
+            run(gpu, call)
+        }
+    };
+    report.map(|mut report| {
+        let spent = report.transfer_time + report.setup_time + report.execute_time;
+        report.host_time = start.elapsed().saturating_sub(spent);
+        report
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Backend, TABLE, row};
+
+    #[test]
+    fn the_table_has_one_row_per_backend_in_order() {
+        for (i, entry) in TABLE.iter().enumerate() {
+            assert_eq!(row(entry.backend), i, "{} is out of place", entry.name);
+        }
+        assert_eq!(Backend::ALL.len(), TABLE.len());
+    }
+
+    #[test]
+    fn every_backend_parses_from_its_name() {
+        for backend in Backend::ALL {
+            assert_eq!(backend.name().parse::<Backend>(), Ok(backend));
+            assert_eq!(backend.to_string(), backend.name());
+        }
+        assert_eq!("graph".parse::<Backend>(), Ok(Backend::Graph));
+        assert_eq!("streams".parse::<Backend>(), Ok(Backend::Streams));
+        let error = "gpu".parse::<Backend>().unwrap_err();
+        assert_eq!(
+            error,
+            "unknown backend `gpu`: expected one of persistent, barrier, grid-barrier, graph, \
+             streams, cpu"
+        );
+        assert!(!Backend::Cpu.needs_gpu());
+        assert!(
+            Backend::ALL
+                .iter()
+                .filter(|b| **b != Backend::Cpu)
+                .all(|b| b.needs_gpu())
+        );
+    }
+}

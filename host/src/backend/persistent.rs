@@ -1,0 +1,424 @@
+//! The persistent backend: one launch of the region's kernel, whose worker blocks run the whole DAG
+//! with the in-GPU scheduler.
+//!
+//! 1. Size the grid from the occupancy of the compiled kernel: SMs × resident blocks per SM, so all
+//!    workers are resident at once and spinning on a queue can never starve an unlaunched block.
+//!    With SM-aware workers (`crate::sm`) every block that fits is launched, and each claims a
+//!    worker on its SM or retreats at kernel entry.
+//! 2. Stage the arrays and tables (`Staged`) and launch. A plan that runs again keeps all of it
+//!    (`Prepared`): its next call resets the tables on the device with one copy, copies its host
+//!    arrays in, and launches.
+//! 3. While it runs, the host watches the completed-task counter through the control stream; when
+//!    it stops moving for the watchdog timeout the host raises the abort flag.
+//! 4. `Staged::finish`: a faulting task becomes an error naming it, with the host arrays left
+//!    untouched; otherwise the writable arrays come back.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result};
+use taskweave_device::abi::RegionDesc;
+
+use super::stage::Staged;
+use crate::call::{Call, Prestaged};
+use crate::error::Error;
+use crate::gpu::Gpu;
+use crate::gpu::kernels::Picked;
+use crate::inspect::Inspection;
+use crate::options::Backend;
+use crate::report::Report;
+use crate::sm::SmLayout;
+
+/// The worker count when the region sets none: the DAG's widest level in whole SMs' worth of
+/// workers (rounded to the nearest, at least one per SM), at most `resident`. Workers beyond what
+/// the DAG can feed only share SMs with the busy ones: on the H100, LU at 15×15 tiles (widest
+/// level 196) ran in 1.16 ms with 132 workers, 1.51 ms with 264 and 1.52 ms with 528, while a
+/// 512-wide wavefront wants 4 per SM (`bench/results/scheduler-tuning-h100.md`).
+pub(crate) fn default_workers(resident: u32, sms: u32, widest_level: usize) -> u32 {
+    let sms = u64::from(sms.max(1));
+    let per_sm = ((widest_level as u64 + sms / 2) / sms).max(1);
+    u32::try_from(per_sm * sms).map_or(resident, |w| w.min(resident))
+}
+
+/// SM-aware workers: the kernel to launch (the uncapped twin when `per_sm` of its blocks fit on
+/// every SM), the layout, and how many blocks to launch: every one that fits at once, so that each
+/// SM gets its share before any retreats.
+fn on_sms(gpu: &Gpu, call: &Call<'_, '_>, widest: usize) -> Result<(Picked, SmLayout), Error> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let sms = gpu.sm_count();
+    let mut layout = Ok(None);
+    let picked = gpu.pick(meta, options, meta.kernel, |resident| {
+        let occupancy = resident / sms.max(1);
+        layout = SmLayout::resolve(
+            meta.name,
+            options,
+            sms,
+            Some(occupancy),
+            // As without the option: the widest level, in whole SMs' worth of workers.
+            |set| default_workers(occupancy * set, set, widest) / set.max(1),
+        );
+        match &layout {
+            Ok(Some(l)) => l.per_sm * sms,
+            _ => resident,
+        }
+    })?;
+    let layout = layout?.expect("the region asks for SM-aware workers");
+    Ok((picked, layout))
+}
+
+/// What the persistent backend keeps in a plan that runs again, for one GPU: the kernel it chose,
+/// the launch's shape and the staged tables, so that the next call only resets the tables on the
+/// device, copies its host arrays in and launches.
+struct Prepared {
+    /// The GPU it was made for ([`Gpu::device_id`]).
+    device: usize,
+    function: CudaFunction,
+    /// Workers, and blocks to launch (every block that fits, for SM-aware workers).
+    workers: u32,
+    blocks: u32,
+    /// Blocks of `function` resident at once on the whole GPU.
+    resident: u32,
+    layout: Option<SmLayout>,
+    staged: Staged,
+    /// Recorded around each launch.
+    start: Arc<CudaEvent>,
+    end: Arc<CudaEvent>,
+}
+
+/// Chooses the kernel and the launch's shape for the call, and stages it; `keep` when the plan
+/// runs again.
+fn prepare(
+    gpu: &Gpu,
+    call: &Call<'_, '_>,
+    keep: bool,
+    prestaged: Option<Prestaged>,
+) -> Result<Prepared, Error> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let widest = call.plan.widest_level();
+    let sms = gpu.sm_count();
+    // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
+    // would deadlock the rest.
+    let (picked, layout) = if options.sm_aware() {
+        let (picked, layout) = on_sms(gpu, call, widest)?;
+        (picked, Some(layout))
+    } else {
+        let picked = gpu.pick(meta, options, meta.kernel, |resident| {
+            options
+                .workers
+                .unwrap_or_else(|| default_workers(resident, sms, widest))
+        })?;
+        (picked, None)
+    };
+    // SM-aware workers launch every block that fits, so that each SM gets its share; the others
+    // launch one block per worker.
+    let (workers, blocks) = match &layout {
+        Some(l) => (l.workers(), picked.resident),
+        None => (picked.blocks, picked.blocks),
+    };
+    let event = || {
+        gpu.context()
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map(Arc::new)
+            .map_err(Error::cuda("creating an event"))
+    };
+    let (start, end) = (event()?, event()?);
+    let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep, prestaged)?;
+    Ok(Prepared {
+        device: gpu.device_id(),
+        function: picked.function,
+        workers,
+        blocks,
+        resident: picked.resident,
+        layout,
+        staged,
+        start,
+        end,
+    })
+}
+
+/// Runs the call's DAG on `gpu` with the persistent scheduler. A plan that runs again keeps the
+/// kernel, the launch's shape and the staged tables (see [`Prepared`]).
+pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
+    let kept = call
+        .plan
+        .take_cache::<Prepared>(Backend::Persistent)
+        .filter(|p| p.device == gpu.device_id());
+    let mut prepared = match kept {
+        Some(mut prepared) => {
+            prepared.staged.restage(gpu, call)?;
+            prepared
+        }
+        // A plan's first call, or a region run once: the tables get a pristine copy only when
+        // the plan runs again.
+        None => {
+            let prestaged = call.prestaged.take();
+            prepare(gpu, call, call.reused, prestaged)?
+        }
+    };
+    let outcome = launch(gpu, call, &mut prepared, call.reused);
+    match outcome {
+        Err(Launched::Stuck(error)) => {
+            // A task body ignores the abort flag and never returns: the kernel still uses the
+            // staged memory, so it must not be freed, and the stream stays blocked.
+            prepared.staged.abandon();
+            gpu.mark_stuck(call.name());
+            Err(error)
+        }
+        Err(Launched::Failed(error)) => Err(error),
+        Ok(kernel_time) => {
+            let finished = prepared.staged.finish(gpu, call);
+            let report = finished.map(|finished| {
+                Report::new(
+                    call,
+                    Backend::Persistent,
+                    prepared.workers,
+                    call.plan.options().threads,
+                    prepared.staged.upload_time + finished.download_time,
+                    kernel_time,
+                    finished.stats,
+                    finished.trace,
+                )
+            });
+            if call.reused {
+                call.plan.keep_cache(Backend::Persistent, prepared);
+            }
+            report
+        }
+    }
+}
+
+/// How a launch went wrong.
+enum Launched {
+    /// The run failed, and the GPU is done with its memory.
+    Failed(Error),
+    /// A kernel outlived the watchdog and its grace period: it may still use the memory.
+    Stuck(Error),
+}
+
+impl From<Error> for Launched {
+    fn from(error: Error) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// Launches the prepared kernel after the runs the call follows, watches it, and returns its
+/// time.
+/// A plan that runs again (`keep`) has the error record and statistics copied into pinned memory
+/// right after the kernel.
+fn launch(
+    gpu: &Gpu,
+    call: &Call<'_, '_>,
+    prepared: &mut Prepared,
+    keep: bool,
+) -> Result<Duration, Launched> {
+    let (meta, options) = (call.plan.meta(), call.plan.options());
+    if call.plan.inspection().task_count() == 0 {
+        return Ok(Duration::ZERO);
+    }
+    let sms = gpu.sm_count();
+    // A submitted call follows the kernels of the runs it conflicts with on the device: its
+    // stream waits for their end events (its staging, done by now, overlapped them). They are
+    // taken before the residency below, which an earlier run may still need for its own launch.
+    let earlier_kernels: Vec<_> = call
+        .order
+        .iter()
+        .flat_map(|order| order.after.iter().filter_map(|d| d.wait_launched()))
+        .collect();
+    // Every worker must be resident: the launch waits until it fits beside the other kernels of
+    // that kind running now (regions submitted without waiting, on other handles). SM-aware
+    // launches count only the workers they keep: the blocks beyond their set and share retreat
+    // once the set is claimed, so two regions on disjoint sets run side by side.
+    let _admitted = gpu
+        .residency
+        .reserve(sms, prepared.workers, prepared.resident / sms.max(1));
+    let config = LaunchConfig {
+        grid_dim: (prepared.blocks, 1, 1),
+        block_dim: (options.threads, 1, 1),
+        shared_mem_bytes: options.shared_bytes,
+    };
+    for end in &earlier_kernels {
+        gpu.stream()
+            .wait(end)
+            .map_err(Error::cuda("ordering a region after an earlier one"))?;
+    }
+    let desc = prepared.staged.desc();
+    let desc_ptr = prepared.staged.desc_ptr();
+    let (start, end) = (&prepared.start, &prepared.end);
+    // SM-aware launches fill one at a time: a launch's blocks must reach every SM of its set
+    // before they run out, which another filling launch churning through the same SMs could
+    // prevent.
+    let filling = prepared.layout.as_ref().map(|_| gpu.filling());
+    start
+        .record(gpu.stream())
+        .map_err(Error::cuda("recording an event"))?;
+    let mut builder = gpu.stream().launch_builder(&prepared.function);
+    builder.arg(&desc_ptr);
+    // SAFETY: the kernel's one parameter is `*const RegionDesc`; `desc_ptr` points at a staged
+    // descriptor whose tables live until `prepared` is dropped or abandoned.
+    unsafe { builder.launch(config) }
+        .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
+    end.record(gpu.stream())
+        .map_err(Error::cuda("recording an event"))?;
+    if keep {
+        prepared.staged.read_back_after_kernel(gpu)?;
+    }
+    if filling.is_some() {
+        wait_filled(gpu, end, &desc, options.watchdog);
+    }
+    drop(filling);
+    if let Some(order) = call.order {
+        order.done.launched(end.clone());
+    }
+    // While the kernel waits for earlier runs that are still going, the watchdog waits too.
+    let waiting = || {
+        !start.is_complete()
+            && call
+                .order
+                .is_some_and(|order| order.after.iter().any(|d| !d.is_set()))
+    };
+    if let Some(stall) = watch(gpu, end, &desc, options.watchdog, waiting) {
+        let error = stall.into_error(call.plan.inspection());
+        return Err(if wait_done(end, Duration::from_secs(5)) {
+            Launched::Failed(error)
+        } else {
+            Launched::Stuck(error)
+        });
+    }
+    gpu.stream()
+        .synchronize()
+        .map_err(gpu.after_kernel(format!("running region `{}`", meta.name)))?;
+    let ms = start
+        .elapsed_ms(end)
+        .map_err(Error::cuda("timing the kernel"))?;
+    Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+}
+
+/// What the watchdog saw when it gave up.
+pub(crate) struct Stall {
+    waited: Duration,
+    completed: u32,
+    running: Vec<u32>,
+}
+
+impl Stall {
+    /// The error naming the tasks the workers were running.
+    pub(crate) fn into_error(self, ins: &Inspection) -> Error {
+        let n = ins.task_count();
+        Error::Stalled {
+            region: ins.region,
+            waited: self.waited,
+            unfinished: n.saturating_sub(self.completed as usize),
+            tasks: n,
+            first: self
+                .running
+                .into_iter()
+                .filter(|&t| (t as usize) < n)
+                .take(8)
+                .map(|t| ins.task_ref(t))
+                .collect(),
+        }
+    }
+}
+
+/// Copies `words` 32-bit words from device address `src` on the control stream, which does not wait
+/// for the running kernel.
+fn peek(gpu: &Gpu, src: u64, words: usize) -> Option<Vec<u32>> {
+    let mut out = vec![0u32; words];
+    // SAFETY: `src` is a live staged device allocation of at least `words` words.
+    unsafe { result::memcpy_dtoh_async(&mut out, src, gpu.control().cu_stream()) }.ok()?;
+    gpu.control().synchronize().ok()?;
+    Some(out)
+}
+
+/// Polls the completed counter through the control stream until the kernel ends; raises the abort
+/// flag when it stops moving for `timeout` (not counting the time while `waiting()`: the kernel is
+/// queued behind earlier runs still going), and then reads which tasks the workers are running.
+pub(crate) fn watch(
+    gpu: &Gpu,
+    end: &CudaEvent,
+    desc: &RegionDesc,
+    timeout: Duration,
+    waiting: impl Fn() -> bool,
+) -> Option<Stall> {
+    let mut last = u32::MAX;
+    let mut since = Instant::now();
+    // A short kernel ends before a sleep would (a sleep lasts at least the thread's timer slack,
+    // 50 us on Linux): poll the event for a while first.
+    let spin = Instant::now();
+    while spin.elapsed() < Duration::from_micros(200) {
+        if end.is_complete() {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+    let mut tick = Duration::from_micros(20);
+    while !end.is_complete() {
+        std::thread::sleep(tick);
+        tick = (tick * 2).min(Duration::from_millis(10));
+        let completed = peek(gpu, desc.counters, 1)?[0];
+        if completed != last || waiting() {
+            last = completed;
+            since = Instant::now();
+        } else if since.elapsed() > timeout {
+            let running = peek(gpu, desc.current, desc.n_workers as usize).unwrap_or_default();
+            // SAFETY: `abort` is a live 8-byte device allocation the workers poll.
+            let _ = unsafe {
+                result::memcpy_htod_async(desc.abort, &[1u32][..], gpu.control().cu_stream())
+            };
+            let _ = gpu.control().synchronize();
+            return Some(Stall {
+                waited: since.elapsed(),
+                completed,
+                running,
+            });
+        }
+    }
+    None
+}
+
+/// Waits until every SM of an SM-aware launch's set has its workers (each slot counter has reached
+/// `per_sm`), the kernel has ended, or `timeout` has passed (the watchdog then reports the stall).
+fn wait_filled(gpu: &Gpu, end: &CudaEvent, desc: &RegionDesc, timeout: Duration) {
+    let start = Instant::now();
+    let set = desc.sm_first as usize..(desc.sm_first + desc.sm_len) as usize;
+    while !end.is_complete() && start.elapsed() < timeout {
+        let Some(slots) = peek(gpu, desc.sm_slots, desc.sm_count as usize) else {
+            return;
+        };
+        if slots
+            .get(set.clone())
+            .is_some_and(|s| s.iter().all(|&n| n >= desc.per_sm))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
+}
+
+fn wait_done(end: &CudaEvent, grace: Duration) -> bool {
+    let start = Instant::now();
+    while !end.is_complete() {
+        if start.elapsed() > grace {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_workers;
+
+    #[test]
+    fn default_workers_cover_the_widest_level_in_whole_sms() {
+        assert_eq!(default_workers(528, 132, 1), 132);
+        assert_eq!(default_workers(528, 132, 132), 132);
+        assert_eq!(default_workers(528, 132, 196), 132);
+        assert_eq!(default_workers(528, 132, 199), 264);
+        assert_eq!(default_workers(528, 132, 512), 528);
+        assert_eq!(default_workers(528, 132, 1_000_000), 528);
+        assert_eq!(default_workers(100, 132, 0), 100);
+    }
+}

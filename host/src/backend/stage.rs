@@ -1,0 +1,387 @@
+//! Staging a call on the GPU: its host arrays copied to device buffers, the scheduler's tables
+//! uploaded ([`DeviceTables`]), a descriptor for its arrays, and after the run the error record
+//! checked and the results copied back.
+//!
+//! 1. Every GPU backend runs between [`Staged::new`] and [`Staged::finish`].
+//! 2. The persistent backend keeps its `Staged` in a plan that runs again: for the next call,
+//!    [`Staged::restage`] puts the tables back as they started with one device-to-device copy,
+//!    copies the call's host arrays into the same buffers, and picks the descriptor of the call's
+//!    arrays (one per set of arrays seen, so ping-pong buffers cost nothing after the first
+//!    round).
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, result};
+use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
+use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
+
+use super::arena::{DeviceTables, staging_bytes};
+pub(crate) use super::layout::bytes_of;
+use super::layout::{DescSlot, records};
+use crate::call::{Binding, Call, Prestaged};
+use crate::error::{Error, TaskRef};
+use crate::gpu::transfer::Piece;
+use crate::gpu::{Gpu, describe};
+use crate::inspect::Footprint;
+use crate::sm::SmLayout;
+
+/// Descriptors kept for the sets of arrays a kept plan has run on; the oldest goes first.
+const SLOTS: usize = 8;
+
+/// One call's device memory and descriptor (see the module docs).
+pub(crate) struct Staged {
+    tables: DeviceTables,
+    /// The device copy of each host array, by slot; `None` for arrays resident on the device.
+    copies: Vec<Option<CudaSlice<u8>>>,
+    /// Descriptors for the sets of arrays seen so far, and the current call's.
+    slots: Vec<DescSlot>,
+    slot: usize,
+    /// Further buffers a backend uploaded ([`Staged::put`]).
+    extra: Vec<CudaSlice<u8>>,
+    /// Pinned host memory the error record and statistics are copied into right after the
+    /// kernel (see [`Staged::read_back_after_kernel`]), and whether that copy is queued.
+    readback: Option<(PinnedHostSlice<u8>, usize)>,
+    read_back: bool,
+    /// Time the last staging took.
+    pub upload_time: Duration,
+}
+
+/// What [`Staged::finish`] read back.
+pub(crate) struct Finished {
+    pub stats: Vec<WorkerStats>,
+    pub trace: Option<Vec<TraceRecord>>,
+    pub download_time: Duration,
+}
+
+impl Staged {
+    /// Uploads the call's arrays and tables for `workers` workers, placed by `sms` when the
+    /// workers are SM-aware. With `keep`, the tables can be [`Staged::restage`]d for another call.
+    ///
+    /// Host arrays already uploaded while the region was inspected (`prestaged`) are not copied
+    /// again.
+    pub fn new(
+        gpu: &Gpu,
+        call: &Call<'_, '_>,
+        workers: u32,
+        sms: Option<&SmLayout>,
+        keep: bool,
+        prestaged: Option<Prestaged>,
+    ) -> Result<Self, Error> {
+        let meta = call.plan.meta();
+        gpu.check_usable()?;
+        let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
+        // Loading checks the PTX's architecture before anything is allocated.
+        gpu.module(code)?;
+        // Checked before anything is allocated, so a region that cannot fit fails with nothing
+        // copied. The driver rounds allocations up, so staging may still run out near the limit:
+        // that is an `Error::OutOfMemory`, and dropping what was staged frees it.
+        // Host arrays uploaded during inspection hold their memory already.
+        let needed = staging_bytes(call, workers, sms, keep, prestaged.is_some());
+        let free = gpu.free_memory()?;
+        if needed > free {
+            return Err(Error::DeviceOutOfMemory {
+                region: meta.name,
+                needed,
+                free,
+            });
+        }
+        let start = Instant::now();
+        let uploaded = prestaged.is_some();
+        let copies = match prestaged {
+            Some(prestaged) => prestaged.copies,
+            None => call
+                .arrays
+                .iter()
+                .map(|b| match b.device {
+                    Some(_) => Ok(None),
+                    None => allocate(gpu, b.bytes, b.info.name).map(Some),
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let arrays = upload_arrays(gpu, call, &copies, !uploaded)?;
+        let (tables, slot) = DeviceTables::upload(gpu, call, workers, sms, &arrays, keep)?;
+        gpu.stream()
+            .synchronize()
+            .map_err(Error::cuda("uploading the region"))?;
+        Ok(Self {
+            tables,
+            copies,
+            slots: vec![slot],
+            slot: 0,
+            extra: Vec::new(),
+            readback: None,
+            read_back: false,
+            upload_time: start.elapsed(),
+        })
+    }
+
+    /// Stages the next call of a kept plan (same shapes): the tables put back as they started,
+    /// the call's host arrays copied into the buffers of the last call, and the descriptor of the
+    /// call's arrays picked (made when they are new).
+    pub fn restage(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<(), Error> {
+        let start = Instant::now();
+        self.tables.reset(gpu)?;
+        for (binding, copy) in call.arrays.iter().zip(&mut self.copies) {
+            if binding.device.is_none() && copy.is_none() {
+                // A host array where the plan's first call had a resident one.
+                *copy = Some(allocate(gpu, binding.bytes, binding.info.name)?);
+            }
+        }
+        let arrays = upload_arrays(gpu, call, &self.copies, true)?;
+        let same = |slot: &DescSlot| slot.addresses.iter().eq(arrays.iter().map(|a| &a.ptr));
+        self.slot = match self.slots.iter().position(same) {
+            Some(at) => at,
+            None => {
+                if self.slots.len() == SLOTS {
+                    self.slots.remove(0);
+                }
+                self.slots.push(self.tables.new_slot(gpu, &arrays)?);
+                self.slots.len() - 1
+            }
+        };
+        self.upload_time = start.elapsed();
+        Ok(())
+    }
+
+    /// The device address of the current call's descriptor.
+    pub fn desc_ptr(&self) -> u64 {
+        self.slots[self.slot].desc_ptr
+    }
+
+    /// The current call's descriptor, as uploaded.
+    pub fn desc(&self) -> RegionDesc {
+        RegionDesc {
+            arrays: self.slots[self.slot].arrays_ptr,
+            ..self.tables.desc
+        }
+    }
+
+    /// Uploads `bytes` (at least 8, so that an empty table still has an address) into a buffer
+    /// of its own; returns its device address.
+    pub fn put(&mut self, gpu: &Gpu, bytes: &[u8], what: &str) -> Result<u64, Error> {
+        let buffer = upload(gpu, bytes, what)?;
+        let ptr = buffer.device_ptr(gpu.stream()).0;
+        self.extra.push(buffer);
+        Ok(ptr)
+    }
+
+    /// The range of the tables that holds the error record and the statistics (adjacent).
+    fn record_and_stats(&self) -> (usize, usize) {
+        let (error_at, _) = self.tables.error;
+        let (stats_at, stats_len) = self.tables.stats;
+        (error_at, stats_at + stats_len - error_at)
+    }
+
+    /// Queues, after the kernel, the copy of the error record and statistics into pinned host
+    /// memory (allocated on the first call), so that [`Staged::finish`] finds them there when the
+    /// stream is done: no copy of its own, and no wait for one, after the kernel.
+    pub fn read_back_after_kernel(&mut self, gpu: &Gpu) -> Result<(), Error> {
+        let (offset, len) = self.record_and_stats();
+        let base = match &mut self.readback {
+            Some((_, base)) => *base,
+            slot @ None => {
+                // SAFETY: the copy below writes every byte before anything reads them.
+                let mut pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len, 0) }
+                    .map_err(gpu.alloc_error("allocating pinned host memory", len))?;
+                let base = pinned
+                    .as_mut_ptr()
+                    .map_err(Error::cuda("reaching pinned host memory"))?
+                    as usize;
+                slot.insert((pinned, base)).1
+            }
+        };
+        // One raw copy: the pinned memory is this call's alone, and `finish` reads it only after
+        // the stream is synchronized.
+        // SAFETY: `base` holds `len` bytes of pinned memory; the source is that range of the
+        // tables' allocation, which lives as long as `self`.
+        unsafe {
+            let into = std::slice::from_raw_parts_mut(base as *mut u8, len);
+            result::memcpy_dtoh_async(into, self.tables.address(offset), gpu.stream().cu_stream())
+        }
+        .map_err(Error::cuda("reading the error record and statistics"))?;
+        self.read_back = true;
+        Ok(())
+    }
+
+    /// Leaves the device memory allocated for good: for a kernel that may still be using it.
+    pub fn abandon(self) {
+        std::mem::forget(self);
+    }
+
+    /// After the kernel ended: the error record turned into an error naming the task, or the
+    /// writable host arrays copied back and the statistics and trace read.
+    ///
+    /// It must follow a synchronization of the region stream, which ends the copy
+    /// [`Staged::read_back_after_kernel`] queued.
+    pub fn finish(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<Finished, Error> {
+        let ins = call.plan.inspection();
+        // The record and the statistics are adjacent: one copy reads both, unless it was queued
+        // after the kernel.
+        let (error_at, error_len) = self.tables.error;
+        let (stats_at, _) = self.tables.stats;
+        let read;
+        let both: &[u8] = match (&self.readback, std::mem::take(&mut self.read_back)) {
+            (Some((_, base)), true) => {
+                // SAFETY: the queued copy wrote these bytes, and the stream has been synchronized.
+                unsafe { std::slice::from_raw_parts(*base as *const u8, self.record_and_stats().1) }
+            }
+            _ => {
+                read = self.tables.read(
+                    gpu,
+                    self.record_and_stats(),
+                    "the error record and statistics",
+                )?;
+                &read
+            }
+        };
+        let record = records::<ErrorRecord>(&both[..error_len])[0];
+        if record.code != CODE_NONE && record.code != CODE_ABORTED {
+            let task = if (record.task as usize) < ins.task_count() {
+                ins.task_ref(record.task)
+            } else {
+                TaskRef {
+                    index: record.task,
+                    kind: "(outside any task)",
+                    args: String::new(),
+                    location: call.plan.meta().location,
+                }
+            };
+            return Err(Error::TaskFault {
+                task,
+                message: describe(&record),
+                worker: record.worker,
+                thread: record.thread,
+                restored: true,
+            });
+        }
+        let start = Instant::now();
+        // Only what the tasks declared they write comes back (resident arrays, with no copy, were
+        // written in place).
+        let footprints = &call.plan.inspection().footprints;
+        let pieces: Vec<Piece> = call
+            .arrays
+            .iter()
+            .zip(&self.copies)
+            .zip(footprints)
+            .filter_map(|((binding, copy), footprint)| {
+                let copy = copy.as_ref().filter(|_| binding.info.writable)?;
+                let span = bytes_of_span(footprint.write.as_ref(), binding)?;
+                Some(Piece {
+                    host: binding.ptr as usize + span.start,
+                    device: copy.device_ptr(gpu.stream()).0 + span.start as u64,
+                    len: span.len(),
+                })
+            })
+            .collect();
+        // SAFETY: each host range lies in a writable array the call borrows mutably, the device
+        // ranges in its copies, and the kernel has ended.
+        unsafe { gpu.download(&pieces) }?;
+        let stats = records::<WorkerStats>(&both[stats_at - error_at..]);
+        let trace = match self.tables.trace {
+            Some(t) => Some(records::<TraceRecord>(&self.tables.read(
+                gpu,
+                t,
+                "the trace",
+            )?)),
+            None => None,
+        };
+        Ok(Finished {
+            stats,
+            trace,
+            download_time: start.elapsed(),
+        })
+    }
+}
+
+/// A device buffer for `bytes` bytes of array `what` (at least 8, so that an empty array still
+/// has an address), not initialized: only what the tasks use of it is uploaded.
+fn allocate(gpu: &Gpu, bytes: usize, what: &str) -> Result<CudaSlice<u8>, Error> {
+    let bytes = bytes.max(8);
+    // SAFETY: the tasks read only their declared ranges, which lie in what is uploaded.
+    unsafe { gpu.stream().alloc::<u8>(bytes) }
+        .map_err(gpu.alloc_error(format!("allocating {what}"), bytes))
+}
+
+/// The bytes of `binding`'s array that the element range `span` covers, if any.
+fn bytes_of_span(span: Option<&Range<usize>>, binding: &Binding<'_>) -> Option<Range<usize>> {
+    let span = span.filter(|s| !s.is_empty())?;
+    let size = binding.info.elem_bytes;
+    Some(span.start * size..span.end * size)
+}
+
+/// The elements the tasks read or write of an array: the span of both spans. A written span is
+/// uploaded too: elements of it that no task writes must come back as they were.
+fn touched(footprint: &Footprint) -> Option<Range<usize>> {
+    let nonempty = |r: &Option<Range<usize>>| r.clone().filter(|r| !r.is_empty());
+    match (nonempty(&footprint.read), nonempty(&footprint.write)) {
+        (Some(r), Some(w)) => Some(r.start.min(w.start)..r.end.max(w.end)),
+        (r, w) => r.or(w),
+    }
+}
+
+/// Uploads (when `upload`), into `copies`, what the call's tasks read or write of each host array
+/// (the span of both; the rest of the array is never touched), and returns the array table: each
+/// array's device address, its copy's or its own.
+fn upload_arrays(
+    gpu: &Gpu,
+    call: &Call<'_, '_>,
+    copies: &[Option<CudaSlice<u8>>],
+    upload: bool,
+) -> Result<Vec<ArrayDesc>, Error> {
+    let footprints = &call.plan.inspection().footprints;
+    let mut arrays = Vec::with_capacity(call.arrays.len());
+    let mut pieces = Vec::new();
+    for ((binding, copy), footprint) in call.arrays.iter().zip(copies).zip(footprints) {
+        let ptr = match (binding.device, copy) {
+            (Some(address), _) => address,
+            (None, Some(copy)) => {
+                let device = copy.device_ptr(gpu.stream()).0;
+                if let Some(span) = bytes_of_span(touched(footprint).as_ref(), binding)
+                    && upload
+                {
+                    pieces.push(Piece {
+                        host: binding.ptr as usize + span.start,
+                        device: device + span.start as u64,
+                        len: span.len(),
+                    });
+                }
+                device
+            }
+            (None, None) => unreachable!("every host array has a copy"),
+        };
+        arrays.push(ArrayDesc {
+            ptr,
+            len: binding.info.len as u64,
+        });
+    }
+    // SAFETY: each host range lies in an array the call borrows, each device range in its copy,
+    // which no kernel uses yet.
+    unsafe { gpu.upload(&pieces) }?;
+    Ok(arrays)
+}
+
+/// `bytes` (at least 8, so that an empty table still has an address) in a new device buffer.
+fn upload(gpu: &Gpu, bytes: &[u8], what: &str) -> Result<CudaSlice<u8>, Error> {
+    let padded = [0u8; 8];
+    let bytes = if bytes.is_empty() { &padded[..] } else { bytes };
+    gpu.stream()
+        .clone_htod(bytes)
+        .map_err(gpu.alloc_error(format!("uploading {what}"), bytes.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Footprint, touched};
+
+    #[test]
+    fn what_is_uploaded_spans_the_reads_and_the_writes() {
+        let f = |read: Option<std::ops::Range<usize>>, write| Footprint { read, write };
+        assert_eq!(touched(&f(Some(10..20), Some(40..50))), Some(10..50));
+        assert_eq!(touched(&f(Some(30..60), Some(40..50))), Some(30..60));
+        assert_eq!(touched(&f(None, Some(5..6))), Some(5..6));
+        assert_eq!(touched(&f(Some(5..6), None)), Some(5..6));
+        assert_eq!(touched(&f(Some(7..7), Some(9..9))), None);
+        assert_eq!(touched(&f(None, None)), None);
+    }
+}

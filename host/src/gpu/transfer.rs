@@ -1,0 +1,435 @@
+//! Copies between the caller's host memory (pageable) and the device at the link's speed.
+//!
+//! 1. The copy is cut into chunks of at most [`CHUNK`] bytes, which go through a ring of
+//!    [`SLOTS`] pinned staging buffers ([`Staging`], checked out of the device's pool and
+//!    returned after the copy).
+//! 2. Up: the host copies chunk `k` into its slot, split over several threads, while the DMA of
+//!    the chunks before it runs; the slot's event says when its last DMA is done, and so when it
+//!    may be filled again.
+//! 3. Down: the DMAs of the first [`SLOTS`] chunks are queued at once; as each completes, the
+//!    threads copy it out of its slot and the slot takes the next chunk's DMA.
+//! 4. Small copies (under [`DIRECT`] bytes in all) go straight from pageable memory, where the
+//!    staging would cost more than it saves.
+//!
+//! Everything is queued on the region stream, after what is queued there already (a download
+//! follows the kernel). A ring goes back to the pool once its DMAs are done, so that the next copy,
+//! on whichever stream, finds its slots free.
+
+use std::sync::{Barrier, Mutex, PoisonError};
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, PinnedHostSlice, result};
+
+use super::Gpu;
+use crate::error::Error;
+
+/// The most bytes of one chunk.
+pub(crate) const CHUNK: usize = 4 << 20;
+/// Pinned staging buffers in the ring.
+pub(crate) const SLOTS: usize = 4;
+/// Below this many bytes in all, a copy goes straight from pageable memory.
+pub(crate) const DIRECT: usize = 256 << 10;
+/// The most threads that copy into and out of the staging buffers.
+const THREADS: usize = 8;
+
+/// One contiguous range to copy: host bytes at `host`, device bytes at `device`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Piece {
+    /// The host address (a pointer, as an integer so that the pieces cross threads).
+    pub host: usize,
+    /// The device address.
+    pub device: u64,
+    /// Bytes.
+    pub len: usize,
+}
+
+/// A ring of pinned staging buffers and the events that say when each is free again.
+pub(crate) struct Staging {
+    /// The pinned memory, freed when the ring is dropped.
+    _buffer: PinnedHostSlice<u8>,
+    /// The buffer's address.
+    base: usize,
+    events: Vec<CudaEvent>,
+}
+
+// SAFETY: the pinned buffer is only reached through `base` by the one copy that checked the
+// staging out; `PinnedHostSlice` and `CudaEvent` are `Send`.
+unsafe impl Send for Staging {}
+
+/// The device's pool of staging rings: one per copy in flight at once.
+#[derive(Default)]
+pub(crate) struct StagingPool {
+    free: Mutex<Vec<Staging>>,
+}
+
+impl Gpu {
+    /// A staging ring of the pool, or a new one.
+    fn check_out(&self) -> Result<Staging, Error> {
+        if let Some(staging) = self
+            .staging
+            .free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+        {
+            return Ok(staging);
+        }
+        let bytes = SLOTS * CHUNK;
+        // SAFETY: every byte of a slot is written (by the host or a DMA) before it is read.
+        let mut buffer = unsafe { self.context().alloc_pinned_with_flags::<u8>(bytes, 0) }
+            .map_err(self.alloc_error("allocating pinned staging memory", bytes))?;
+        let base = buffer
+            .as_mut_ptr()
+            .map_err(Error::cuda("reaching pinned staging memory"))? as usize;
+        let events = (0..SLOTS)
+            .map(|_| {
+                self.context()
+                    .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(Error::cuda("creating an event"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Staging {
+            _buffer: buffer,
+            base,
+            events,
+        })
+    }
+
+    /// Returns a staging ring to the pool once its copies are done.
+    fn check_in(&self, staging: Staging) {
+        for event in &staging.events {
+            // A failed wait leaves the ring out of the pool: its buffer may still be in use.
+            if event.synchronize().is_err() {
+                std::mem::forget(staging);
+                return;
+            }
+        }
+        self.staging
+            .free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(staging);
+    }
+
+    /// Copies every piece's host bytes to its device bytes, on the region stream, after the work
+    /// queued there; done when it returns (small copies: queued, and read from the host before it
+    /// returns).
+    ///
+    /// # Safety
+    /// Each piece's host range must be valid for reads of `len` bytes, and its device range
+    /// memory of this context that no running kernel uses.
+    pub(crate) unsafe fn upload(&self, pieces: &[Piece]) -> Result<(), Error> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        // The raw copies need the context current, and this may be a new thread.
+        self.bind()?;
+        let total: usize = pieces.iter().map(|p| p.len).sum();
+        if total < DIRECT {
+            for p in pieces.iter().filter(|p| p.len > 0) {
+                // SAFETY: the caller vouches for both ranges.
+                let host = unsafe { std::slice::from_raw_parts(p.host as *const u8, p.len) };
+                // SAFETY: as above; a pageable source is copied before the call returns.
+                unsafe { result::memcpy_htod_async(p.device, host, self.stream().cu_stream()) }
+                    .map_err(Error::cuda("uploading an array"))?;
+            }
+            return Ok(());
+        }
+        let chunks = split(pieces);
+        let staging = self.check_out()?;
+        let outcome = pipeline(chunks.len(), |k, stage| {
+            let chunk = chunks[k];
+            let slot = staging.base + (k % SLOTS) * CHUNK;
+            match stage {
+                // The slot's last DMA must be done before the host fills it again.
+                Stage::Before => staging.events[k % SLOTS]
+                    .synchronize()
+                    .map_err(Error::cuda("waiting for a staging buffer")),
+                Stage::Copy(part, parts) => {
+                    let (from, len) = share(chunk.len, part, parts);
+                    // SAFETY: the host range is the caller's, the slot range is this copy's alone
+                    // (its last DMA is done), and the parts of one chunk do not overlap.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            (chunk.host + from) as *const u8,
+                            (slot + from) as *mut u8,
+                            len,
+                        )
+                    };
+                    Ok(())
+                }
+                Stage::After => {
+                    // SAFETY: the slot holds the chunk and stays untouched until the event.
+                    let bytes = unsafe { std::slice::from_raw_parts(slot as *const u8, chunk.len) };
+                    // SAFETY: the device range is the caller's.
+                    unsafe {
+                        result::memcpy_htod_async(chunk.device, bytes, self.stream().cu_stream())
+                    }
+                    .map_err(Error::cuda("uploading an array"))?;
+                    staging.events[k % SLOTS]
+                        .record(self.stream())
+                        .map_err(Error::cuda("recording an event"))
+                }
+            }
+        });
+        self.check_in(staging);
+        outcome
+    }
+
+    /// Copies every piece's device bytes to its host bytes, after the work queued on the region
+    /// stream; done when it returns.
+    ///
+    /// # Safety
+    /// Each piece's host range must be valid for writes of `len` bytes and not read by anyone
+    /// meanwhile, and its device range memory of this context.
+    pub(crate) unsafe fn download(&self, pieces: &[Piece]) -> Result<(), Error> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        self.bind()?;
+        let total: usize = pieces.iter().map(|p| p.len).sum();
+        if total < DIRECT {
+            for p in pieces.iter().filter(|p| p.len > 0) {
+                // SAFETY: the caller vouches for both ranges.
+                let host = unsafe { std::slice::from_raw_parts_mut(p.host as *mut u8, p.len) };
+                // SAFETY: as above; the synchronization below ends the copy.
+                unsafe { result::memcpy_dtoh_async(host, p.device, self.stream().cu_stream()) }
+                    .map_err(Error::cuda("downloading an array"))?;
+            }
+            return self
+                .stream()
+                .synchronize()
+                .map_err(Error::cuda("downloading an array"));
+        }
+        let chunks = split(pieces);
+        let staging = self.check_out()?;
+        let queue = |k: usize| -> Result<(), Error> {
+            let chunk = chunks[k];
+            let slot = staging.base + (k % SLOTS) * CHUNK;
+            // SAFETY: the slot is this copy's alone until its event, which follows the DMA.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(slot as *mut u8, chunk.len) };
+            // SAFETY: the device range is the caller's.
+            unsafe { result::memcpy_dtoh_async(bytes, chunk.device, self.stream().cu_stream()) }
+                .map_err(Error::cuda("downloading an array"))?;
+            staging.events[k % SLOTS]
+                .record(self.stream())
+                .map_err(Error::cuda("recording an event"))
+        };
+        let mut outcome = (0..SLOTS.min(chunks.len())).try_for_each(queue);
+        if outcome.is_ok() {
+            outcome = pipeline(chunks.len(), |k, stage| {
+                let chunk = chunks[k];
+                let slot = staging.base + (k % SLOTS) * CHUNK;
+                match stage {
+                    Stage::Before => staging.events[k % SLOTS]
+                        .synchronize()
+                        .map_err(Error::cuda("downloading an array")),
+                    Stage::Copy(part, parts) => {
+                        let (from, len) = share(chunk.len, part, parts);
+                        // SAFETY: the slot holds the chunk (its DMA is done); the host range is
+                        // the caller's, and the parts of one chunk do not overlap.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                (slot + from) as *const u8,
+                                (chunk.host + from) as *mut u8,
+                                len,
+                            )
+                        };
+                        Ok(())
+                    }
+                    Stage::After if k + SLOTS < chunks.len() => queue(k + SLOTS),
+                    Stage::After => Ok(()),
+                }
+            });
+        }
+        self.check_in(staging);
+        outcome
+    }
+}
+
+/// The pieces cut into chunks of at most [`CHUNK`] bytes.
+fn split(pieces: &[Piece]) -> Vec<Piece> {
+    pieces
+        .iter()
+        .flat_map(|p| {
+            (0..p.len).step_by(CHUNK).map(move |at| Piece {
+                host: p.host + at,
+                device: p.device + at as u64,
+                len: CHUNK.min(p.len - at),
+            })
+        })
+        .collect()
+}
+
+/// Part `part` of `parts` of `len` bytes: its offset and length.
+fn share(len: usize, part: usize, parts: usize) -> (usize, usize) {
+    let (from, to) = (len * part / parts, len * (part + 1) / parts);
+    (from, to - from)
+}
+
+/// A step of [`pipeline`] for one chunk.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    /// On the calling thread, before the chunk's host copy.
+    Before,
+    /// Part `.0` of `.1` of the host copy, on one thread each.
+    Copy(usize, usize),
+    /// On the calling thread, after the host copy.
+    After,
+}
+
+/// Runs `step` for chunks `0..chunks` in order: `Before`, then the host copy split over the
+/// threads (the calling thread and up to [`THREADS`]` - 1` helpers), then `After`. The first error
+/// stops the work (the helpers still pass the barriers, doing nothing) and is returned.
+fn pipeline(
+    chunks: usize,
+    step: impl Fn(usize, Stage) -> Result<(), Error> + Sync,
+) -> Result<(), Error> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, THREADS)
+        .min(chunks.max(1));
+    if threads == 1 {
+        for k in 0..chunks {
+            step(k, Stage::Before)?;
+            step(k, Stage::Copy(0, 1))?;
+            step(k, Stage::After)?;
+        }
+        return Ok(());
+    }
+    let barrier = Barrier::new(threads);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let first: Mutex<Option<Error>> = Mutex::new(None);
+    let fail = |e: Error| {
+        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        first
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(e);
+    };
+    let alive = || !failed.load(std::sync::atomic::Ordering::Relaxed);
+    std::thread::scope(|scope| {
+        for part in 1..threads {
+            let (barrier, step, fail) = (&barrier, &step, &fail);
+            scope.spawn(move || {
+                for k in 0..chunks {
+                    barrier.wait();
+                    if alive() {
+                        step(k, Stage::Copy(part, threads)).unwrap_or_else(fail);
+                    }
+                    barrier.wait();
+                }
+            });
+        }
+        for k in 0..chunks {
+            if alive() {
+                step(k, Stage::Before).unwrap_or_else(fail);
+            }
+            barrier.wait();
+            if alive() {
+                step(k, Stage::Copy(0, threads)).unwrap_or_else(fail);
+            }
+            barrier.wait();
+            if alive() {
+                step(k, Stage::After).unwrap_or_else(fail);
+            }
+        }
+    });
+    match first.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_split_into_chunks_that_cover_them_exactly() {
+        let pieces = [
+            Piece {
+                host: 0x1000,
+                device: 0x9000_0000,
+                len: 2 * CHUNK + 5,
+            },
+            Piece {
+                host: 0x10_0000_0000,
+                device: 0xa000_0000,
+                len: 3,
+            },
+            Piece {
+                host: 0x20_0000_0000,
+                device: 0xb000_0000,
+                len: 0,
+            },
+        ];
+        let chunks = split(&pieces);
+        assert_eq!(chunks.len(), 4);
+        assert_eq!(
+            chunks.iter().map(|c| c.len).collect::<Vec<_>>(),
+            [CHUNK, CHUNK, 5, 3]
+        );
+        assert_eq!(
+            (chunks[1].host, chunks[1].device),
+            (0x1000 + CHUNK, 0x9000_0000 + CHUNK as u64)
+        );
+        assert_eq!(chunks[3].device, 0xa000_0000);
+    }
+
+    #[test]
+    fn the_shares_of_a_chunk_cover_it_without_overlap() {
+        for (len, parts) in [(10, 3), (CHUNK, 8), (1, 4), (0, 2)] {
+            let mut next = 0;
+            for part in 0..parts {
+                let (from, n) = share(len, part, parts);
+                assert_eq!(from, next);
+                next += n;
+            }
+            assert_eq!(next, len);
+        }
+    }
+
+    #[test]
+    fn the_pipeline_runs_every_stage_of_every_chunk_in_order_and_stops_at_the_first_error() {
+        let seen = Mutex::new(Vec::new());
+        pipeline(5, |k, stage| {
+            seen.lock().unwrap().push((k, format!("{stage:?}")));
+            Ok(())
+        })
+        .unwrap();
+        let seen = seen.into_inner().unwrap();
+        for k in 0..5 {
+            let of_k: Vec<&String> = seen.iter().filter(|s| s.0 == k).map(|s| &s.1).collect();
+            assert_eq!(of_k.first().map(|s| s.as_str()), Some("Before"));
+            assert_eq!(of_k.last().map(|s| s.as_str()), Some("After"));
+            assert!(of_k.iter().any(|s| s.starts_with("Copy(0,")));
+        }
+        let afters: Vec<usize> = seen
+            .iter()
+            .filter(|s| s.1 == "After")
+            .map(|s| s.0)
+            .collect();
+        assert_eq!(afters, [0, 1, 2, 3, 4]);
+
+        let after_error = Mutex::new(0);
+        let error = pipeline(6, |k, stage| {
+            if k == 2 && matches!(stage, Stage::After) {
+                return Err(Error::NotRun {
+                    region: "t",
+                    reason: "failed".to_owned(),
+                });
+            }
+            if k > 2 {
+                *after_error.lock().unwrap() += 1;
+            }
+            Ok(())
+        });
+        assert!(matches!(error, Err(Error::NotRun { .. })));
+        assert_eq!(
+            *after_error.lock().unwrap(),
+            0,
+            "nothing runs after the error"
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! How a region runs: the scheduling [`Policy`], the [`Options`] a region sets, and which
+//! [`Backend`] runs it.
+//!
+//! 1. A region's builder methods (`.policy(..)`, `.threads(..)`, `.backend(..)`, …) fill in its
+//!    [`Options`]; [`Options::default`] is what a region starts with.
+//! 2. The plan keeps the options it was made with, and the backends read them from there.
+//!
+//! This module is a leaf: it imports nothing else of the crate, so that every layer above it (the
+//! plan, the backends, the runtime, the region builder) can use it. [`Backend`] is only the
+//! backend's identity; its name, whether it needs a GPU and how it runs a plan are in the one
+//! table of the `backend` module, which also implements [`Backend::ALL`], [`Backend::name`] and
+//! parsing.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use taskweave_device::abi::{FLAG_CHECKED, FLAG_TRACE, RegionDesc, policy};
+
+/// Where freed tasks go; see [`abi::policy`](taskweave_device::abi::policy).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Juggler's local round robin.
+    Lrr,
+    /// Juggler's global round robin.
+    #[default]
+    Grr,
+    /// Juggler's local first.
+    Lf,
+    /// Run one freed child locally, the rest by global round robin.
+    Local,
+    /// Keep freed children locally; idle workers steal.
+    Steal,
+    /// Run the freed child with the longest path to the end next; the rest by global round robin.
+    Priority,
+    /// Send each freed child to the worker that ran its affine parent, the parent it shares the
+    /// most data with (run it next when that is this worker), unless that worker has work queued;
+    /// the rest by global round robin. See
+    /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
+    Affinity,
+    /// Place every task on a worker before the run, by a list schedule of the DAG
+    /// ([`graph::list_schedule`](crate::graph::list_schedule): critical path first, a task next to
+    /// its parents where that costs no time). Each worker runs its list in order and waits on a
+    /// task's counter only for its parents on other workers: no queue at run time, and no atomic
+    /// at all between tasks of one worker. Best when tasks cost about the same; a task much longer
+    /// than the others holds back the rest of its worker's list.
+    Static,
+}
+
+impl Policy {
+    /// Every policy.
+    pub const ALL: [Policy; 8] = [
+        Self::Lrr,
+        Self::Grr,
+        Self::Lf,
+        Self::Local,
+        Self::Steal,
+        Self::Priority,
+        Self::Affinity,
+        Self::Static,
+    ];
+
+    /// The policy's number in the device ABI.
+    pub fn abi(self) -> u32 {
+        match self {
+            Self::Lrr => policy::LRR,
+            Self::Grr => policy::GRR,
+            Self::Lf => policy::LF,
+            Self::Local => policy::LOCAL,
+            Self::Steal => policy::STEAL,
+            Self::Priority => policy::PRIORITY,
+            Self::Affinity => policy::AFFINITY,
+            Self::Static => policy::STATIC,
+        }
+    }
+
+    /// The policy's lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lrr => "lrr",
+            Self::Grr => "grr",
+            Self::Lf => "lf",
+            Self::Local => "local",
+            Self::Steal => "steal",
+            Self::Priority => "priority",
+            Self::Affinity => "affinity",
+            Self::Static => "static",
+        }
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown policy `{s}`: expected one of {}",
+                    Self::ALL.map(Self::name).join(", ")
+                )
+            })
+    }
+}
+
+/// How a region's DAG is executed. Each backend's name, whether it needs a GPU and how it runs are
+/// in the backend table (see the module docs): [`Backend::ALL`], [`Backend::name`],
+/// [`Backend::needs_gpu`], and `"grid-barrier".parse::<Backend>()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The persistent in-GPU scheduler: one launch, the DAG resolved on the device.
+    Persistent,
+    /// Level by level, one kernel launch per topological level (classic global barriers).
+    Barrier,
+    /// Level by level in one launch, a software grid barrier between levels.
+    GridBarrier,
+    /// A CUDA graph: one kernel node per task, one edge per dependence, cached and replayed.
+    Graph,
+    /// Scheduled from the host onto a pool of streams, with one event per awaited task.
+    Streams,
+    /// The scheduler core on CPU threads.
+    Cpu,
+}
+
+/// How a region runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Threads per task block.
+    pub threads: u32,
+    /// Where freed tasks go.
+    pub policy: Policy,
+    /// Check every index against the declared ranges.
+    pub checked: bool,
+    /// Worker count; `None` takes it from occupancy (GPU) or cores (CPU).
+    pub workers: Option<u32>,
+    /// SM-aware workers: active workers per SM (see
+    /// [`Region::workers_per_sm`](crate::Region::workers_per_sm)).
+    pub per_sm: Option<u32>,
+    /// SM-aware workers: the SMs the region may use (see [`Region::sms`](crate::Region::sms)).
+    pub sm_set: Option<Range<u32>>,
+    /// Threads per emulated block on the CPU backend.
+    pub cpu_lanes: u32,
+    /// Bytes of shared scratch per block for `Block::shared`.
+    pub shared_bytes: u32,
+    /// Record when and where each task ran.
+    pub trace: bool,
+    /// Abort when no task completes for this long.
+    pub watchdog: Duration,
+    /// The backend, when not the runtime's own.
+    pub backend: Option<Backend>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            threads: 128,
+            policy: Policy::default(),
+            checked: true,
+            workers: None,
+            per_sm: None,
+            sm_set: None,
+            cpu_lanes: 1,
+            shared_bytes: 8 * 1024,
+            trace: false,
+            watchdog: Duration::from_secs(10),
+            backend: None,
+        }
+    }
+}
+
+impl Options {
+    /// The descriptor fields these options set, for `workers` workers and `arrays` arrays.
+    pub(crate) fn desc(&self, workers: u32, arrays: usize) -> RegionDesc {
+        RegionDesc {
+            n_workers: workers,
+            policy: self.policy.abi(),
+            flags: if self.checked { FLAG_CHECKED } else { 0 }
+                | if self.trace { FLAG_TRACE } else { 0 },
+            scratch_bytes: self.shared_bytes,
+            n_arrays: arrays as u32,
+            ..RegionDesc::default()
+        }
+    }
+
+    /// `true` when the options ask for SM-aware workers.
+    pub(crate) fn sm_aware(&self) -> bool {
+        self.per_sm.is_some() || self.sm_set.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Policy;
+
+    #[test]
+    fn every_policy_parses_from_its_name() {
+        for policy in Policy::ALL {
+            assert_eq!(policy.name().parse::<Policy>(), Ok(policy));
+            assert_eq!(policy.to_string(), policy.name());
+        }
+        let error = "fifo".parse::<Policy>().unwrap_err();
+        assert!(error.contains("lrr, grr, lf, local, steal, priority, affinity, static"));
+    }
+}

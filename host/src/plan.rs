@@ -1,0 +1,253 @@
+//! Plans: a region inspected once, to be run many times.
+//!
+//! 1. [`Region::plan`](crate::Region::plan) runs the region's control flow once and keeps what it
+//!    built: the task table, the DAG in CSR form with its ranks, and the options; from its first
+//!    run on, the backends keep their tables in it too: the persistent scheduler's tables stay
+//!    on the GPU, reset on the device before each run, and the CPU backend keeps its initial
+//!    queues and counters.
+//! 2. [`Plan::run`] runs it again on the arrays of a freshly called region of the same shapes,
+//!    without running that region's control flow: the caller vouches that the scalars which steer
+//!    it are the ones the plan was made with.
+//! 3. With [`Plan::verify`] (on by default in debug builds, or with the environment variable
+//!    `TASKWEAVE_VERIFY_PLANS=1`), every run inspects the region again and refuses to run when the
+//!    DAG differs from the plan's ([`Error::PlanMismatch`]).
+//!
+//! A plan holds no array: the arrays come with each call, so one plan serves every set of arrays
+//! of its shapes (ping-pong buffers, say). What it runs is always the DAG inspection built for its
+//! region; [`Plan::check_inspection`] is the comparison the verifying mode makes.
+
+use std::any::Any;
+use std::sync::OnceLock;
+
+use crate::error::Error;
+use crate::inspect::{ArrayInfo, Inspection};
+use crate::meta::RegionMeta;
+use crate::options::{Backend, Options};
+
+/// The environment variable that turns plan verification on (`1`) or off (`0`) whatever the build.
+pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
+
+/// A region inspected once: its DAG, its options and the backends' tables, ready to run again on
+/// new arrays of the same shapes. Made by [`Region::plan`](crate::Region::plan).
+///
+/// ```no_run
+/// # use taskweave_host::{Error, Plan, Region, Runtime};
+/// # fn step<'a>(u: &'a [f32], v: &'a mut [f32], n: usize) -> Region<'a> { unimplemented!() }
+/// # fn main() -> Result<(), Error> {
+/// let rt = Runtime::new();
+/// let (mut u, mut v) = (vec![0.0f32; 1024], vec![0.0f32; 1024]);
+/// let mut plan = step(&u, &mut v, 32).plan(&rt)?; // inspects once
+/// for _ in 0..50 {
+///     plan.run(step(&u, &mut v, 32), &rt)?; // runs the plan's DAG on these arrays
+///     plan.run(step(&v, &mut u, 32), &rt)?; // and on these: same shapes, same scalars
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct Plan {
+    meta: RegionMeta,
+    options: Options,
+    inspection: Inspection,
+    verify: bool,
+    /// The DAG's widest level and its critical path, computed on first use.
+    widest: OnceLock<usize>,
+    critical_path: OnceLock<u32>,
+    /// What each backend keeps between runs, by [`Backend`]; only that backend knows its type.
+    caches: Vec<(Backend, Box<dyn Any + Send>)>,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("region", &self.meta.name)
+            .field("tasks", &self.inspection.task_count())
+            .field("edges", &self.inspection.dag.edge_count())
+            .field("options", &self.options)
+            .field("verify", &self.verify)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether plans verify by default: in debug builds, unless [`VERIFY_PLANS_ENV`] says otherwise.
+fn verify_by_default() -> bool {
+    match std::env::var(VERIFY_PLANS_ENV).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => cfg!(debug_assertions),
+    }
+}
+
+impl Plan {
+    /// The plan of a region inspected into `inspection` under `options`.
+    pub(crate) fn new(meta: RegionMeta, options: Options, inspection: Inspection) -> Self {
+        Self {
+            meta,
+            options,
+            inspection,
+            verify: verify_by_default(),
+            widest: OnceLock::new(),
+            critical_path: OnceLock::new(),
+            caches: Vec::new(),
+        }
+    }
+
+    /// The region's name.
+    pub fn region(&self) -> &'static str {
+        self.meta.name
+    }
+
+    /// What inspection built: the tasks, their arguments and the DAG.
+    pub fn inspection(&self) -> &Inspection {
+        &self.inspection
+    }
+
+    /// The options the plan runs with (those of the region it was made from).
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Whether every run inspects the region again and compares.
+    pub fn verifies(&self) -> bool {
+        self.verify
+    }
+
+    /// Turns verification on or off: with it on, every [`Plan::run`] runs the region's control
+    /// flow again and refuses to run a DAG other than the plan's ([`Error::PlanMismatch`]). It
+    /// costs an inspection per call; it is on by default in debug builds (see [`VERIFY_PLANS_ENV`]).
+    pub fn verify(mut self, on: bool) -> Self {
+        self.verify = on;
+        self
+    }
+
+    /// Edits the inspected DAG before it runs, for tests that must show a verification fails
+    /// (drop an edge, swap two tasks, skip one). Forgets the backends' tables, and turns
+    /// verification off, since the plan no longer matches its region on purpose.
+    #[doc(hidden)]
+    pub fn edit_inspection(&mut self, edit: impl FnOnce(&mut Inspection)) {
+        edit(&mut self.inspection);
+        self.widest = OnceLock::new();
+        self.critical_path = OnceLock::new();
+        self.caches.clear();
+        self.verify = false;
+    }
+
+    pub(crate) fn meta(&self) -> &RegionMeta {
+        &self.meta
+    }
+
+    /// The DAG's widest level (see [`Dag::max_level_width`](crate::graph::Dag::max_level_width)).
+    pub(crate) fn widest_level(&self) -> usize {
+        *self
+            .widest
+            .get_or_init(|| self.inspection.dag.max_level_width())
+    }
+
+    /// The tasks on the DAG's longest path.
+    pub(crate) fn critical_path(&self) -> u32 {
+        *self
+            .critical_path
+            .get_or_init(|| self.inspection.dag.critical_path())
+    }
+
+    /// Takes `backend`'s tables out of the plan, when it left some of type `T`.
+    pub(crate) fn take_cache<T: Any + Send>(&mut self, backend: Backend) -> Option<T> {
+        let at = self.caches.iter().position(|(b, _)| *b == backend)?;
+        let (_, cache) = self.caches.swap_remove(at);
+        cache.downcast::<T>().ok().map(|b| *b)
+    }
+
+    /// Keeps `cache` as `backend`'s tables for the next run.
+    pub(crate) fn keep_cache<T: Any + Send>(&mut self, backend: Backend, cache: T) {
+        self.caches.retain(|(b, _)| *b != backend);
+        self.caches.push((backend, Box::new(cache)));
+    }
+
+    /// Checks that `arrays` (a call's arrays, by slot) have the shapes the plan was made for.
+    pub(crate) fn check_arrays(
+        &self,
+        meta: &RegionMeta,
+        arrays: impl ExactSizeIterator<Item = ArrayInfo>,
+    ) -> Result<(), Error> {
+        let mismatch = |detail: String| Error::PlanMismatch {
+            region: self.meta.name,
+            detail,
+        };
+        if !self.meta.same_region(meta) {
+            return Err(mismatch(format!(
+                "it was given a call of region `{}` (kernel `{}`)",
+                meta.name, meta.kernel
+            )));
+        }
+        let planned = &self.inspection.arrays;
+        if arrays.len() != planned.len() {
+            return Err(mismatch(format!(
+                "the call binds {} arrays, the plan {}",
+                arrays.len(),
+                planned.len()
+            )));
+        }
+        for (got, want) in arrays.zip(planned) {
+            if got.len != want.len || got.elem_bytes != want.elem_bytes {
+                return Err(mismatch(format!(
+                    "array `{}` has {} elements of {} bytes, the plan was made for {} of {}",
+                    got.name, got.len, got.elem_bytes, want.len, want.elem_bytes
+                )));
+            }
+            if got.writable != want.writable || got.name != want.name {
+                return Err(mismatch(format!(
+                    "array `{}` is bound as `{}`, the plan has `{}`",
+                    got.name, want.name, want.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `fresh`, the call's region inspected again, built what the plan runs: the same
+    /// tasks with the same arguments, the same DAG and the same footprints.
+    pub fn check_inspection(&self, fresh: &Inspection) -> Result<(), Error> {
+        check_same(&self.inspection, fresh).map_err(|detail| Error::PlanMismatch {
+            region: self.meta.name,
+            detail,
+        })
+    }
+}
+
+/// Where `fresh` departs from `planned`, in words, or `Ok` when they are the same.
+fn check_same(planned: &Inspection, fresh: &Inspection) -> Result<(), String> {
+    let advice =
+        "its scalar arguments steer the control flow differently: make a new plan for them";
+    let (n, m) = (planned.task_count(), fresh.task_count());
+    if planned.tasks != fresh.tasks || planned.args != fresh.args {
+        fn words(ins: &Inspection, t: usize) -> (u32, &[u64]) {
+            let (record, end) = (ins.tasks[t], ins.tasks[t + 1]);
+            (
+                record.kind,
+                &ins.args[record.args as usize..end.args as usize],
+            )
+        }
+        if let Some(t) = (0..n.min(m)).find(|&t| words(planned, t) != words(fresh, t)) {
+            let (a, b) = (planned.task_ref(t as u32), fresh.task_ref(t as u32));
+            return Err(format!(
+                "task #{t} is `{}({})` where the plan has `{}({})`; {advice}",
+                b.kind, b.args, a.kind, a.args
+            ));
+        }
+        return Err(format!("the call spawns {m} tasks, the plan {n}; {advice}"));
+    }
+    let (a, b) = (&planned.dag, &fresh.dag);
+    if a != b {
+        let first = (0..n as u32)
+            .find(|&t| a.children_of(t) != b.children_of(t) || a.kinds_of(t) != b.kinds_of(t))
+            .unwrap_or(0);
+        return Err(format!(
+            "the dependences of task #{first} differ from the plan's (children {:?}, the plan {:?})",
+            b.children_of(first),
+            a.children_of(first)
+        ));
+    }
+    if planned.footprints != fresh.footprints {
+        return Err("the arrays' read and write spans differ from the plan's".to_owned());
+    }
+    Ok(())
+}
