@@ -14,10 +14,16 @@
 pub mod affinity;
 pub mod deps;
 #[cfg(not(loom))]
+mod leader;
+#[cfg(not(loom))]
 pub mod levels;
 #[cfg(all(test, loom))]
 mod loom_tests;
+#[cfg(not(loom))]
+mod pick;
 pub mod queue;
+#[cfg(not(loom))]
+mod release;
 pub mod sm;
 #[cfg(not(loom))]
 mod tables;

@@ -5,7 +5,7 @@
 //! 2. The persistent GPU kernel does not: a loop that holds ~20 slices keeps ~80 registers busy
 //!    for its whole life, in every thread, on top of the task body's. Each block instead publishes
 //!    the tables once, at kernel entry, in a small header in its shared memory
-//!    ([`BlockTables::publish`]), and the loop reads a table's address and length where it uses
+//!    (`BlockTables::publish`), and the loop reads a table's address and length where it uses
 //!    it: a shared-memory load (about 30 cycles) that neither LLVM nor `ptxas` hoists out of the
 //!    loop into a register.
 //! 3. The worker loop is written once against [`Tables`], which both implement.

@@ -70,7 +70,7 @@ impl<'w> Words<'w> {
     ///
     /// # Safety
     /// On the GPU `words` must be the block's runtime words
-    /// ([`shared::runtime_words`](crate::shared::runtime_words)), which are then reached by
+    /// (`shared::runtime_words`), which are then reached by
     /// their address in the block's shared window.
     #[inline(always)]
     pub unsafe fn new(words: &'w [crate::atomic::AtomicU32]) -> Self {
