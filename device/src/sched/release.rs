@@ -29,6 +29,8 @@ pub(super) fn release_narrow<'a>(
     queued: bool,
 ) -> u32 {
     let n = n as usize;
+    // Read before the fence, which the decrements wait for anyway.
+    let pending = rt.pending();
     // Entry `i < n` of the row: prefetched, or read now.
     let entry = |i: usize| match i {
         0 => row0,
@@ -40,7 +42,6 @@ pub(super) fn release_narrow<'a>(
     if counted {
         fence(Gpu);
     }
-    let pending = rt.pending();
     // The prefetched entries' decrements are issued together, so that their round trips overlap.
     let before = deps::decrement_pair(pending, row0, (n > 1).then_some(row1));
     let mut freed = [0u32; LEADER_FANOUT];
