@@ -2,19 +2,13 @@
 # Assembles PTX with ptxas (-arch=sm_90 -v) and prints registers, stack and spills per kernel.
 #   scripts/check-ptx.sh              every PTX the device build produced
 #   scripts/check-ptx.sh FILE.ptx...  the given files
-# Fails if any file fails to assemble, if there is no PTX to check, or (under CI=true) if ptxas is
-# missing. Outside CI a missing ptxas is a warning: run scripts/setup.sh to install it.
+# Fails if any file fails to assemble, if there is no PTX to check, or if there is no ptxas
+# (scripts/setup.sh installs it into .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ptxas=$(ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/ptxas 2>/dev/null | head -n 1 || true)
-[ -n "$ptxas" ] || ptxas=$(command -v ptxas || true)
-if [ -z "$ptxas" ]; then
-    if [ "${CI:-}" = true ]; then
-        echo "check-ptx: ptxas not found (scripts/setup.sh installs it into .venv)" >&2
-        exit 1
-    fi
-    echo "check-ptx: warning: ptxas not found, PTX not checked (run scripts/setup.sh)" >&2
-    exit 0
+if ! ptxas=$(scripts/find-ptxas.sh); then
+    echo "check-ptx: no ptxas in .venv or on PATH: run scripts/setup.sh" >&2
+    exit 1
 fi
 arch=${TASKWEAVE_PTXAS_ARCH:-sm_90}
 if [ "$#" -gt 0 ]; then

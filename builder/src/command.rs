@@ -3,11 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Error, TARGET};
+use taskweave_names::TARGET;
+
+use crate::Error;
+use crate::toolchain::Toolchain;
 
 /// Variables of the outer build that must not leak into the nested one: they would redirect its
 /// output, wrap its compiler in clippy, or add host flags to a device build.
 const SCRUBBED_VARS: &[&str] = &[
+    "CARGO",
     "CARGO_TARGET_DIR",
     "CARGO_BUILD_TARGET",
     "CARGO_BUILD_RUSTFLAGS",
@@ -43,16 +47,24 @@ pub(crate) struct Ptx {
     pub inputs: Vec<PathBuf>,
 }
 
+/// The crate attributes the device build adds to the kernels crate, so that its source needs
+/// none: `no_std` (nvptx64 has no `std`) and the `ptx-kernel` ABI of the region kernels.
+/// `-Zcrate-attr` reaches the kernels crate alone, not its dependencies or `core`.
+pub(crate) const CRATE_ATTRS: &[&str] = &["no_std", "feature(abi_ptx)"];
+
 impl DeviceBuild<'_> {
     pub(crate) fn run(&self) -> Result<Ptx, Error> {
-        let sysroot = check_toolchain()?;
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let toolchain = Toolchain::find()?;
         let manifest = self.crate_dir.join("Cargo.toml");
-        let mut cmd = Command::new(&cargo);
+        let mut cmd = Command::new(&toolchain.cargo);
+        // `cargo rustc` builds the library as a `cdylib` (which `llvm-bitcode-linker` links into
+        // PTX) whatever the crate's `crate-type`, and passes what follows `--` to it alone.
         cmd.args([
-            "build",
+            "rustc",
             "--release",
             "--lib",
+            "--crate-type",
+            "cdylib",
             "--target",
             TARGET,
             "-Zbuild-std=core",
@@ -65,79 +77,56 @@ impl DeviceBuild<'_> {
         .args(["--config", "profile.release.panic=\"abort\""])
         .args(["--config", "profile.release.lto=\"fat\""])
         .args(["--config", "profile.release.codegen-units=1"])
-        .args(["--config", "profile.release.debug=false"]);
+        .args(["--config", "profile.release.debug=false"])
+        .arg("--");
+        for attr in CRATE_ATTRS {
+            cmd.arg(format!("-Zcrate-attr={attr}"));
+        }
+        // A crate that declares the attributes itself, as older kernels crates do, still builds.
+        cmd.arg("-Aduplicate-features");
         for var in SCRUBBED_VARS {
             cmd.env_remove(var);
         }
+        toolchain.apply(&mut cmd);
+        // In the flags of every crate, `core` included, so that they agree on the target CPU.
         cmd.env(
             "CARGO_ENCODED_RUSTFLAGS",
             format!("-Ctarget-cpu={}", self.target_cpu),
         );
         let output = cmd.output().map_err(|source| Error::Spawn {
-            program: cargo.clone(),
+            program: toolchain.cargo.display().to_string(),
             source,
         })?;
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         if !output.status.success() {
-            return Err(diagnose(&stderr, &sysroot, self.crate_dir));
+            return Err(diagnose(&stderr, &toolchain, self.crate_dir));
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
         let path = find_ptx(&stdout).ok_or_else(|| Error::NoPtx {
             krate: self.crate_dir.to_owned(),
         })?;
-        let inputs = read_dep_info(&path.with_extension("d"), &sysroot)?;
+        let inputs = read_dep_info(&path.with_extension("d"), &toolchain.sysroot)?;
         Ok(Ptx { path, inputs })
     }
 }
 
-/// The sysroot of the active toolchain, after checking it can build for the device.
-fn check_toolchain() -> Result<PathBuf, Error> {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let run = |arg: &str| -> Result<String, Error> {
-        let out = Command::new(&rustc)
-            .arg(arg)
-            .output()
-            .map_err(|source| Error::Spawn {
-                program: rustc.clone(),
-                source,
-            })?;
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    };
-    let version = run("--version")?;
-    if !version.contains("nightly") {
-        return Err(Error::NotNightly { found: version });
-    }
-    let sysroot = PathBuf::from(run("--print=sysroot")?);
-    if !sysroot
-        .join("lib/rustlib/src/rust/library/core/Cargo.toml")
-        .is_file()
-    {
-        return Err(Error::MissingRustSrc { sysroot });
-    }
-    let has_linker = std::fs::read_dir(sysroot.join("lib/rustlib"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|entry| {
-            let bin = entry.path().join("bin");
-            bin.join("llvm-bitcode-linker").is_file()
-                || bin.join("self-contained/llvm-bitcode-linker").is_file()
-        });
-    if !has_linker {
-        return Err(Error::MissingLinker { sysroot });
-    }
-    Ok(sysroot)
-}
-
 /// Turns a failed nested build into the most helpful error.
-fn diagnose(stderr: &str, sysroot: &Path, krate: &Path) -> Error {
+fn diagnose(stderr: &str, toolchain: &Toolchain, krate: &Path) -> Error {
+    let name = || {
+        toolchain
+            .name
+            .clone()
+            .unwrap_or_else(|| toolchain.rustc.display().to_string())
+    };
     if stderr.contains("rust-src") {
-        Error::MissingRustSrc {
-            sysroot: sysroot.to_owned(),
+        Error::MissingComponent {
+            component: "rust-src",
+            toolchain: name(),
         }
     } else if stderr.contains("llvm-bitcode-linker") && stderr.contains("not found") {
-        Error::MissingLinker {
-            sysroot: sysroot.to_owned(),
+        Error::MissingComponent {
+            component: "llvm-bitcode-linker",
+            toolchain: name(),
         }
     } else if stderr.contains("only accepted on the nightly")
         || stderr.contains("only available on the nightly")
@@ -225,20 +214,37 @@ mod tests {
 
     #[test]
     fn failures_name_their_fix() {
-        let sys = Path::new("/sys");
+        let toolchain = Toolchain {
+            name: Some("nightly-2026-10-30".to_owned()),
+            cargo: "cargo".into(),
+            rustc: "rustc".into(),
+            sysroot: "/sys".into(),
+        };
         let k = Path::new("/k");
+        let error = diagnose(
+            "error: ... try: rustup component add rust-src",
+            &toolchain,
+            k,
+        );
+        assert!(
+            matches!(
+                error,
+                Error::MissingComponent {
+                    component: "rust-src",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains(
+                "run `rustup toolchain install nightly-2026-10-30 --profile minimal --component rust-src,llvm-tools,llvm-bitcode-linker`"
+            ),
+            "{error}"
+        );
         assert!(matches!(
-            diagnose("error: ... try: rustup component add rust-src", sys, k),
-            Error::MissingRustSrc { .. }
-        ));
-        assert!(matches!(
-            diagnose("error[E0308]: mismatched types", sys, k),
+            diagnose("error[E0308]: mismatched types", &toolchain, k),
             Error::Compile { .. }
         ));
-        let msg = Error::MissingRustSrc {
-            sysroot: sys.to_owned(),
-        }
-        .to_string();
-        assert!(msg.contains("rustup toolchain install"), "{msg}");
     }
 }

@@ -9,28 +9,35 @@ pub enum Error {
         /// The missing variable.
         var: &'static str,
     },
-    /// The active toolchain lacks the `rust-src` component that `-Zbuild-std` needs.
+    /// The toolchain of the device build is not installed.
     #[error(
-        "the Rust sources (`rust-src`) are missing from {sysroot}: run `rustup toolchain install` in the repository, which installs what rust-toolchain.toml names"
+        "the device build compiles with the Rust toolchain `{toolchain}`, which is not installed: run `{}`",
+        crate::toolchain::install_command(toolchain)
     )]
-    MissingRustSrc {
-        /// The toolchain's sysroot.
-        sysroot: PathBuf,
+    MissingToolchain {
+        /// The toolchain ([`PINNED`](crate::toolchain::PINNED), or `TASKWEAVE_TOOLCHAIN`).
+        toolchain: String,
     },
-    /// The active toolchain lacks the linker that writes PTX.
+    /// The toolchain of the device build lacks a component: `rust-src` (for `-Zbuild-std`) or
+    /// `llvm-bitcode-linker` (which writes the PTX).
     #[error(
-        "`llvm-bitcode-linker` is missing from {sysroot}: run `rustup toolchain install` in the repository, which installs what rust-toolchain.toml names"
+        "the Rust toolchain `{toolchain}` of the device build lacks `{component}`: run `{}`",
+        crate::toolchain::install_command(toolchain)
     )]
-    MissingLinker {
-        /// The toolchain's sysroot.
-        sysroot: PathBuf,
+    MissingComponent {
+        /// The missing component.
+        component: &'static str,
+        /// The toolchain.
+        toolchain: String,
     },
-    /// The toolchain is not a nightly, so `-Zbuild-std` is refused.
+    /// The toolchain of the device build is not a nightly, so `-Zbuild-std` is refused. Only
+    /// without rustup, where the builder cannot pick the toolchain itself.
     #[error(
-        "the device build needs the nightly pinned in rust-toolchain.toml (found `{found}`): run `rustup toolchain install` in the repository and build from there"
+        "the device build needs a nightly Rust toolchain (found `{found}`); without rustup the builder uses the active toolchain, so build with `{}` active",
+        crate::toolchain::PINNED
     )]
     NotNightly {
-        /// `rustc --version` of the active toolchain.
+        /// `rustc --version` of the toolchain.
         found: String,
     },
     /// The nested cargo could not be started.
@@ -51,7 +58,7 @@ pub enum Error {
     },
     /// The build succeeded but produced no `.ptx`.
     #[error(
-        "the device build of `{}` produced no .ptx: the crate needs `crate-type = [\"cdylib\", \"rlib\"]` under [lib]",
+        "the device build of `{}` produced no .ptx: is it a library crate (`src/lib.rs`)?",
         krate.display()
     )]
     NoPtx {

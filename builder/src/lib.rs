@@ -6,13 +6,18 @@
 //!        taskweave_build::Builder::new(".").build()
 //!    }
 //!    ```
-//! 2. `cargo build` then compiles the crate a second time, for `nvptx64-nvidia-cuda`, through a
-//!    nested cargo with its own target directory (sharing the outer one would wait on its lock for
-//!    ever), `-Zbuild-std=core`, the release profile with `panic = "abort"`, fat LTO and one codegen
-//!    unit, and `-C target-cpu` (default `sm_90`, or `TASKWEAVE_TARGET_CPU`).
+//! 2. `cargo build` then compiles the crate's library a second time, for `nvptx64-nvidia-cuda`,
+//!    through a nested `cargo rustc` with its own target directory (sharing the outer one would
+//!    wait on its lock for ever): as a `cdylib`, under the crate attributes `no_std` and
+//!    `feature(abi_ptx)`, with `-Zbuild-std=core`, the release profile with `panic = "abort"`, fat
+//!    LTO and one codegen unit, and `-C target-cpu` (default `sm_90`, or `TASKWEAVE_TARGET_CPU`).
+//!    The kernels crate declares none of this. The nested build runs on the nightly taskweave pins
+//!    ([`PINNED`], or `TASKWEAVE_TOOLCHAIN`), chosen through rustup whatever toolchain builds the
+//!    crate itself, which may be stable.
 //! 3. The PTX lands in `$OUT_DIR/taskweave-kernels.ptx`, and the builder sets `cfg(taskweave_ptx)`
-//!    so that `task_region!` embeds it from there. It prints a `cargo:rerun-if-changed` line for
-//!    every source file the device build read.
+//!    so that `task_region!` embeds it from there, once per crate: the builder names one region
+//!    in `cfg(taskweave_code_owner)` to hold it for all. It prints a `cargo:rerun-if-changed`
+//!    line for every source file the device build read.
 //! 4. When a `ptxas` is at hand (`TASKWEAVE_PTXAS`, `PATH`, or the CUDA toolkit's), it also
 //!    assembles the PTX into `$OUT_DIR/taskweave-kernels.cubin`, which `task_region!` embeds too:
 //!    on a GPU of that architecture the module then loads without the driver's JIT compilation,
@@ -20,26 +25,25 @@
 //!    is empty and the PTX is compiled by the driver, as before.
 //! 5. In the nested build itself (target arch `nvptx64`) the builder does nothing.
 //!
-//! Failures say how to fix them: a missing `rust-src` or `llvm-bitcode-linker` component, a
-//! toolchain that is not the pinned nightly, or a compile error in device code.
+//! Failures say how to fix them: the toolchain missing, or a component of it (each names the
+//! `rustup` command that installs it), or a compile error in device code.
 
 mod command;
 mod cubin;
 mod error;
+mod toolchain;
 mod tune;
 
 use std::path::{Path, PathBuf};
 
 pub use error::Error;
+pub use taskweave_names::{CUBIN_FILE, PTX_FILE, TARGET};
+pub use toolchain::{COMPONENTS, PINNED};
+
+use taskweave_names::{cfg, env};
 
 /// The default `-C target-cpu`: Hopper (H100).
 pub const DEFAULT_TARGET_CPU: &str = "sm_90";
-/// The file name of the PTX in `$OUT_DIR`.
-pub const PTX_FILE: &str = "taskweave-kernels.ptx";
-/// The file name of the cubin assembled from it in `$OUT_DIR` (empty without a `ptxas`).
-pub const CUBIN_FILE: &str = "taskweave-kernels.cubin";
-/// The device target.
-pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// The default register limit of the scheduler's kernels (see [`Builder::max_registers`]).
 pub const DEFAULT_MAX_REGISTERS: u32 = 128;
@@ -56,8 +60,8 @@ impl Builder {
     /// A build of the crate at `path`, relative to the calling package's manifest directory.
     pub fn new(path: impl AsRef<Path>) -> Self {
         let target_cpu =
-            std::env::var("TASKWEAVE_TARGET_CPU").unwrap_or_else(|_| DEFAULT_TARGET_CPU.to_owned());
-        let max_registers = std::env::var("TASKWEAVE_MAX_REGISTERS")
+            std::env::var(env::TARGET_CPU).unwrap_or_else(|_| DEFAULT_TARGET_CPU.to_owned());
+        let max_registers = std::env::var(env::MAX_REGISTERS)
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(DEFAULT_MAX_REGISTERS);
@@ -85,10 +89,19 @@ impl Builder {
 
     /// Runs the device build and installs the PTX in `$OUT_DIR`. Call it from `build.rs` only.
     pub fn build(self) -> Result<(), Error> {
-        println!("cargo:rerun-if-env-changed=TASKWEAVE_TARGET_CPU");
-        println!("cargo:rerun-if-env-changed=TASKWEAVE_MAX_REGISTERS");
-        println!("cargo:rerun-if-env-changed=TASKWEAVE_PTXAS");
-        println!("cargo::rustc-check-cfg=cfg(taskweave_ptx)");
+        for var in [
+            env::TARGET_CPU,
+            env::MAX_REGISTERS,
+            env::PTXAS,
+            env::TOOLCHAIN,
+        ] {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+        println!("cargo::rustc-check-cfg=cfg({})", cfg::PTX);
+        println!(
+            "cargo::rustc-check-cfg=cfg({}, values(any()))",
+            cfg::CODE_OWNER
+        );
         if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("nvptx64") {
             return Ok(());
         }
@@ -107,6 +120,7 @@ impl Builder {
             path: ptx.path.clone(),
             source,
         })?;
+        let owner = tune::regions(&text).min();
         let text = tune::cap_registers(&tune::add_uncapped_twins(&text), self.max_registers);
         std::fs::write(&dest, text).map_err(|source| Error::Io {
             path: dest.clone(),
@@ -129,9 +143,13 @@ impl Builder {
         for dep in &ptx.inputs {
             println!("cargo:rerun-if-changed={}", dep.display());
         }
-        println!("cargo:rustc-env=TASKWEAVE_PTX={}", dest.display());
-        // Tells `task_region!` that the PTX is there to embed.
-        println!("cargo:rustc-cfg=taskweave_ptx");
+        println!("cargo:rustc-env={}={}", env::PTX, dest.display());
+        println!("cargo:rustc-env={}={}", env::CUBIN, cubin.display());
+        // Tells `task_region!` that the PTX is there to embed, and which region embeds it.
+        println!("cargo:rustc-cfg={}", cfg::PTX);
+        if let Some(owner) = owner {
+            println!("cargo:rustc-cfg={}=\"{owner}\"", cfg::CODE_OWNER);
+        }
         Ok(())
     }
 }

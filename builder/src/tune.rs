@@ -1,18 +1,28 @@
-//! Performance-tuning directives that Rust cannot express, added to the PTX text.
+//! Performance-tuning directives that Rust cannot express, added to the PTX text, and what the
+//! builder reads from it.
+//!
+//! Kernels are recognised by their names ([`Kernel::parse`]): every kernel `task_region!` emits is
+//! capped, and those of [twinned](taskweave_names::Entry::twinned) entries get an uncapped twin.
 
-/// Kernels whose register use is capped: the scheduler's entry points, which `task_region!` names.
-const CAPPED_PREFIXES: &[&str] = &[
-    "taskweave_region_",
-    "taskweave_levels_",
-    "taskweave_listed_",
-];
+use taskweave_names::{Entry, Kernel};
 
-/// Kernels that get an uncapped twin: the persistent region kernel and the one-launch-per-level
-/// kernel, whose launches may want fewer, larger blocks.
-const TWINNED_PREFIXES: &[&str] = &["taskweave_region_", "taskweave_listed_"];
+/// The name of the kernel a PTX `.entry` line declares.
+fn entry_name(line: &str) -> Option<&str> {
+    let trimmed = line.trim_start();
+    let name = trimmed
+        .strip_prefix(".visible .entry ")
+        .or_else(|| trimmed.strip_prefix(".entry "))?;
+    Some(name.split('(').next().unwrap_or(name))
+}
 
-/// The suffix of a kernel's uncapped twin.
-pub(crate) const UNCAPPED_SUFFIX: &str = "__uncapped";
+/// The stems of the regions whose kernels `ptx` holds.
+pub(crate) fn regions(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx.lines()
+        .filter_map(entry_name)
+        .filter_map(Kernel::parse)
+        .filter(|k| k.entry == Entry::Persistent && !k.unchecked && !k.uncapped)
+        .map(|k| k.stem)
+}
 
 /// Appends to `ptx` an uncapped twin of every twinned kernel: the same body under the name
 /// `<kernel>__uncapped`. The cap trades registers (spills in the task bodies) for resident
@@ -26,22 +36,14 @@ pub(crate) fn add_uncapped_twins(ptx: &str) -> String {
     let mut depth = 0i32;
     let mut seen_body = false;
     for line in ptx.lines() {
-        let trimmed = line.trim_start();
         if copying.is_none() {
-            let entry = trimmed
-                .strip_prefix(".visible .entry ")
-                .or_else(|| trimmed.strip_prefix(".entry "));
-            if let Some(name) = entry
-                && TWINNED_PREFIXES.iter().any(|p| name.starts_with(p))
-                && let Some(end) = name.find('(')
-                && !name[..end].ends_with(UNCAPPED_SUFFIX)
-                && !ptx.contains(&format!("{}{UNCAPPED_SUFFIX}(", &name[..end]))
+            if let Some(name) = entry_name(line)
+                && let Some(kernel) = Kernel::parse(name)
+                && kernel.entry.twinned()
+                && !kernel.uncapped
+                && !ptx.contains(&format!("{}(", kernel.uncapped()))
             {
-                let renamed = line.replacen(
-                    &name[..end],
-                    &format!("{}{UNCAPPED_SUFFIX}", &name[..end]),
-                    1,
-                );
+                let renamed = line.replacen(name, &kernel.uncapped().to_string(), 1);
                 copying = Some(renamed + "\n");
                 depth = 0;
                 seen_body = false;
@@ -78,13 +80,8 @@ pub(crate) fn cap_registers(ptx: &str, registers: u32) -> String {
     let mut pending = false;
     for line in ptx.lines() {
         let trimmed = line.trim_start();
-        if let Some(name) = trimmed
-            .strip_prefix(".visible .entry ")
-            .or_else(|| trimmed.strip_prefix(".entry "))
-        {
-            let name = name.split('(').next().unwrap_or(name);
-            pending = CAPPED_PREFIXES.iter().any(|p| name.starts_with(p))
-                && !name.ends_with(UNCAPPED_SUFFIX);
+        if let Some(name) = entry_name(line) {
+            pending = Kernel::parse(name).is_some_and(|k| !k.uncapped);
         }
         if pending && trimmed.starts_with(".maxnreg") {
             pending = false;
@@ -101,7 +98,16 @@ pub(crate) fn cap_registers(ptx: &str, registers: u32) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{add_uncapped_twins, cap_registers};
+    use super::{add_uncapped_twins, cap_registers, regions};
+
+    #[test]
+    fn regions_are_read_from_their_persistent_kernels() {
+        let ptx = ".visible .entry taskweave_region_b_2(\n)\n.visible .entry taskweave_region_a_1__unchecked(\n)\n\
+                   .visible .entry taskweave_listed_a_1(\n)\n.visible .entry taskweave_region_a_1(\n)\n\
+                   .visible .entry selfcheck_x(\n)\n";
+        assert_eq!(regions(ptx).collect::<Vec<_>>(), ["b_2", "a_1"]);
+        assert_eq!(regions(ptx).min(), Some("a_1"));
+    }
 
     #[test]
     fn only_scheduler_kernels_are_capped() {

@@ -113,6 +113,19 @@ impl Block {
         // earlier `shared` call of this task overlaps it.
         unsafe { &*self.scratch.add(start).cast::<SharedArray<T, N>>() }
     }
+
+    /// The part of the block's shared scratch that [`Block::shared`] has not handed out: its
+    /// address (16-byte aligned) and size in bytes. Tile operations stage through it for the
+    /// length of one call and leave nothing there, so it stays free for later `shared` calls.
+    #[inline(always)]
+    pub fn scratch_rest(&self) -> (*mut u8, usize) {
+        let start = self.used.get().next_multiple_of(16).min(self.scratch_bytes);
+        // SAFETY: `start <= scratch_bytes`, so the pointer stays within (or one past) the buffer.
+        (
+            unsafe { self.scratch.add(start) },
+            self.scratch_bytes - start,
+        )
+    }
 }
 
 /// An index type [`Block::par_for`] strides over: `usize` or `u32`.

@@ -13,6 +13,9 @@
 //! arguments are packed), [`view`] and [`block`] (what a task body sees) and [`sched`] (the
 //! scheduler core).
 #![no_std]
+// `#[inline(always)]` on the closures of the tile library's unrolled loops: left to the inliner,
+// a large closure called twice stays a call, and the accumulators it reads go to local memory.
+#![feature(stmt_expr_attributes)]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx))]
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -26,6 +29,7 @@ pub mod error;
 pub mod scalar;
 pub mod sched;
 pub mod shared;
+pub mod tile;
 pub mod view;
 
 pub use block::{Block, LoopIndex};

@@ -22,6 +22,7 @@ use core::ops::{Index, IndexMut, Range};
 
 #[cfg(target_arch = "nvptx64")]
 use crate::error::{self, CODE_OUT_OF_RANGE, Fault};
+use crate::tile::operand::{self, MatMut, MatRef, Operands, Rect};
 
 /// Argument word `i` of a task, unchecked in release builds (a failed check on the GPU costs
 /// registers at every site).
@@ -275,6 +276,41 @@ impl<T, const CHECKED: bool> IndexMut<usize> for ViewMut<'_, T, CHECKED> {
         // SAFETY: as in `index` (write ranges lie in `0..len` too); the view was made from a
         // writable array.
         unsafe { &mut *self.ptr.add(i) }
+    }
+}
+
+impl<T, const CHECKED: bool> View<'_, T, CHECKED> {
+    /// `rect` of the array as a tile-operation operand, checked in checked mode against the
+    /// task's declared ranges, once (see [`tile::operand`](crate::tile::operand)).
+    #[inline(always)]
+    pub fn mat(&self, rect: Rect) -> MatRef<'_, T, CHECKED> {
+        operand::mat_ref(self.ptr, self.len, &self.declared, rect)
+    }
+}
+
+impl<'a, T, const CHECKED: bool> ViewMut<'a, T, CHECKED> {
+    /// `rect` of the array as a read operand of a tile operation, checked against all the task's
+    /// declared ranges (see [`tile::operand`](crate::tile::operand)).
+    #[inline(always)]
+    pub fn mat(&self, rect: Rect) -> MatRef<'_, T, CHECKED> {
+        operand::mat_ref(self.ptr, self.len, &self.declared, rect)
+    }
+
+    /// `rect` of the array as a written operand of a tile operation, checked against the task's
+    /// declared write ranges.
+    #[inline(always)]
+    pub fn mat_mut(&mut self, rect: Rect) -> MatMut<'_, T, CHECKED> {
+        operand::mat_mut(self.ptr, self.len, &self.declared, rect)
+    }
+
+    /// A maker of operands, read and written alike, for an operation that takes several from this
+    /// array: `let a = a.operands(); gemm(b, a.mat_mut(c), a.mat(l), …)`. It borrows the view
+    /// mutably, so no reference from indexing the view lives alongside the operands.
+    #[inline(always)]
+    pub fn operands(&mut self) -> Operands<'_, T, CHECKED> {
+        // SAFETY: the view's memory is valid for reads and writes while it is borrowed, and the
+        // mutable borrow keeps every other access through the view out.
+        unsafe { Operands::new(self.ptr, self.len, self.declared) }
     }
 }
 

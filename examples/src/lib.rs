@@ -153,7 +153,9 @@ pub fn run_main(
 }
 
 pub mod bench;
+pub mod factor;
 pub mod faults;
+pub mod mutation;
 pub mod plots;
 pub mod vendor;
 pub mod workloads;

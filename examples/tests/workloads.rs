@@ -138,6 +138,26 @@ fn floating_point_workloads_report_their_error_and_integer_ones_are_exact() {
     }
 }
 
+/// The output the issue found LU-D's old check passing at the benchmark size: A's upper triangle,
+/// zeros below, no `L` at all (relative Frobenius error 7.4e-5, under that check's 1e-4). The
+/// factors compared each at its own scale reject it outright.
+#[test]
+fn lu_d_rejects_the_upper_triangle_of_its_input() {
+    let (nb, bs) = (15, 32);
+    let input = taskweave_kernels::lud::reference::matrix(nb, bs, 42);
+    let reference = taskweave_kernels::lud::reference::lu(&input, nb, bs);
+    let mut upper = input.clone();
+    for r in 0..nb * bs {
+        for c in 0..r {
+            upper[taskweave_kernels::lud::reference::at(r, c, nb, bs)] = 0.0;
+        }
+    }
+    let frobenius = taskweave_kernels::lud::reference::relative_error(&upper, &reference);
+    assert!(frobenius < 1e-4, "{frobenius}");
+    let error = factor_error(&upper, &reference, nb, bs);
+    assert!(error > 0.99, "{error}");
+}
+
 #[test]
 fn invalid_sizes_are_refused() {
     assert!(Nw::new(&NwParams { n: 100, tile: 32 }).is_err());

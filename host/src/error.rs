@@ -205,7 +205,8 @@ pub enum Error {
     },
     /// The PTX targets a newer architecture than the GPU has, or the driver rejected it.
     #[error(
-        "the PTX is built for {ptx_arch} and the GPU ({gpu}) is {gpu_arch}: {detail}; rebuild with `TASKWEAVE_TARGET_CPU={gpu_arch}` (then `cargo build` again), or run on the CPU backend"
+        "the PTX is built for {ptx_arch} and the GPU ({gpu}) is {gpu_arch}: {detail}; rebuild with `{}={gpu_arch}` (then `cargo build` again), or run on the CPU backend",
+        taskweave_names::env::TARGET_CPU
     )]
     PtxArch {
         /// The `.target` the PTX names, such as `sm_100`.

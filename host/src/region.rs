@@ -237,12 +237,16 @@ impl Binding<'_> {
 
 type Body<'a> = Box<dyn FnOnce(&mut Recorder) -> Result<(), Error> + 'a>;
 
+/// An edit of the inspection before it runs: the mutation-test seam ([`Region::edit_inspection`]).
+type Edit<'a> = Box<dyn FnOnce(&mut Inspection) + 'a>;
+
 /// A region, bound to its arguments and ready to run.
 #[must_use = "a region does nothing until it is run"]
 pub struct Region<'a> {
     pub(crate) meta: RegionMeta,
     pub(crate) arrays: Vec<Binding<'a>>,
     body: Option<Body<'a>>,
+    edit: Option<Edit<'a>>,
     pub(crate) options: Options,
     /// For a submitted region: the runs in flight it must follow, and its own completion. The
     /// persistent GPU backend orders itself after them on the device; the others wait on the
@@ -257,6 +261,7 @@ impl<'a> Region<'a> {
             meta,
             arrays: Vec::new(),
             body: None,
+            edit: None,
             options: Options::default(),
             order: None,
         }
@@ -345,6 +350,17 @@ impl<'a> Region<'a> {
     /// Sets the inspection body.
     pub fn body(mut self, body: impl FnOnce(&mut Recorder) -> Result<(), Error> + 'a) -> Self {
         self.body = Some(Box::new(body));
+        self
+    }
+
+    /// Test seam for mutation checks: `edit` changes the inspection (its tasks, argument words and
+    /// DAG) after the body ran and before anything else sees it, so that a test can drop a
+    /// dependence, reorder or skip tasks and show that a verification notices. The edited
+    /// inspection must stay consistent: one record per task plus the sentinel, argument words
+    /// the records index, a location per task, edges from lower to higher task ids.
+    #[doc(hidden)]
+    pub fn edit_inspection(mut self, edit: impl FnOnce(&mut Inspection) + 'a) -> Self {
+        self.edit = Some(Box::new(edit));
         self
     }
 
@@ -452,7 +468,11 @@ impl<'a> Region<'a> {
         if let Some(body) = self.body.take() {
             body(&mut recorder)?;
         }
-        Ok(recorder.finish(start.elapsed()))
+        let mut inspection = recorder.finish(start.elapsed());
+        if let Some(edit) = self.edit.take() {
+            edit(&mut inspection);
+        }
+        Ok(inspection)
     }
 
     /// Inspects the region and runs its DAG on `runtime`'s backend, after the regions in flight
@@ -543,6 +563,7 @@ impl<'a> Region<'a> {
             meta: self.meta,
             arrays,
             body: None,
+            edit: None,
             options: self.options.clone(),
             order: None,
         };

@@ -7,6 +7,8 @@ mod model;
 mod parse;
 
 use proc_macro::TokenStream;
+use quote::quote;
+use taskweave_names::env;
 
 /// Declares a task: a function that runs on one block of threads, with the array ranges it reads
 /// and writes.
@@ -104,4 +106,34 @@ pub fn task(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn task_region(input: TokenStream) -> TokenStream {
     expand::region::expand(input.into()).into()
+}
+
+/// The PTX that `taskweave_build` compiled for the calling crate, as a `&'static str`. Call it in a
+/// crate whose `build.rs` runs `taskweave_build::Builder` (regions embed it themselves).
+#[proc_macro]
+pub fn include_ptx(input: TokenStream) -> TokenStream {
+    include(input, "include_ptx", quote!(include_str), env::PTX)
+}
+
+/// The cubin that `taskweave_build` assembled from that PTX, as a `&'static [u8]`: empty when the
+/// build had no `ptxas`.
+#[proc_macro]
+pub fn include_cubin(input: TokenStream) -> TokenStream {
+    include(input, "include_cubin", quote!(include_bytes), env::CUBIN)
+}
+
+/// `::core::<include>!(::core::env!(<variable>))`, with the variable the builder sets.
+fn include(
+    input: TokenStream,
+    name: &str,
+    include: proc_macro2::TokenStream,
+    var: &str,
+) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    if !input.is_empty() {
+        return syn::Error::new_spanned(input, format!("`{name}!` takes no arguments"))
+            .to_compile_error()
+            .into();
+    }
+    quote!(::core::#include!(::core::env!(#var))).into()
 }

@@ -16,34 +16,14 @@
 extern crate std;
 
 pub use taskweave_device::shared::SharedArray;
+/// Tile math for task bodies: tensor-core fragments, shared-memory tiles, GEMM, SYRK, TRSM,
+/// POTRF and GETRF on tiles (see the module's docs).
+pub use taskweave_device::tile;
 pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
-pub use taskweave_macros::{task, task_region};
+pub use taskweave_macros::{include_cubin, include_ptx, task, task_region};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use taskweave_host::*;
-
-/// The PTX that `taskweave_build` compiled for the calling crate, as a `&'static str`.
-#[macro_export]
-macro_rules! include_ptx {
-    () => {
-        ::core::include_str!(::core::concat!(
-            ::core::env!("OUT_DIR"),
-            "/taskweave-kernels.ptx"
-        ))
-    };
-}
-
-/// The cubin that `taskweave_build` assembled from that PTX, as a `&'static [u8]`: empty when the
-/// build had no `ptxas`.
-#[macro_export]
-macro_rules! include_cubin {
-    () => {
-        ::core::include_bytes!(::core::concat!(
-            ::core::env!("OUT_DIR"),
-            "/taskweave-kernels.cubin"
-        ))
-    };
-}
 
 /// `spawn!(task(args…))` records one task; it exists only inside [`task_region!`].
 #[macro_export]

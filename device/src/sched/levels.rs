@@ -128,3 +128,182 @@ pub unsafe fn run_levels<D: Dispatch>(
         barrier.wait(blocks);
     }
 }
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    //! Both level-by-level entry points on host threads, one per block, small enough for Miri:
+    //! every task reads what the tasks of earlier levels wrote with plain loads, so a grid barrier
+    //! (or a level boundary) that did not order them would be a data race Miri reports.
+
+    use std::vec::Vec;
+
+    use super::{run_levels, run_listed};
+    use crate::abi::{ArrayDesc, Counters, RegionDesc, TaskRecord};
+    use crate::arch::host::{Lane, enter_lane};
+    use crate::atomic::AtomicU32;
+    use crate::block::Block;
+    use crate::sched::Dispatch;
+
+    /// Task `args[0]` writes `1 + Σ out[p]` over its parents `args[1..]` into `out[args[0]]`.
+    struct Sum;
+
+    impl Dispatch for Sum {
+        fn run(&self, block: &Block, _: u32, args: &[u64], arrays: &[ArrayDesc], _: bool) {
+            let out = arrays[0].ptr as *mut u64;
+            if block.thread() == 0 {
+                // SAFETY: every index is a task of the region, below `arrays[0].len`; a task's
+                // parents ran in earlier levels, and it alone writes its own element.
+                unsafe {
+                    let sum: u64 = args[1..].iter().map(|&p| *out.add(p as usize)).sum();
+                    *out.add(args[0] as usize) = 1 + sum;
+                }
+            }
+        }
+    }
+
+    /// Levels `[0, 1] [2, 3] [4]`: 2 and 3 read both roots, 4 reads 2 and 3.
+    const PARENTS: [&[u64]; 5] = [&[], &[], &[0, 1], &[0, 1], &[2, 3]];
+    const LEVELS: [u32; 4] = [0, 2, 4, 5];
+    /// What `out` holds once every level ran.
+    const EXPECTED: [u64; 5] = [1, 1, 3, 3, 7];
+
+    /// The tables `run_levels` and `run_listed` read through a [`RegionDesc`], kept alive by the
+    /// caller for as long as the descriptor is used.
+    struct Tables {
+        tasks: Vec<TaskRecord>,
+        args: Vec<u64>,
+        arrays: Vec<ArrayDesc>,
+        words: Vec<u32>,
+        counters: Counters,
+    }
+
+    impl Tables {
+        fn new(out: &mut [u64]) -> Self {
+            let mut tasks = Vec::new();
+            let mut args = Vec::new();
+            for (t, parents) in PARENTS.iter().enumerate() {
+                tasks.push(TaskRecord {
+                    kind: 0,
+                    args: args.len() as u32,
+                });
+                args.push(t as u64);
+                args.extend_from_slice(parents);
+            }
+            tasks.push(TaskRecord {
+                kind: u32::MAX,
+                args: args.len() as u32,
+            });
+            let arrays = std::vec![ArrayDesc {
+                ptr: out.as_mut_ptr() as u64,
+                len: out.len() as u64,
+            }];
+            // Zeroed scheduler tables: CSR offsets (no children), pending, rank, queue links,
+            // heads, tails, locks and current tasks; more than any of them needs.
+            let words = std::vec![0u32; 64];
+            Self {
+                tasks,
+                args,
+                arrays,
+                words,
+                counters: Counters::default(),
+            }
+        }
+
+        fn desc(&mut self, blocks: u32) -> RegionDesc {
+            let words = self.words.as_mut_ptr() as u64;
+            RegionDesc {
+                n_tasks: PARENTS.len() as u32,
+                n_workers: blocks,
+                n_arrays: 1,
+                tasks: self.tasks.as_ptr() as u64,
+                args: self.args.as_ptr() as u64,
+                arrays: self.arrays.as_ptr() as u64,
+                offsets: words,
+                pending: words,
+                rank: words,
+                next: words,
+                head: words,
+                tail: words,
+                lock: words,
+                current: words,
+                counters: &raw mut self.counters as u64,
+                ..RegionDesc::default()
+            }
+        }
+    }
+
+    fn lane(block: u32, blocks: u32) -> Lane {
+        Lane {
+            thread: 0,
+            block_dim: 1,
+            block,
+            grid_dim: blocks,
+            sm: block,
+            group: None,
+        }
+    }
+
+    #[test]
+    fn one_launch_with_a_grid_barrier_runs_the_levels_in_order() {
+        const BLOCKS: u32 = 2;
+        let mut out = [0u64; 5];
+        let mut tables = Tables::new(&mut out);
+        let desc = tables.desc(BLOCKS);
+        let tasks: Vec<u32> = (0..5).collect();
+        let barrier = [AtomicU32::new(0), AtomicU32::new(0)];
+        std::thread::scope(|s| {
+            for block in 0..BLOCKS {
+                let (desc, tasks, barrier) = (&desc, &tasks, &barrier);
+                s.spawn(move || {
+                    enter_lane(lane(block, BLOCKS));
+                    let mut scratch = [0u128; 1];
+                    // SAFETY: `desc` points to live tables, `LEVELS` has `levels + 1` entries
+                    // indexing `tasks`, the barrier words are zero, every block runs at once, and
+                    // the scratch is this block's own.
+                    unsafe {
+                        run_levels(
+                            desc,
+                            LEVELS.as_ptr(),
+                            tasks.as_ptr(),
+                            3,
+                            barrier,
+                            scratch.as_mut_ptr().cast(),
+                            16,
+                            &Sum,
+                        )
+                    };
+                });
+            }
+        });
+        drop(tables);
+        assert_eq!(out, EXPECTED);
+    }
+
+    #[test]
+    fn one_launch_per_level_runs_one_task_per_block() {
+        let mut out = [0u64; 5];
+        let mut tables = Tables::new(&mut out);
+        for level in LEVELS.windows(2) {
+            let list: Vec<u32> = (level[0]..level[1]).collect();
+            let blocks = list.len() as u32;
+            let desc = tables.desc(blocks);
+            // The scope's end is the launch boundary: the next level starts after every block.
+            std::thread::scope(|s| {
+                for block in 0..blocks {
+                    let (desc, list) = (&desc, &list);
+                    s.spawn(move || {
+                        enter_lane(lane(block, blocks));
+                        let mut scratch = [0u128; 1];
+                        // SAFETY: `desc` points to live tables, `list` has one task per block,
+                        // and the scratch is this block's own.
+                        unsafe {
+                            run_listed(desc, list.as_ptr(), scratch.as_mut_ptr().cast(), 16, &Sum)
+                        };
+                    });
+                }
+            });
+        }
+        drop(tables);
+        assert_eq!(out, EXPECTED);
+    }
+}

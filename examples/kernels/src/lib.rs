@@ -2,20 +2,24 @@
 //!
 //! This crate compiles twice: for the host (inspection and the CPU backend) and, through its
 //! `build.rs`, for `nvptx64-nvidia-cuda` (task bodies, region kernels, self-check kernels).
-#![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
+pub mod batch;
+pub mod cholesky;
 pub mod dags;
 pub mod dp;
 pub mod dtw;
 pub mod faults;
+pub mod gemm;
 pub mod grid;
 pub mod heat;
 pub mod inthist;
 pub mod jacobi;
 pub mod lu;
+pub mod lud;
+pub mod matrix;
 pub mod nowait;
 pub mod nw;
+pub mod same_name;
 pub mod sat;
 pub mod selfcheck;
 pub mod smw;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 use taskweave::{Backend, Policy, Region, Report, Runtime};
 use taskweave_examples::{BackendArg, RunArgs, workloads};
-use taskweave_kernels::{dags, lu};
+use taskweave_kernels::{dags, lud};
 
 #[derive(Parser, Debug)]
 #[command(about = "Runs and verifies the taskweave examples on the GPU, or on the CPU backend")]
@@ -149,8 +149,8 @@ fn run() -> Result<()> {
         );
     }
     if let Some(path) = &cli.dot {
-        let mut a = lu::reference::matrix(4, 2, 7);
-        std::fs::write(path, lu::lu(&mut a, 4, 2).inspect()?.to_dot())?;
+        let mut a = lud::reference::matrix(4, 2, 7);
+        std::fs::write(path, lud::lu(&mut a, 4, 2).inspect()?.to_dot())?;
         println!("\nwrote the DAG of a 4x4-tile LU to {}", path.display());
     }
     if failures > 0 {

@@ -1,58 +1,25 @@
-//! Tiled LU decomposition in the DSL, checked against a sequential `f64` LU.
+//! Tiled LU decomposition without pivoting on the tile library, checked by its residual (and,
+//! with `--reference`, against the sequential factorization).
 //!
-//! `cargo run --release --bin lu -- --nb 15 --bs 32` runs Juggler's LU-D size (1240 tasks).
+//! `cargo run --release --bin lu -- --nb 32 --bs 128 --prec f64 --resident` factors a matrix of
+//! order 4096 in 128-tiles. Juggler's LU-D, with scalar bodies, is `workload lu-d`.
 
 use clap::Parser;
 use taskweave_examples::RunArgs;
-use taskweave_kernels::lu;
+use taskweave_examples::factor::{self, FactorArgs, Which};
 
 #[derive(Parser, Debug)]
-#[command(about = "Tiled LU decomposition with taskweave")]
+#[command(about = "Tiled LU decomposition without pivoting with the tile library")]
 struct Cli {
-    /// Tiles per side (15 gives Juggler's 1240 tasks).
-    #[arg(long, default_value_t = 15)]
-    nb: usize,
-    /// Tile side in elements.
-    #[arg(long, default_value_t = 32)]
-    bs: usize,
-    /// Repetitions (fresh matrix each time; the last is verified).
-    #[arg(long, default_value_t = 1)]
-    reps: usize,
-    /// Relative error bound for the check (single precision against an f64 reference).
-    #[arg(long, default_value_t = 1e-4)]
-    tolerance: f64,
+    #[command(flatten)]
+    factor: FactorArgs,
     #[command(flatten)]
     run: RunArgs,
 }
 
 fn main() -> std::process::ExitCode {
-    taskweave_examples::run_main(run)
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let cli = Cli::parse();
-    let runtime = cli.run.runtime()?;
-    println!("{}", runtime.describe());
-    let input = lu::reference::matrix(cli.nb, cli.bs, 42);
-    let mut a = input.clone();
-    for _ in 0..cli.reps {
-        a.copy_from_slice(&input);
-        let report = cli
-            .run
-            .apply(lu::lu(&mut a, cli.nb, cli.bs))
-            .run(&runtime)?;
-        println!("{report}");
-        cli.run.write_trace(&report)?;
-    }
-    let reference = lu::reference::lu(&input, cli.nb, cli.bs);
-    let error = lu::reference::relative_error(&a, &reference);
-    println!(
-        "check: relative error {error:.3e} (bound {:.0e})",
-        cli.tolerance
-    );
-    if error.is_nan() || error > cli.tolerance {
-        return Err(format!("LU result differs from the sequential reference: {error:.3e}").into());
-    }
-    println!("check: PASS");
-    Ok(())
+    taskweave_examples::run_main(|| {
+        let cli = Cli::parse();
+        factor::run(Which::Lu, &cli.factor, &cli.run)
+    })
 }

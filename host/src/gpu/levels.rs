@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+use taskweave_names::Entry;
+
 use super::Gpu;
 use super::persistent::resident_blocks;
 use super::stage::{Staged, bytes_of};
@@ -64,7 +66,7 @@ pub(crate) fn execute(
     let function = match strategy {
         Strategy::Launches => gpu.listed_kernel(region, widest)?,
         Strategy::GridBarrier => {
-            let name = gpu.variant(region, code, &format!("taskweave_levels_{}", meta.name));
+            let name = gpu.variant(region, code, &super::sibling(region, Entry::Levels));
             gpu.function(code, &name)?
         }
     };

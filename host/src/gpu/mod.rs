@@ -27,6 +27,8 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverEr
 use cudarc::nvrtc::Ptx;
 use taskweave_device::error::ErrorRecord;
 
+use taskweave_names::{Entry, Kernel};
+
 use crate::error::Error;
 
 /// What every [`Gpu`] handle of one device shares: the context, loaded modules, what is known
@@ -420,7 +422,7 @@ impl Gpu {
         region: &crate::Region<'_>,
         widest: u32,
     ) -> Result<CudaFunction, Error> {
-        let name = format!("taskweave_listed_{}", region.meta.name);
+        let name = sibling(region, Entry::Listed);
         let function = self.pick(region, &name, |_| widest)?.function;
         self.ctx
             .bind_to_thread()
@@ -433,8 +435,10 @@ impl Gpu {
     /// otherwise count for unchecked runs too (a kernel's register count, which bounds how many
     /// of its blocks an SM holds, is that of its heaviest path).
     pub(crate) fn variant(&self, region: &crate::Region<'_>, code: Code, name: &str) -> String {
-        let unchecked = format!("{name}__unchecked");
-        if !region.options.checked && self.function(code, &unchecked).is_ok() {
+        if !region.options.checked
+            && let Some(unchecked) = Kernel::parse(name).map(|k| k.unchecked().to_string())
+            && self.function(code, &unchecked).is_ok()
+        {
             unchecked
         } else {
             name.to_owned()
@@ -465,7 +469,8 @@ impl Gpu {
         let resident = persistent::resident_blocks(self, &capped, region)?;
         let wanted = wanted(resident);
         // A PTX without twins (built with an older builder) simply has none.
-        if let Ok(twin) = self.function(code, &format!("{name}__uncapped"))
+        if let Some(twin) = Kernel::parse(name)
+            && let Ok(twin) = self.function(code, &twin.uncapped().to_string())
             && let Ok(twin_resident) = persistent::resident_blocks(self, &twin, region)
             && wanted <= twin_resident
         {
@@ -481,6 +486,14 @@ impl Gpu {
             resident,
         })
     }
+}
+
+/// The kernel of `region` at `entry`, named after its persistent kernel.
+pub(crate) fn sibling(region: &crate::Region<'_>, entry: Entry) -> String {
+    Kernel::parse(region.meta.kernel).map_or_else(
+        || region.meta.kernel.to_owned(),
+        |k| k.at(entry).to_string(),
+    )
 }
 
 /// What [`Gpu::pick`] chose.

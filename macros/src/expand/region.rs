@@ -5,8 +5,11 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-use syn::{Expr, ExprCall, FnArg, ItemFn, Pat, ReturnType, Stmt, Type};
+use syn::{FnArg, ItemFn, Pat, ReturnType, Type};
+use taskweave_names::{Entry, Kernel};
 
+use super::kernels;
+use super::spawns::Spawns;
 use crate::model::{Errors, slice_elem};
 
 pub fn expand(input: TokenStream) -> TokenStream {
@@ -113,95 +116,14 @@ fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
     out
 }
 
-/// Rewrites every `spawn!(task(args…))` into a call of the task's spawn function, numbering the
-/// task kinds in order of first appearance.
-struct Spawns {
-    kinds: Vec<syn::Path>,
-    errors: Errors,
-}
-
-impl Spawns {
-    fn rewrite(&mut self, mac: &syn::Macro) -> Option<Expr> {
-        if !mac.path.is_ident("spawn") {
-            return None;
-        }
-        let span = mac.span();
-        let call: ExprCall = match syn::parse2(mac.tokens.clone()) {
-            Ok(call) => call,
-            Err(_) => {
-                self.errors.push(
-                    mac.tokens.span(),
-                    "expected a task call, as in `spawn!(task(a, i, j))`",
-                );
-                return Some(syn::parse_quote!(()));
-            }
-        };
-        let Expr::Path(func) = &*call.func else {
-            self.errors.push(
-                call.func.span(),
-                "expected the name of a `#[task]` function",
-            );
-            return Some(syn::parse_quote!(()));
-        };
-        let path = func.path.clone();
-        let key = quote!(#path).to_string();
-        let kind = match self
-            .kinds
-            .iter()
-            .position(|k| quote!(#k).to_string() == key)
-        {
-            Some(kind) => kind,
-            None => {
-                self.kinds.push(path.clone());
-                self.kinds.len() - 1
-            }
-        } as u32;
-        // The task's arguments keep the parentheses of the user's call, so that rustc's errors
-        // and suggestions about them point into the user's code.
-        let args = call.args.iter();
-        let mut args =
-            proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#(#args),*));
-        args.set_span(call.paren_token.span.join());
-        let method = syn::Ident::new("__tw_spawn", call.func.span());
-        Some(
-            syn::parse2(
-                quote_spanned!(span=> #path::__tw_spawner(__tw_rec, #kind).#method #args ?),
-            )
-            .expect("a call expression"),
-        )
-    }
-}
-
-impl VisitMut for Spawns {
-    fn visit_expr_mut(&mut self, expr: &mut Expr) {
-        if let Expr::Macro(m) = expr
-            && let Some(new) = self.rewrite(&m.mac)
-        {
-            *expr = new;
-            return;
-        }
-        syn::visit_mut::visit_expr_mut(self, expr);
-    }
-
-    fn visit_stmt_mut(&mut self, stmt: &mut Stmt) {
-        if let Stmt::Macro(m) = stmt
-            && let Some(new) = self.rewrite(&m.mac)
-        {
-            *stmt = Stmt::Expr(new, Some(syn::Token![;](m.span())));
-            return;
-        }
-        syn::visit_mut::visit_stmt_mut(self, stmt);
-    }
-}
-
 fn generate(item: ItemFn) -> syn::Result<TokenStream> {
     let p = quote!(::taskweave::__private);
     let mut errors = Errors::default();
     let params = params(&item, &mut errors);
     let mut body = item.block.clone();
     let mut spawns = Spawns {
-        kinds: Vec::new(),
         errors,
+        ..Spawns::default()
     };
     spawns.visit_block_mut(&mut body);
     spawns.errors.finish()?;
@@ -211,37 +133,17 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
     let name_str = name.to_string();
     let vis = &item.vis;
     let attrs = &item.attrs;
-    let dispatch = format_ident!("__taskweave_dispatch_{}", name);
-    let kernel = format_ident!("taskweave_region_{}", name);
-    let kernel_str = kernel.to_string();
-    let listed = format_ident!("taskweave_listed_{}", name);
-    let levels = format_ident!("taskweave_levels_{}", name);
+    let stem = kernels::stem(name, name.span());
+    let kernel_str = Kernel::new(Entry::Persistent, &stem).to_string();
+    let dispatch_name = format_ident!("__taskweave_dispatch_{}", name);
+    let dispatch = kernels::dispatch(&dispatch_name, vis, &kinds);
+    let kernels = kernels::kernels(&stem, &dispatch_name);
+    let code = kernels::code(&stem);
+    let bin = std::env::var("CARGO_BIN_NAME").ok();
+    let not_in_a_binary = kernels::not_in_a_binary(name, bin.as_deref());
     let kind_names = kinds
         .iter()
         .map(|k| quote!(#k).to_string().replace(' ', ""));
-
-    let arms = kinds.iter().enumerate().map(|(kind, path)| {
-        let kind = kind as u32;
-        quote! {
-            (#kind, true) => #path::__tw_run::<true>(block, args, arrays),
-            (#kind, false) => #path::__tw_run::<false>(block, args, arrays),
-        }
-    });
-    let unchecked_arms = kinds.iter().enumerate().map(|(kind, path)| {
-        let kind = kind as u32;
-        quote!(#kind => #path::__tw_run::<false>(block, args, arrays),)
-    });
-    let dispatch_unchecked = format_ident!("__taskweave_dispatch_unchecked_{}", name);
-    let checked_kernels = kernels(&kernel, &listed, &levels, &dispatch, "");
-    let unchecked_kernels = kernels(
-        &format_ident!("{}__unchecked", kernel),
-        &format_ident!("{}__unchecked", listed),
-        &format_ident!("{}__unchecked", levels),
-        &dispatch_unchecked,
-        "\n\nFor runs with index checks off: the checked task bodies are not compiled in, so \
-         their registers do not count (a kernel's register count, which bounds the blocks an SM \
-         holds, is that of its heaviest path).",
-    );
 
     let mut fn_params = Vec::new();
     let mut binds = quote!();
@@ -292,50 +194,9 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
     }
 
     Ok(quote! {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #vis struct #dispatch;
-
-        impl #p::device::sched::Dispatch for #dispatch {
-            #[inline(always)]
-            fn run(
-                &self,
-                block: &#p::device::Block,
-                kind: u32,
-                args: &[u64],
-                arrays: &[#p::device::abi::ArrayDesc],
-                checked: bool,
-            ) {
-                match (kind, checked) {
-                    #(#arms)*
-                    _ => {}
-                }
-            }
-        }
-
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #vis struct #dispatch_unchecked;
-
-        impl #p::device::sched::Dispatch for #dispatch_unchecked {
-            #[inline(always)]
-            fn run(
-                &self,
-                block: &#p::device::Block,
-                kind: u32,
-                args: &[u64],
-                arrays: &[#p::device::abi::ArrayDesc],
-                _checked: bool,
-            ) {
-                match kind {
-                    #(#unchecked_arms)*
-                    _ => {}
-                }
-            }
-        }
-
-        #checked_kernels
-        #unchecked_kernels
+        #not_in_a_binary
+        #dispatch
+        #kernels
 
         #(#attrs)*
         #[cfg(not(target_arch = "nvptx64"))]
@@ -343,21 +204,14 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
         #[track_caller]
         #vis fn #name<'__tw>(#(#fn_params),*) -> #p::host::Region<'__tw> {
             #checks
-            #[cfg(taskweave_ptx)]
-            let (__tw_ptx, __tw_cubin): (::core::option::Option<&'static str>, &'static [u8]) = (
-                ::core::option::Option::Some(::taskweave::include_ptx!()),
-                ::taskweave::include_cubin!(),
-            );
-            #[cfg(not(taskweave_ptx))]
-            let (__tw_ptx, __tw_cubin): (::core::option::Option<&'static str>, &'static [u8]) =
-                (::core::option::Option::None, &[]);
+            let (__tw_ptx, __tw_cubin) = #code;
             let mut __tw_region = #p::host::Region::new(#p::host::RegionMeta {
                 name: #name_str,
                 kernel: #kernel_str,
                 ptx: __tw_ptx,
                 cubin: __tw_cubin,
                 kinds: &[#(#kind_names),*],
-                dispatch: &#dispatch,
+                dispatch: &#dispatch_name::<true>,
                 location: ::core::panic::Location::caller(),
             });
             #binds
@@ -368,63 +222,4 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
             })
         }
     })
-}
-
-/// The region's three kernel entries, named `kernel`, `listed` and `levels`, over `dispatch`;
-/// `note` ends their docs.
-fn kernels(
-    kernel: &syn::Ident,
-    listed: &syn::Ident,
-    levels: &syn::Ident,
-    dispatch: &syn::Ident,
-    note: &str,
-) -> TokenStream {
-    let p = quote!(::taskweave::__private);
-    let doc = |text: &str| format!("{text}{note}");
-    let (kernel_doc, listed_doc, levels_doc) = (
-        doc("The region's kernel: persistent workers running its DAG."),
-        doc("The region's one-launch-per-level kernel: block `b` runs task `list[b]`."),
-        doc("The region's one-launch kernel with a grid barrier between levels."),
-    );
-    quote! {
-        #[doc = #kernel_doc]
-        ///
-        /// # Safety
-        /// `desc` must describe this region's DAG and arrays; the host runtime guarantees it.
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #kernel(desc: *const #p::device::abi::RegionDesc) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { #p::device::sched::gpu_entry(desc, &#dispatch) }
-        }
-
-        #[doc = #listed_doc]
-        ///
-        /// # Safety
-        /// `desc` must describe this region; `list` holds one task index per block.
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #listed(desc: *const #p::device::abi::RegionDesc, list: *const u32) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { #p::device::sched::gpu_listed(desc, list, &#dispatch) }
-        }
-
-        #[doc = #levels_doc]
-        ///
-        /// # Safety
-        /// `desc` must describe this region; `offsets`/`tasks` list its levels; `barrier` is two
-        /// zeroed words; every block must be resident.
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #levels(
-            desc: *const #p::device::abi::RegionDesc,
-            offsets: *const u32,
-            tasks: *const u32,
-            levels: u32,
-            barrier: *mut u32,
-        ) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { #p::device::sched::gpu_levels(desc, offsets, tasks, levels, barrier, &#dispatch) }
-        }
-    }
 }

@@ -3,15 +3,24 @@
 //!
 //! Most checks run `faulty` with one misbehaving task ([`CHECKS`]). The others drive the runtime
 //! directly ([`Check::Custom`]): empty regions on every backend, regions and uploads too large for
-//! the device, PTX the GPU cannot load, several host threads sharing one runtime. The last two
-//! checks lose the CUDA context on purpose (a trap, an illegal address), so they come last, and
-//! after either one every later region fails fast: run `faults trap` and `faults illegal` as
-//! separate processes to see each.
+//! the device, PTX the GPU cannot load, several host threads sharing one runtime. Every check
+//! whose regions can run on one chosen backend takes it ([`check_selected`]'s `backend`).
+//!
+//! What a check needs decides where it runs ([`Needs`]): the last two lose the CUDA context on
+//! purpose (a trap, an illegal address), after which every region of the process fails fast, so
+//! each must run in a process of its own (the `faults` program starts one per such check), and
+//! each first runs a clean region, so that it cannot pass on a context an earlier check lost.
 
 use std::time::Duration;
 
-use taskweave::{Backend, Error, Policy, Report, Runtime, TaskRef};
-use taskweave_kernels::faults::{faulty, faulty_fan, mode, touch_all};
+use taskweave::{Backend, Error, Policy, Region, Report, Runtime, TaskRef};
+use taskweave_kernels::faults::{faulty, faulty_fan, mode};
+
+mod gpu;
+use gpu::{
+    context_lost, ptx_for_a_newer_gpu, ptx_rejected, staging_out_of_memory, too_large,
+    upload_too_large,
+};
 
 /// One check's outcome: its name, whether it passed, and what it saw.
 pub struct Outcome {
@@ -26,22 +35,56 @@ pub struct Outcome {
 const N: usize = 257;
 const VICTIM: usize = 100;
 
+/// What a check needs of the runtime and backend it runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Runs on any runtime and backend.
+    Any,
+    /// A GPU runtime.
+    Gpu,
+    /// A GPU runtime and a process of its own: the check loses the CUDA context.
+    GpuAlone,
+    /// A backend with a watchdog: the persistent GPU backend or the CPU backend.
+    Watchdog,
+}
+
+impl Needs {
+    /// Why a check with these needs cannot run on `rt` with `backend` (the runtime's own when
+    /// `None`), or `None` when it can.
+    pub fn missing(self, rt: &Runtime, backend: Option<Backend>) -> Option<&'static str> {
+        let gpu = rt.gpu_device().is_some();
+        let backend = backend.unwrap_or(if gpu {
+            Backend::Persistent
+        } else {
+            Backend::Cpu
+        });
+        match self {
+            Self::Any => None,
+            Self::Gpu | Self::GpuAlone => (!gpu).then_some("needs a GPU"),
+            Self::Watchdog => (!matches!(backend, Backend::Persistent | Backend::Cpu))
+                .then_some("only the persistent and CPU backends have a watchdog"),
+        }
+    }
+}
+
 /// One fault to provoke and what must come back.
 enum Check {
     /// `faulty` with task `VICTIM` misbehaving as `how` says.
     Faulty {
         name: &'static str,
+        needs: Needs,
         how: u32,
         arg: u64,
         checked: bool,
         watchdog: Duration,
         expect: fn(&Result<Report, Error>, &[u32]) -> bool,
     },
-    /// Anything else: `Ok(what it saw)` when the check passes, `Err(what went wrong)` otherwise.
+    /// Anything else, on the given backend where it runs regions: `Ok(what it saw)` when the
+    /// check passes, `Err(what went wrong)` otherwise.
     Custom {
         name: &'static str,
-        gpu_only: bool,
-        run: fn(&Runtime) -> Result<String, String>,
+        needs: Needs,
+        run: fn(&Runtime, Option<Backend>) -> Result<String, String>,
     },
 }
 
@@ -50,6 +93,20 @@ impl Check {
         match self {
             Self::Faulty { name, .. } | Self::Custom { name, .. } => name,
         }
+    }
+
+    fn needs(&self) -> Needs {
+        match self {
+            Self::Faulty { needs, .. } | Self::Custom { needs, .. } => *needs,
+        }
+    }
+}
+
+/// `region` on `backend`, or on the runtime's own backend when `None`.
+fn on(region: Region<'_>, backend: Option<Backend>) -> Region<'_> {
+    match backend {
+        Some(b) => region.backend(b),
+        None => region,
     }
 }
 
@@ -84,6 +141,7 @@ fn stepped(x: &[u32], victim_base: u32) -> bool {
 const CHECKS: &[Check] = &[
     Check::Faulty {
         name: "a task panics",
+        needs: Needs::Any,
         how: mode::PANIC,
         arg: 0,
         checked: true,
@@ -95,6 +153,7 @@ const CHECKS: &[Check] = &[
     },
     Check::Faulty {
         name: "a write outside the declared range (checked)",
+        needs: Needs::Any,
         how: mode::STRAY_WRITE,
         arg: 0,
         checked: true,
@@ -106,6 +165,7 @@ const CHECKS: &[Check] = &[
     },
     Check::Faulty {
         name: "a read outside the declared range (checked)",
+        needs: Needs::Any,
         how: mode::STRAY_READ,
         arg: 0,
         checked: true,
@@ -114,6 +174,7 @@ const CHECKS: &[Check] = &[
     },
     Check::Faulty {
         name: "the same read unchecked runs",
+        needs: Needs::Any,
         how: mode::STRAY_READ,
         arg: 0,
         checked: false,
@@ -122,6 +183,7 @@ const CHECKS: &[Check] = &[
     },
     Check::Faulty {
         name: "a task outlives the watchdog",
+        needs: Needs::Watchdog,
         how: mode::SLOW,
         arg: 1_500_000_000,
         checked: true,
@@ -133,6 +195,7 @@ const CHECKS: &[Check] = &[
     },
     Check::Faulty {
         name: "the runtime still works afterwards",
+        needs: Needs::Any,
         how: 0,
         arg: 0,
         checked: true,
@@ -141,18 +204,18 @@ const CHECKS: &[Check] = &[
     },
     Check::Custom {
         name: "an empty region runs on every backend",
-        gpu_only: false,
-        run: empty_region,
+        needs: Needs::Any,
+        run: |rt, _| empty_region(rt),
     },
     Check::Custom {
         name: "a task panics under the static policy while other workers wait for it",
-        gpu_only: false,
+        needs: Needs::Any,
         run: static_waiters,
     },
     Check::Custom {
         name: "a GPU ordinal that does not exist",
-        gpu_only: false,
-        run: |_| match Runtime::gpu(4096) {
+        needs: Needs::Any,
+        run: |_, _| match Runtime::gpu(4096) {
             Err(e @ Error::NoGpu { .. }) => Ok(format!("error: {e}")),
             Err(e) => Err(format!("another error: {e}")),
             Ok(_) => Err("GPU 4096 opened".to_owned()),
@@ -160,44 +223,43 @@ const CHECKS: &[Check] = &[
     },
     Check::Custom {
         name: "regions from several host threads share one runtime",
-        gpu_only: false,
+        needs: Needs::Any,
         run: shared_runtime,
     },
     Check::Custom {
         name: "a region larger than device memory fails before launch",
-        gpu_only: true,
+        needs: Needs::Gpu,
         run: too_large,
     },
     Check::Custom {
         name: "an upload larger than device memory is out of memory, and the runtime goes on",
-        gpu_only: true,
+        needs: Needs::Gpu,
         run: upload_too_large,
     },
     Check::Custom {
         name: "a nearly full device: regions the memory check admits stage and run, larger ones fail before copying",
-        gpu_only: true,
+        needs: Needs::Gpu,
         run: staging_out_of_memory,
     },
     Check::Custom {
         name: "PTX for a newer GPU is refused, naming both architectures and the fix",
-        gpu_only: true,
+        needs: Needs::Gpu,
         run: ptx_for_a_newer_gpu,
     },
     Check::Custom {
         name: "PTX the driver rejects is refused, naming the architectures and the fix",
-        gpu_only: true,
+        needs: Needs::Gpu,
         run: ptx_rejected,
     },
-    // These two lose the CUDA context: keep them last.
     Check::Custom {
         name: "a task traps: the context is lost and later regions fail fast",
-        gpu_only: true,
-        run: |rt| context_lost(rt, mode::TRAP, 0),
+        needs: Needs::GpuAlone,
+        run: |rt, backend| context_lost(rt, backend, mode::TRAP, 0),
     },
     Check::Custom {
         name: "a task writes an illegal address: the context is lost and later regions fail fast",
-        gpu_only: true,
-        run: |rt| context_lost(rt, mode::WILD, 16),
+        needs: Needs::GpuAlone,
+        run: |rt, backend| context_lost(rt, backend, mode::WILD, 16),
     },
 ];
 
@@ -242,7 +304,7 @@ fn empty_region(rt: &Runtime) -> Result<String, String> {
 /// watchdog of 0.6 s: a region that waited behind the others for the GPU would trip its watchdog if
 /// the wait counted, and one that shared a stream or error record with another would come out
 /// wrong.
-fn shared_runtime(rt: &Runtime) -> Result<String, String> {
+fn shared_runtime(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
     const THREADS: usize = 4;
     const ROUNDS: usize = 3;
     let failures: Vec<String> = std::thread::scope(|s| {
@@ -252,10 +314,10 @@ fn shared_runtime(rt: &Runtime) -> Result<String, String> {
                     let mut failures = Vec::new();
                     for round in 0..ROUNDS {
                         let mut x = initial();
-                        let result = faulty(&mut x, VICTIM, mode::SLOW, 400_000_000)
+                        let region = faulty(&mut x, VICTIM, mode::SLOW, 400_000_000)
                             .watchdog(Duration::from_millis(600))
-                            .threads(64)
-                            .run(rt);
+                            .threads(64);
+                        let result = on(region, backend).run(rt);
                         match result {
                             Ok(_) if stepped(&x, VICTIM as u32 * 10) => {}
                             Ok(_) => failures
@@ -288,13 +350,13 @@ fn shared_runtime(rt: &Runtime) -> Result<String, String> {
 /// `faulty_fan` under the static policy with its first task panicking: the other tasks wait on
 /// its counter in many workers' lists, and must leave through the abort flag, not hang; the error
 /// names the task, the host array is untouched, and the runtime goes on.
-fn static_waiters(rt: &Runtime) -> Result<String, String> {
+fn static_waiters(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
     let mut x = initial();
-    let result = faulty_fan(&mut x, mode::PANIC, 0)
+    let region = faulty_fan(&mut x, mode::PANIC, 0)
         .policy(Policy::Static)
         .watchdog(Duration::from_secs(10))
-        .threads(64)
-        .run(rt);
+        .threads(64);
+    let result = on(region, backend).run(rt);
     if !untouched(&x) {
         return Err("the host array was written".to_owned());
     }
@@ -308,10 +370,11 @@ fn static_waiters(rt: &Runtime) -> Result<String, String> {
         (Ok(_), _) => return Err("the region succeeded".to_owned()),
     };
     let mut y = initial();
-    match faulty_fan(&mut y, 0, 0)
-        .policy(Policy::Static)
-        .threads(64)
-        .run(rt)
+    match on(
+        faulty_fan(&mut y, 0, 0).policy(Policy::Static).threads(64),
+        backend,
+    )
+    .run(rt)
     {
         Ok(_) if (0..y.len()).all(|i| y[i] == 1 + i as u32) => {}
         Ok(_) => return Err(format!("afterwards a wrong result: {:?}", &y[..4])),
@@ -320,207 +383,95 @@ fn static_waiters(rt: &Runtime) -> Result<String, String> {
     Ok(detail)
 }
 
-/// Free device memory, or why the check cannot run.
-fn free_memory(rt: &Runtime) -> Result<u64, String> {
-    let gpu = rt.gpu_device().ok_or("no GPU")?;
-    gpu.free_memory().map_err(|e| e.to_string())
-}
-
-/// One task over an array of more bytes than the device has free. The host array is calloc'd, so
-/// its untouched pages cost no host memory; its first and last elements are marked and checked.
-fn too_large(rt: &Runtime) -> Result<String, String> {
-    let free = free_memory(rt)?;
-    let len = (free / 4) as usize + (64 << 20);
-    let mut x = vec![0u32; len];
-    (x[0], x[len - 1]) = (7, 9);
-    let result = touch_all(&mut x).run(rt);
-    if (x[0], x[len - 1]) != (7, 9) {
-        return Err("the host array was written".to_owned());
-    }
-    match result {
-        Err(e @ Error::DeviceOutOfMemory { .. }) => Ok(format!("error: {e}")),
-        Err(e) => Err(format!("another error: {e}")),
-        Ok(_) => Err(format!("a region of {} bytes ran", len * 4)),
-    }
-}
-
 /// Runs `faulty` cleanly: the runtime still works.
-fn still_works(rt: &Runtime) -> Result<(), String> {
+fn still_works(rt: &Runtime, backend: Option<Backend>) -> Result<(), String> {
     let mut x = initial();
-    match faulty(&mut x, VICTIM, 0, 0).threads(64).run(rt) {
+    match on(faulty(&mut x, VICTIM, 0, 0).threads(64), backend).run(rt) {
         Ok(_) if stepped(&x, VICTIM as u32 * 10) => Ok(()),
         Ok(_) => Err("afterwards a region gave a wrong result".to_owned()),
         Err(e) => Err(format!("afterwards a region failed: {e}")),
     }
 }
 
-/// `Runtime::upload` of more bytes than are free: the driver refuses the allocation.
-fn upload_too_large(rt: &Runtime) -> Result<String, String> {
-    let free = free_memory(rt)?;
-    let data = vec![0u8; free as usize + (1 << 30)];
-    let detail = match rt.upload(&data) {
-        Err(e @ Error::OutOfMemory { .. }) => format!("error: {e}"),
-        Err(e) => return Err(format!("another error: {e}")),
-        Ok(_) => return Err(format!("{} bytes uploaded", data.len())),
-    };
-    still_works(rt)?;
-    Ok(detail)
+/// The checks a run selects: those to run, in order, with their needs, and those skipped, with
+/// why.
+pub struct Plan {
+    /// The checks to run, in the order they run.
+    pub run: Vec<(&'static str, Needs)>,
+    /// The selected checks that cannot run on this runtime and backend, and why.
+    pub skipped: Vec<(&'static str, &'static str)>,
 }
 
-/// Fills the device but for about 256 MiB, then searches for the largest array whose region passes
-/// the memory check before staging. Every admitted size must stage and run correctly, and every
-/// larger one fail with `Error::DeviceOutOfMemory` before copying, host array untouched; if the
-/// driver still refuses an allocation while staging an admitted one, that must be
-/// `Error::OutOfMemory` with the host array untouched. Either way the runtime must go on.
-fn staging_out_of_memory(rt: &Runtime) -> Result<String, String> {
-    let free = free_memory(rt)?;
-    let filler = rt
-        .upload(&vec![0u8; free.saturating_sub(256 << 20) as usize])
-        .map_err(|e| format!("filling the device: {e}"))?;
-    let room = free_memory(rt)? as usize / 4;
-    let mut x = vec![0u32; room];
-    let (mut lo, mut hi) = (1usize, room);
-    let mut seen = None;
-    while lo + 1 < hi && seen.is_none() {
-        let mid = lo + (hi - lo) / 2;
-        x[..mid].fill(3);
-        let result = touch_all(&mut x[..mid]).run(rt);
-        let untouched = x[..mid].iter().all(|&v| v == 3);
-        match result {
-            Err(Error::DeviceOutOfMemory { .. }) => hi = mid,
-            Err(e @ Error::OutOfMemory { .. }) if untouched => seen = Some(format!("error: {e}")),
-            Err(e) => return Err(format!("{mid} elements: {e}")),
-            Ok(_) if x[0] == 4 => lo = mid,
-            Ok(_) => return Err(format!("{mid} elements: wrong result")),
+/// The checks whose names `select` accepts, split by whether they can run on `rt` with `backend`
+/// (the runtime's own when `None`).
+pub fn plan(rt: &Runtime, backend: Option<Backend>, select: impl Fn(&str) -> bool) -> Plan {
+    let mut plan = Plan {
+        run: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for check in CHECKS.iter().filter(|c| select(c.name())) {
+        match check.needs().missing(rt, backend) {
+            None => plan.run.push((check.name(), check.needs())),
+            Some(why) => plan.skipped.push((check.name(), why)),
         }
     }
-    drop(filler);
-    let detail = seen.unwrap_or_else(|| {
-        format!(
-            "every admitted region ran (up to {lo} elements); {hi} elements failed the check before copying"
-        )
-    });
-    still_works(rt)?;
-    Ok(detail)
+    plan
 }
 
-/// The crate's PTX with its `.target` raised past the GPU's.
-fn ptx_for_a_newer_gpu(rt: &Runtime) -> Result<String, String> {
-    let gpu = rt.gpu_device().ok_or("no GPU")?;
-    let newer = format!(
-        "sm_{}",
-        gpu.arch()["sm_".len()..].parse::<u32>().unwrap_or(90) + 10
-    );
-    let target = taskweave_kernels::PTX
-        .lines()
-        .find(|l| l.trim_start().starts_with(".target"))
-        .ok_or("the PTX has no .target line")?;
-    let ptx = taskweave_kernels::PTX.replacen(target, &format!(".target {newer}"), 1);
-    let result = gpu.module(&*Box::leak(ptx.into_boxed_str()));
-    let detail = match result {
-        Err(e @ Error::PtxArch { .. })
-            if e.to_string().contains(&newer)
-                && e.to_string()
-                    .contains(&format!("TASKWEAVE_TARGET_CPU={}", gpu.arch())) =>
-        {
-            format!("error: {e}")
-        }
-        Err(e) => return Err(format!("another error: {e}")),
-        Ok(_) => return Err(format!("PTX for {newer} loaded")),
-    };
-    still_works(rt)?;
-    Ok(detail)
+/// Every check's name, in the order they run.
+pub fn names() -> Vec<&'static str> {
+    CHECKS.iter().map(Check::name).collect()
 }
 
-/// PTX for this GPU's architecture that is not PTX.
-fn ptx_rejected(rt: &Runtime) -> Result<String, String> {
-    let gpu = rt.gpu_device().ok_or("no GPU")?;
-    let ptx = format!(
-        ".version 7.8\n.target {}\n.address_size 64\n\nthis is not PTX;\n",
-        gpu.arch()
-    );
-    let detail = match gpu.module(&*Box::leak(ptx.into_boxed_str())) {
-        Err(e @ Error::PtxArch { .. }) if e.to_string().contains("TASKWEAVE_TARGET_CPU") => {
-            format!("error: {e}")
-        }
-        Err(e) => return Err(format!("another error: {e}")),
-        Ok(_) => return Err("the driver loaded it".to_owned()),
-    };
-    still_works(rt)?;
-    Ok(detail)
-}
-
-/// A fault the device layer cannot catch: the region fails with `Error::ContextLost` and the host
-/// array untouched, and the next region fails at once with the same error.
-fn context_lost(rt: &Runtime, how: u32, arg: u64) -> Result<String, String> {
-    let mut x = initial();
-    let result = faulty(&mut x, VICTIM, how, arg).threads(64).run(rt);
-    if !untouched(&x) {
-        return Err("the host array was written".to_owned());
-    }
-    let detail = match result {
-        Err(e @ Error::ContextLost { .. }) => format!("error: {e}"),
-        Err(e) => return Err(format!("another error: {e}")),
-        Ok(_) => return Err("the region succeeded".to_owned()),
-    };
-    let start = std::time::Instant::now();
-    let mut y = initial();
-    match faulty(&mut y, VICTIM, 0, 0).threads(64).run(rt) {
-        Err(Error::ContextLost { .. })
-            if start.elapsed() < Duration::from_secs(1) && untouched(&y) =>
-        {
-            Ok(format!("{detail}; the next region failed fast"))
-        }
-        Err(e) => Err(format!("{detail}; the next region: {e}")),
-        Ok(_) => Err(format!("{detail}; the next region succeeded")),
-    }
-}
-
-/// Runs every fault check on `rt`.
+/// Runs every check that can run on `rt` with the runtime's own backend, in one process: all but
+/// those of [`Needs::GpuAlone`], which lose the CUDA context (run each with [`run_check`] in a
+/// process of its own).
 pub fn check_all(rt: &Runtime) -> Vec<Outcome> {
-    check_selected(rt, |_| true)
+    plan(rt, None, |_| true)
+        .run
+        .into_iter()
+        .filter(|&(_, needs)| needs != Needs::GpuAlone)
+        .filter_map(|(name, _)| run_check(rt, None, name))
+        .collect()
 }
 
-/// Runs the fault checks whose names `select` accepts on `rt`; checks that need a GPU are skipped
-/// on the CPU backend.
-pub fn check_selected(rt: &Runtime, select: impl Fn(&str) -> bool) -> Vec<Outcome> {
-    let gpu = rt.gpu_device().is_some();
-    CHECKS
-        .iter()
-        .filter(|c| select(c.name()))
-        .filter(|c| gpu || !matches!(c, Check::Custom { gpu_only: true, .. }))
-        .map(|c| match c {
-            Check::Faulty {
+/// Runs the check called `name` on `rt`, its regions on `backend` (the runtime's own when
+/// `None`); `None` when no check has that name. The caller makes sure the check can run there
+/// ([`plan`]).
+pub fn run_check(rt: &Runtime, backend: Option<Backend>, name: &str) -> Option<Outcome> {
+    let check = CHECKS.iter().find(|c| c.name() == name)?;
+    Some(match check {
+        Check::Faulty {
+            name,
+            how,
+            arg,
+            checked,
+            watchdog,
+            expect,
+            ..
+        } => {
+            let mut x = initial();
+            let region = faulty(&mut x, VICTIM, *how, *arg)
+                .checked(*checked)
+                .watchdog(*watchdog)
+                .threads(64);
+            let result = on(region, backend).run(rt);
+            let detail = match &result {
+                Ok(report) => format!("ok: {} tasks", report.tasks),
+                Err(e) => format!("error: {e}"),
+            };
+            Outcome {
                 name,
-                how,
-                arg,
-                checked,
-                watchdog,
-                expect,
-            } => {
-                let mut x = initial();
-                let result = faulty(&mut x, VICTIM, *how, *arg)
-                    .checked(*checked)
-                    .watchdog(*watchdog)
-                    .threads(64)
-                    .run(rt);
-                let detail = match &result {
-                    Ok(report) => format!("ok: {} tasks", report.tasks),
-                    Err(e) => format!("error: {e}"),
-                };
-                Outcome {
-                    name,
-                    ok: expect(&result, &x),
-                    detail,
-                }
+                ok: expect(&result, &x),
+                detail,
             }
-            Check::Custom { name, run, .. } => {
-                let (ok, detail) = match run(rt) {
-                    Ok(detail) => (true, detail),
-                    Err(detail) => (false, detail),
-                };
-                Outcome { name, ok, detail }
-            }
-        })
-        .collect()
+        }
+        Check::Custom { name, run, .. } => {
+            let (ok, detail) = match run(rt, backend) {
+                Ok(detail) => (true, detail),
+                Err(detail) => (false, detail),
+            };
+            Outcome { name, ok, detail }
+        }
+    })
 }

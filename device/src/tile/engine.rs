@@ -1,0 +1,672 @@
+//! The block-level multiply engine that GEMM, SYRK and the panel updates of TRSM, POTRF and
+//! GETRF are built on: `C = α·op(A)·op(B) + β·C` over global memory, staged through shared memory.
+//!
+//! 1. **Block tiles.** The block's warps form a `wm × wn` grid; warp `w` owns a warp tile of
+//!    `MI × NI` atoms (32 × 32 elements by default), so the block covers a `BM × BN` block tile of
+//!    C at a time and walks C's block tiles in row-major order. Any warp count works; on the host
+//!    a block of one lane is one warp and walks every block tile alone.
+//! 2. **Staging.** For each block tile, `K` streams through `KC`-deep chunks of op(A) (`BM × KC`)
+//!    and op(B) (`KC × BN`), each copied by the whole block with 16-byte `cp.async` into one of
+//!    `stages` slots (as many as the scratch holds, up to [`MAX_STAGES`]): while the warps multiply
+//!    chunk `k`, chunks `k + 1 …` are in flight. An operand whose rows are not 16-byte aligned is
+//!    copied element by element instead. A chunk is stored [`KMajor`] when the operand is
+//!    contiguous along `k` in global memory and [`MnMajor`] otherwise, each padded so that the
+//!    atoms' fragment loads are conflict-free.
+//! 3. **Accumulators** live in registers for the whole `K` loop; each thread holds only its own
+//!    lanes' registers, indexed by constants once the loops unroll (no local memory).
+//! 4. **Epilogue.** Each accumulator element goes to C with `α` and `β` (C is not read when
+//!    `β = 0`), two adjacent columns per 16-byte store where C is aligned. With `α = ±1`, C is
+//!    read into the accumulators before the `K` loop instead, so its latency hides behind the
+//!    copies. A `keep(row, col)` predicate masks the stores (SYRK writes one triangle), and block
+//!    tiles it rules out entirely are skipped.
+
+use core::marker::PhantomData;
+
+use super::frag::{Atom, Fragment, Layout};
+use super::lanes::Team;
+use super::numeric::Element;
+use super::smem::{self, KMajor, Major, MnMajor, Scratch, SharedTile, Word};
+use super::unroll::{array, unroll};
+use crate::Block;
+
+/// The most pipeline stages the engine uses.
+pub const MAX_STAGES: u32 = 4;
+
+/// A matrix in global memory: element `(i, j)` at `ptr[i * ld + j]`, or at `ptr[j * ld + i]` when
+/// `trans` (then the stored matrix is `cols × rows`).
+#[derive(Debug)]
+pub struct Gmat<T> {
+    /// Element `(0, 0)`.
+    pub ptr: *mut T,
+    /// Rows of the logical matrix.
+    pub rows: u32,
+    /// Columns of the logical matrix.
+    pub cols: u32,
+    /// Leading dimension of the stored matrix.
+    pub ld: u32,
+    /// The logical matrix is the stored one transposed.
+    pub trans: bool,
+}
+
+impl<T> Clone for Gmat<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Gmat<T> {}
+
+impl<T> Gmat<T> {
+    /// The `rows × cols` block at `(i, j)` of the logical matrix.
+    #[inline(always)]
+    pub fn sub(&self, i: u32, j: u32, rows: u32, cols: u32) -> Self {
+        let (r, c) = if self.trans { (j, i) } else { (i, j) };
+        Self {
+            ptr: self
+                .ptr
+                .wrapping_add(r as usize * self.ld as usize + c as usize),
+            rows,
+            cols,
+            ..*self
+        }
+    }
+
+    /// The transpose.
+    #[inline(always)]
+    pub fn t(&self) -> Self {
+        Self {
+            rows: self.cols,
+            cols: self.rows,
+            trans: !self.trans,
+            ..*self
+        }
+    }
+
+    /// Where element `(i, j)` is.
+    #[inline(always)]
+    pub fn at(&self, i: u32, j: u32) -> *mut T {
+        let (r, c) = if self.trans { (j, i) } else { (i, j) };
+        self.ptr
+            .wrapping_add(r as usize * self.ld as usize + c as usize)
+    }
+
+    /// `true` when every stored row starts 16-byte aligned.
+    #[inline(always)]
+    fn aligned(&self) -> bool {
+        (self.ptr as usize) % 16 == 0 && (self.ld as usize * size_of::<T>()) % 16 == 0
+    }
+}
+
+/// The warp tile and staging shape of one atom, and the engine instantiated for it: see
+/// [`WarpTile`].
+pub trait Shape {
+    /// The element type of the operands and the accumulators.
+    type Elem: Element + Word;
+    /// The atom.
+    type Atom: Atom<Elem = Self::Elem, Acc = Self::Elem>;
+    /// Depth of a staged chunk.
+    const KC: u32;
+    /// Rows of a warp tile.
+    const WM: u32;
+    /// Columns of a warp tile.
+    const WN: u32;
+    /// Padding of a [`KMajor`] chunk's rows, in elements.
+    const PAD_K: u32;
+    /// Padding of an [`MnMajor`] chunk's rows, in elements.
+    const PAD_MN: u32;
+
+    /// The block-tile geometry for `warps` warps.
+    fn geometry(warps: u32) -> Geometry {
+        Geometry::new(warps, Self::WM, Self::WN)
+    }
+
+    /// Shared-memory bytes one pipeline stage takes for `warps` warps (the larger of the two
+    /// staging layouts).
+    fn stage_bytes(warps: u32) -> u32;
+
+    /// `C = α·op(A)·op(B) + β·C` for the block, staged through `scratch`, with stores masked by
+    /// `keep(row, col)` and the block tiles (and warp tiles) at `(row0, col0)` of `rows × cols`
+    /// for which `skip(row0, col0, rows, cols)` holds left alone. Every thread of the block calls
+    /// it; it ends with a block barrier, so the result is visible to every thread.
+    ///
+    /// # Safety
+    /// The operands' elements are valid memory, C overlaps neither A nor B, `K` is a multiple of
+    /// [`KC`](Self::KC), `M` and `N` of 16, and `scratch` is the block's and unused by anything
+    /// else until the call returns (it panics when it holds less than one stage,
+    /// [`stage_bytes`](Self::stage_bytes)).
+    unsafe fn multiply(
+        block: &Block,
+        scratch: Scratch,
+        p: &Product<Self::Elem>,
+        keep: impl Fn(u32, u32) -> bool + Copy,
+        skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
+    );
+}
+
+/// A shape: `MI × NI` atoms `A` per warp, chunks `KC` deep, staged rows padded by `PK` elements
+/// ([`KMajor`]) or `PM` elements ([`MnMajor`]).
+#[derive(Clone, Copy, Debug)]
+pub struct WarpTile<
+    A,
+    const MI: usize,
+    const NI: usize,
+    const KC: u32,
+    const PK: u32,
+    const PM: u32,
+>(PhantomData<A>);
+
+impl<A: Atom, const MI: usize, const NI: usize, const KC: u32, const PK: u32, const PM: u32> Shape
+    for WarpTile<A, MI, NI, KC, PK, PM>
+where
+    A::Elem: Element,
+    A: Atom<Acc = <A as Atom>::Elem>,
+{
+    type Elem = A::Elem;
+    type Atom = A;
+    const KC: u32 = KC;
+    const WM: u32 = MI as u32 * A::M;
+    const WN: u32 = NI as u32 * A::N;
+    const PAD_K: u32 = PK;
+    const PAD_MN: u32 = PM;
+
+    fn stage_bytes(warps: u32) -> u32 {
+        let g = Self::geometry(warps);
+        let bytes = A::Elem::BYTES;
+        let most = |n| {
+            chunk_layout(false, n, KC, PK, PM, bytes)
+                .1
+                .max(chunk_layout(true, n, KC, PK, PM, bytes).1)
+        };
+        most(g.bm) + most(g.bn)
+    }
+
+    #[inline(always)]
+    unsafe fn multiply(
+        block: &Block,
+        scratch: Scratch,
+        p: &Product<A::Elem>,
+        keep: impl Fn(u32, u32) -> bool + Copy,
+        skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
+    ) {
+        let a = Source { m: p.a, b: false };
+        let b = Source { m: p.b, b: true };
+        let e = Engine::<A, MI, NI, KC, PK, PM> {
+            p: *p,
+            a,
+            b,
+            _marker: PhantomData,
+        };
+        // SAFETY: the caller's promises, passed on.
+        unsafe {
+            match (a.k_contiguous(), b.k_contiguous()) {
+                (true, true) => e.run::<KMajor, KMajor>(block, scratch, keep, skip),
+                (true, false) => e.run::<KMajor, MnMajor>(block, scratch, keep, skip),
+                (false, true) => e.run::<MnMajor, KMajor>(block, scratch, keep, skip),
+                (false, false) => e.run::<MnMajor, MnMajor>(block, scratch, keep, skip),
+            }
+        }
+    }
+}
+
+/// The block-tile geometry: a `wm × wn` grid of warps.
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry {
+    /// Warps down the block tile.
+    pub wm: u32,
+    /// Warps across.
+    pub wn: u32,
+    /// Rows of the block tile.
+    pub bm: u32,
+    /// Columns of the block tile.
+    pub bn: u32,
+}
+
+impl Geometry {
+    /// `wm × wn = warps`, `wm ≥ wn`, as close to square as the count allows, for warp tiles of
+    /// `warp_rows × warp_cols`.
+    pub fn new(warps: u32, warp_rows: u32, warp_cols: u32) -> Self {
+        let mut wn = 1;
+        let mut d = 1;
+        while d * d <= warps {
+            if warps.is_multiple_of(d) {
+                wn = d;
+            }
+            d += 1;
+        }
+        let wm = warps / wn;
+        Self {
+            wm,
+            wn,
+            bm: wm * warp_rows,
+            bn: wn * warp_cols,
+        }
+    }
+}
+
+/// Elements per 16-byte chunk.
+const fn per_chunk<T>() -> u32 {
+    16 / size_of::<T>() as u32
+}
+
+/// The staged chunk of one operand, `mn` rows deep `kc`: its row stride in elements and its bytes.
+const fn chunk_layout(
+    k_major: bool,
+    mn: u32,
+    kc: u32,
+    pad_k: u32,
+    pad_mn: u32,
+    bytes: u32,
+) -> (u32, u32) {
+    let (rows, stride) = if k_major {
+        (mn, kc + pad_k)
+    } else {
+        (kc, mn + pad_mn)
+    };
+    (stride, (rows * stride * bytes).next_multiple_of(16))
+}
+
+/// What the engine multiplies.
+#[derive(Debug)]
+pub struct Product<T> {
+    /// The output, `M × N` (a transposed output is written element by element).
+    pub c: Gmat<T>,
+    /// op(A), `M × K`.
+    pub a: Gmat<T>,
+    /// op(B), `K × N`.
+    pub b: Gmat<T>,
+    /// `α`.
+    pub alpha: T,
+    /// `β`.
+    pub beta: T,
+}
+
+impl<T: Copy> Clone for Product<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for Product<T> {}
+
+/// One operand's source in `(mn, k)` coordinates: A as itself, B transposed.
+struct Source<T> {
+    m: Gmat<T>,
+    /// `true` for B: `(mn, k)` is element `(k, mn)` of `m`.
+    b: bool,
+}
+
+impl<T> Clone for Source<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Source<T> {}
+
+impl<T: Word> Source<T> {
+    /// `true` when consecutive `k` are adjacent in memory.
+    #[inline(always)]
+    fn k_contiguous(&self) -> bool {
+        self.m.trans == self.b
+    }
+
+    #[inline(always)]
+    fn at(&self, mn: u32, k: u32) -> *const T {
+        if self.b {
+            self.m.at(k, mn)
+        } else {
+            self.m.at(mn, k)
+        }
+    }
+
+    /// Starts copying rows `mn0 .. mn0 + rows` (those below `valid`) at depth `k0 .. k0 + kc`
+    /// into `tile`: each of the block's threads copies its share of 16-byte chunks.
+    ///
+    /// # Safety
+    /// The source rows below `valid` and the tile's chunk are valid memory, and nothing reads the
+    /// tile until a wait and a barrier.
+    #[inline(always)]
+    unsafe fn stage<M: Major>(
+        &self,
+        team: &Team,
+        tile: &SharedTile<T, M>,
+        (mn0, rows, valid): (u32, u32, u32),
+        k0: u32,
+        kc: u32,
+        aligned: bool,
+    ) {
+        let e = per_chunk::<T>();
+        let (per_line, lines) = if M::K_CONTIGUOUS {
+            (kc / e, rows)
+        } else {
+            (rows / e, kc)
+        };
+        team.for_each_item(per_line * lines, |item| {
+            let (line, chunk) = (item / per_line, (item % per_line) * e);
+            let (mn, k) = if M::K_CONTIGUOUS {
+                (line, chunk)
+            } else {
+                (chunk, line)
+            };
+            if mn >= valid {
+                return;
+            }
+            if aligned {
+                // SAFETY: the caller's promise; the source and the tile chunk are 16-byte aligned
+                // (aligned rows, chunks at multiples of 16 bytes).
+                unsafe { tile.copy16(mn, k, self.at(mn0 + mn, k0 + k)) };
+                return;
+            }
+            for x in 0..e {
+                let (m2, k2) = if M::K_CONTIGUOUS {
+                    (mn, k + x)
+                } else {
+                    (mn + x, k)
+                };
+                // SAFETY: the caller's promise.
+                unsafe { tile.set(m2, k2, *self.at(mn0 + m2, k0 + k2)) };
+            }
+        });
+    }
+}
+
+/// The engine for one shape and one problem.
+struct Engine<
+    A: Atom,
+    const MI: usize,
+    const NI: usize,
+    const KC: u32,
+    const PK: u32,
+    const PM: u32,
+> {
+    p: Product<A::Elem>,
+    a: Source<A::Elem>,
+    b: Source<A::Elem>,
+    _marker: PhantomData<A>,
+}
+
+impl<A, const MI: usize, const NI: usize, const KC: u32, const PK: u32, const PM: u32>
+    Engine<A, MI, NI, KC, PK, PM>
+where
+    A: Atom<Acc = <A as Atom>::Elem>,
+    A::Elem: Element,
+{
+    const WM: u32 = MI as u32 * A::M;
+    const WN: u32 = NI as u32 * A::N;
+
+    /// The whole product (see [`Shape::multiply`]).
+    #[inline(always)]
+    unsafe fn run<MA: Major, MB: Major>(
+        &self,
+        block: &Block,
+        scratch: Scratch,
+        keep: impl Fn(u32, u32) -> bool + Copy,
+        skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
+    ) {
+        let p = &self.p;
+        let team = Team::new(block);
+        let g = Geometry::new(team.warps(), Self::WM, Self::WN);
+        let (m, n, k) = (p.c.rows, p.c.cols, p.a.cols);
+        let bytes = A::Elem::BYTES;
+        let (a_stride, a_bytes) = chunk_layout(MA::K_CONTIGUOUS, g.bm, KC, PK, PM, bytes);
+        let (b_stride, b_bytes) = chunk_layout(MB::K_CONTIGUOUS, g.bn, KC, PK, PM, bytes);
+        let stage = a_bytes + b_bytes;
+        let stages = (scratch.bytes() / stage).min(MAX_STAGES);
+        if stages == 0 {
+            too_little_scratch(stage, scratch.bytes());
+        }
+        // SAFETY: each slot's tiles lie within `stages * stage <= scratch.bytes()`.
+        let tiles = |slot: u32| unsafe {
+            (
+                scratch.tile::<A::Elem, MA>(slot * stage, a_stride),
+                scratch.tile::<A::Elem, MB>(slot * stage + a_bytes, b_stride),
+            )
+        };
+        let (a_aligned, b_aligned) = (self.a.m.aligned(), self.b.m.aligned());
+        let pairs =
+            !p.c.trans && p.c.aligned() && <<A::C as Fragment>::Layout as Layout>::COL_PAIRS;
+        let fold = p.alpha == A::Elem::ONE || p.alpha == -A::Elem::ONE;
+        let chunks = k / KC;
+        let (wi, wj) = (team.warp() / g.wn, team.warp() % g.wn);
+
+        let mut i0 = 0;
+        while i0 < m {
+            let mut j0 = 0;
+            while j0 < n {
+                if skip(i0, j0, g.bm, g.bn) {
+                    j0 += g.bn;
+                    continue;
+                }
+                let (rows, cols) = ((m - i0).min(g.bm), (n - j0).min(g.bn));
+                let (r0, c0) = (i0 + wi * Self::WM, j0 + wj * Self::WN);
+                // A warp whose tile holds no stored element copies its share but multiplies
+                // nothing (the test is the same for every lane of the warp).
+                let idle = wi * Self::WM >= rows
+                    || wj * Self::WN >= cols
+                    || skip(r0, c0, Self::WM, Self::WN);
+                let issue = |chunk: u32| {
+                    let (ta, tb) = tiles(chunk % stages);
+                    // SAFETY: rows below `rows` and `cols` lie inside A and B (the caller's
+                    // promise), and the slot is free: its last reader passed a barrier since.
+                    unsafe {
+                        self.a
+                            .stage(&team, &ta, (i0, g.bm, rows), chunk * KC, KC, a_aligned);
+                        self.b
+                            .stage(&team, &tb, (j0, g.bn, cols), chunk * KC, KC, b_aligned);
+                    }
+                };
+                for s in 0..stages - 1 {
+                    if s < chunks {
+                        issue(s);
+                    }
+                    smem::commit();
+                }
+                let mut acc = self.init(r0, c0, fold, keep);
+                for chunk in 0..chunks {
+                    if stages == 1 {
+                        block.sync();
+                        issue(chunk);
+                        smem::commit();
+                    }
+                    // Chunk `chunk` is the oldest group but `stages - 2` younger ones.
+                    match stages {
+                        1 | 2 => smem::wait::<0>(),
+                        3 => smem::wait::<1>(),
+                        _ => smem::wait::<2>(),
+                    }
+                    block.sync();
+                    if stages > 1 {
+                        if chunk + stages - 1 < chunks {
+                            issue(chunk + stages - 1);
+                        }
+                        smem::commit();
+                    }
+                    if !idle {
+                        let (ta, tb) = tiles(chunk % stages);
+                        // SAFETY: the warp tile lies in the block tile the slot holds.
+                        unsafe { Self::step(&mut acc, &ta, &tb, wi * Self::WM, wj * Self::WN) };
+                    }
+                }
+                if !idle {
+                    self.finish(&acc, r0, c0, fold, keep, pairs);
+                }
+                // No warp may refill a slot that another still reads.
+                block.sync();
+                j0 += g.bn;
+            }
+            i0 += g.bm;
+        }
+    }
+
+    /// The accumulators before the `K` loop: `α·β·C` when folding, else zero.
+    #[inline(always)]
+    fn init(
+        &self,
+        r0: u32,
+        c0: u32,
+        fold: bool,
+        keep: impl Fn(u32, u32) -> bool,
+    ) -> [[A::C; NI]; MI] {
+        let p = &self.p;
+        let scale = p.alpha * p.beta;
+        let read = fold && p.beta != A::Elem::ZERO;
+        array(
+            #[inline(always)]
+            |i| {
+                array(
+                    #[inline(always)]
+                    |j| {
+                        let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                        A::C::from_fn(|_, _, r, c| {
+                            let (row, col) = (ri + r, cj + c);
+                            if read && row < p.c.rows && col < p.c.cols && keep(row, col) {
+                                // SAFETY: inside C (the caller's promise).
+                                scale * unsafe { *p.c.at(row, col) }
+                            } else {
+                                A::Elem::ZERO
+                            }
+                        })
+                    },
+                )
+            },
+        )
+    }
+
+    /// One staged chunk into the warp's accumulators (fixed-count loops over register arrays,
+    /// which unroll to constant indices).
+    ///
+    /// # Safety
+    /// The warp tile at `(wr, wc)` of the block tile lies in the staged tiles.
+    #[inline(always)]
+    unsafe fn step<MA: Major, MB: Major>(
+        acc: &mut [[A::C; NI]; MI],
+        ta: &SharedTile<A::Elem, MA>,
+        tb: &SharedTile<A::Elem, MB>,
+        wr: u32,
+        wc: u32,
+    ) {
+        let mut ks = 0;
+        while ks < KC {
+            // SAFETY: inside the staged tiles (the caller's promise).
+            let fa: [A::A; MI] = array(
+                #[inline(always)]
+                |i| unsafe { A::load_a(ta, wr + i as u32 * A::M, ks) },
+            );
+            unroll::<NI>(
+                #[inline(always)]
+                |j| {
+                    // SAFETY: as above.
+                    let fb = unsafe { A::load_b(tb, wc + j as u32 * A::N, ks) };
+                    unroll::<MI>(
+                        #[inline(always)]
+                        |i| A::mma(&mut acc[i][j], &fa[i], &fb),
+                    );
+                },
+            );
+            ks += A::K;
+        }
+    }
+
+    /// Writes the accumulators to C: `α·acc` when folding, else `α·acc + β·C`.
+    #[inline(always)]
+    fn finish(
+        &self,
+        acc: &[[A::C; NI]; MI],
+        r0: u32,
+        c0: u32,
+        fold: bool,
+        keep: impl Fn(u32, u32) -> bool,
+        pairs: bool,
+    ) {
+        let p = &self.p;
+        let value = |row: u32, col: u32, v: A::Elem| {
+            if fold || p.beta == A::Elem::ZERO {
+                p.alpha * v
+            } else {
+                // SAFETY: inside C (the caller's promise).
+                p.alpha * v + p.beta * unsafe { *p.c.at(row, col) }
+            }
+        };
+        unroll::<MI>(
+            #[inline(always)]
+            |i| {
+                unroll::<NI>(
+                    #[inline(always)]
+                    |j| {
+                        let frag = &acc[i][j];
+                        let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                        if pairs {
+                            frag.for_each_pair(|r, c, x, y| {
+                                let (row, col) = (ri + r, cj + c);
+                                if row >= p.c.rows || col >= p.c.cols {
+                                    return;
+                                }
+                                match (keep(row, col), keep(row, col + 1)) {
+                                    (true, true) => {
+                                        let pair = [value(row, col, x), value(row, col + 1, y)];
+                                        // SAFETY: inside C (columns come in pairs of an even first, and
+                                        // `N` is even), aligned: an even column of an aligned operand.
+                                        unsafe { store_pair(p.c.at(row, col), pair) };
+                                    }
+                                    (first, second) => {
+                                        if first {
+                                            // SAFETY: inside C.
+                                            unsafe { *p.c.at(row, col) = value(row, col, x) };
+                                        }
+                                        if second {
+                                            // SAFETY: inside C.
+                                            unsafe {
+                                                *p.c.at(row, col + 1) = value(row, col + 1, y)
+                                            };
+                                        }
+                                    }
+                                }
+                            });
+                            return;
+                        }
+                        frag.for_each(|_, _, r, c, v| {
+                            let (row, col) = (ri + r, cj + c);
+                            if row < p.c.rows && col < p.c.cols && keep(row, col) {
+                                // SAFETY: inside C.
+                                unsafe { *p.c.at(row, col) = value(row, col, v) };
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    }
+}
+
+/// Stores two adjacent elements in one 16-byte (f64) or 8-byte (f32) store.
+///
+/// # Safety
+/// `at` and the next element are valid for writes and `at` is aligned to twice the element size.
+#[inline(always)]
+unsafe fn store_pair<T: Copy>(at: *mut T, pair: [T; 2]) {
+    #[repr(C, align(16))]
+    struct Pair16<T>([T; 2]);
+    #[repr(C, align(8))]
+    struct Pair8<T>([T; 2]);
+    // SAFETY: the caller's promise; the alignment of the wrapper matches the promise.
+    unsafe {
+        if size_of::<T>() == 8 {
+            at.cast::<Pair16<T>>().write(Pair16(pair));
+        } else {
+            at.cast::<Pair8<T>>().write(Pair8(pair));
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn too_little_scratch(stage: u32, have: u32) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (stage, have);
+        panic!(
+            "tile op: too little block scratch for one pipeline stage; raise the region's `shared_bytes`"
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    std::panic!(
+        "tile op: one pipeline stage needs {stage} bytes of block scratch, the block has {have} left; raise the region's `shared_bytes`"
+    );
+}

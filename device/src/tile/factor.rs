@@ -1,0 +1,439 @@
+//! POTRF and GETRF (without pivoting) of one tile, blocked.
+//!
+//! Both walk the diagonal in blocks of [`P`] = 16, right-looking:
+//!
+//! 1. **Diagonal block.** Warp 0 factors the `16 × 16` block in registers: lane `r` holds row
+//!    `r`, and each column step broadcasts the pivot and the pivot row or column with warp
+//!    shuffles, so the block needs no barrier inside.
+//! 2. **Panels.** The block's threads solve the panels against it, one row or column per
+//!    thread ([`solve_lines`]): POTRF's column panel `L₂₁ = A₂₁·L₁₁⁻ᵀ`; GETRF's row panel
+//!    `U₁₂ = L₁₁⁻¹·A₁₂` and column panel `L₂₁ = A₂₁·U₁₁⁻¹`.
+//! 3. **Trailing update** on the tensor cores (the [`engine`](super::engine)), `K = 16`:
+//!    POTRF `A₂₂ −= L₂₁·L₂₁ᵀ` on the lower triangle only, GETRF `A₂₂ −= L₂₁·U₁₂`.
+//!
+//! | operation | shared memory | threads |
+//! | --- | --- | --- |
+//! | [`potrf`], [`getrf`] | 16 bytes + one engine stage (as [`gemm`](super::gemm())) | any multiple of 32 |
+//!
+//! Error bounds (tested): the residual `A − L·Lᵀ` (or `A − L·U`) of each element is within
+//! `4(n + 2)ε` times `|L|·|Lᵀ|` (or `|L|·|U|`), the backward-error bounds of both
+//! factorizations.
+
+use super::args::{self, gmat_mut};
+use super::engine::{Gmat, Product, Shape};
+use super::flags::Uplo;
+use super::gemm::triangle;
+use super::lanes::{Lanes, Team};
+use super::numeric::Element;
+use super::operand::MatMut;
+use super::shapes::Tiled;
+use super::smem::Scratch;
+use super::trsm::{P, solve_lines};
+use super::unroll::{array, unroll};
+use crate::Block;
+
+const N: usize = P as usize;
+
+/// The diagonal block's columns as warp registers: `cols[q]` holds element `(lane, q)` in lane
+/// `lane < 16` (zero elsewhere, and above the diagonal when `lower_only`).
+///
+/// # Safety
+/// `d` is a valid `16 × 16` block.
+#[inline(always)]
+unsafe fn load<T: Element>(d: Gmat<T>, lower_only: bool) -> [Lanes<T>; N] {
+    array(
+        #[inline(always)]
+        |q| {
+            Lanes::from_fn(|lane| {
+                if lane < P && (!lower_only || lane >= q as u32) {
+                    // SAFETY: inside the block (the caller's promise).
+                    unsafe { *d.at(lane, q as u32) }
+                } else {
+                    T::ZERO
+                }
+            })
+        },
+    )
+}
+
+/// Writes the columns back: rows `lane < 16`, only on and below the diagonal when `lower_only`.
+///
+/// # Safety
+/// As for [`load`], and no other thread accesses the block.
+#[inline(always)]
+unsafe fn store<T: Element>(d: Gmat<T>, cols: &[Lanes<T>; N], lower_only: bool) {
+    unroll::<N>(
+        #[inline(always)]
+        |q| {
+            cols[q].for_each(|lane, v| {
+                if lane < P && (!lower_only || lane >= q as u32) {
+                    // SAFETY: inside the block.
+                    unsafe { *d.at(lane, q as u32) = v };
+                }
+            });
+        },
+    );
+}
+
+/// The Cholesky factor of the lower triangle of the `16 × 16` block `d`, in place, by the
+/// calling warp (all 32 lanes). Returns the first column whose pivot was not positive.
+///
+/// # Safety
+/// As for [`store`].
+#[inline(always)]
+unsafe fn cholesky_block<T: Element>(d: Gmat<T>) -> Option<u32> {
+    // SAFETY: the caller's promise.
+    let mut cols = unsafe { load(d, true) };
+    let mut failed = None;
+    unroll::<N>(
+        #[inline(always)]
+        |c| {
+            let c32 = c as u32;
+            let pivot = cols[c].broadcast(c32);
+            // Not positive, NaN included.
+            let positive = pivot.partial_cmp(&T::ZERO) == Some(core::cmp::Ordering::Greater);
+            if !positive && failed.is_none() {
+                failed = Some(c32);
+            }
+            let root = pivot.sqrt();
+            cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
+                core::cmp::Ordering::Equal => root,
+                core::cmp::Ordering::Greater => v / root,
+                core::cmp::Ordering::Less => v,
+            });
+            unroll::<N>(
+                #[inline(always)]
+                |q| {
+                    if q > c {
+                        // A[r][q] -= L[r][c]·L[q][c] for the rows r ≥ q.
+                        let lqc = cols[c].broadcast(q as u32);
+                        cols[q] =
+                            cols[q]
+                                .zip(cols[c], |v, lrc| (v, lrc))
+                                .map_lane(
+                                    |lane, (v, lrc)| {
+                                        if lane >= q as u32 { v - lrc * lqc } else { v }
+                                    },
+                                );
+                    }
+                },
+            );
+        },
+    );
+    // SAFETY: the caller's promise.
+    unsafe { store(d, &cols, true) };
+    failed
+}
+
+/// LU without pivoting of the `16 × 16` block `d`, in place (unit-lower `L` below the diagonal,
+/// `U` on and above), by the calling warp. Returns the first column whose pivot was zero.
+///
+/// # Safety
+/// As for [`store`].
+#[inline(always)]
+unsafe fn lu_block<T: Element>(d: Gmat<T>) -> Option<u32> {
+    // SAFETY: the caller's promise.
+    let mut cols = unsafe { load(d, false) };
+    let mut failed = None;
+    unroll::<N>(
+        #[inline(always)]
+        |c| {
+            let c32 = c as u32;
+            let pivot = cols[c].broadcast(c32);
+            if pivot == T::ZERO && failed.is_none() {
+                failed = Some(c32);
+            }
+            cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v / pivot } else { v });
+            unroll::<N>(
+                #[inline(always)]
+                |q| {
+                    if q > c {
+                        // A[r][q] -= L[r][c]·U[c][q] for the rows r > c.
+                        let ucq = cols[q].broadcast(c32);
+                        cols[q] = cols[q]
+                            .zip(cols[c], |v, lrc| (v, lrc))
+                            .map_lane(|lane, (v, lrc)| if lane > c32 { v - lrc * ucq } else { v });
+                    }
+                },
+            );
+        },
+    );
+    // SAFETY: the caller's promise.
+    unsafe { store(d, &cols, false) };
+    failed
+}
+
+/// Warp 0 factors the diagonal block with `factor`, and every thread learns whether it failed
+/// (through a word of the reserved scratch and a barrier).
+///
+/// # Safety
+/// `flags` is the scratch's reserved first 16 bytes; `factor` may assume that only the calling
+/// warp accesses `d`.
+#[inline(always)]
+unsafe fn diagonal<T: Element>(
+    block: &Block,
+    team: &Team,
+    flags: &Scratch,
+    d: Gmat<T>,
+    factor: impl FnOnce(Gmat<T>) -> Option<u32>,
+) -> Option<u32> {
+    if team.warp() == 0 {
+        // Only warp 0 touches the block now.
+        let failed = factor(d);
+        Lanes::splat(failed.unwrap_or(u32::MAX)).for_each(|lane, word| {
+            if lane == 0 {
+                // SAFETY: word 0 of the reserved bytes; the others read it after the barrier,
+                // and it is written again only after the next one.
+                unsafe { flags.set_word(0, word) };
+            }
+        });
+    }
+    block.sync();
+    // SAFETY: as above.
+    let word = unsafe { flags.word(0) };
+    (word != u32::MAX).then_some(word)
+}
+
+/// The scratch split into the 16 flag bytes and the engine's share.
+#[inline(always)]
+fn split(block: &Block) -> (Scratch, Scratch) {
+    let scratch = Scratch::of(block);
+    if scratch.bytes() < 16 {
+        super::engine::too_little_scratch(16, scratch.bytes());
+    }
+    (scratch, scratch.after(16))
+}
+
+/// The Cholesky factorization `A = L·Lᵀ` (`uplo = Lower`; `A = Uᵀ·U` for `Upper`) of the square
+/// tile `a`, in place in its `uplo` triangle (the other is neither read nor written). Returns
+/// `Err(j)` when the pivot of column `j` is not positive (`A` not positive definite); the tile is
+/// then partly factored. Every thread of the block calls it and gets the same result.
+#[inline(always)]
+pub fn potrf<T: Tiled, const CHECKED: bool>(
+    block: &Block,
+    uplo: Uplo,
+    a: MatMut<'_, T, CHECKED>,
+) -> Result<(), usize> {
+    let ga = gmat_mut(&a);
+    let shape = [(ga.rows as usize, ga.cols as usize)];
+    args::sides("potrf", &shape);
+    if ga.rows != ga.cols {
+        args::bad_shapes("potrf", &shape);
+    }
+    if !a.is_ok() {
+        return Ok(());
+    }
+    let l = if uplo == Uplo::Lower { ga } else { ga.t() };
+    let team = Team::new(block);
+    let (flags, scratch) = split(block);
+    let n = l.rows;
+    for j in (0..n).step_by(N) {
+        let d = l.sub(j, j, P, P);
+        // SAFETY: the handle was checked inside its array; the blocks below lie in it, and
+        // `diagonal` runs the factorization on warp 0 alone.
+        if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| cholesky_block(d)) } {
+            return Err((j + c) as usize);
+        }
+        let rest = n - j - P;
+        if rest == 0 {
+            break;
+        }
+        let panel = l.sub(j + P, j, rest, P);
+        // L₂₁ᵀ = L₁₁⁻¹·A₂₁ᵀ: each panel row is a line.
+        // SAFETY: as above; the diagonal block and the panel are disjoint.
+        unsafe { solve_lines(&team, l.sub(j, j, P, P), panel.t(), true, false) };
+        block.sync();
+        let p = Product {
+            c: l.sub(j + P, j + P, rest, rest),
+            a: panel,
+            b: panel.t(),
+            alpha: -T::ONE,
+            beta: T::ONE,
+        };
+        // SAFETY: as above; the trailing block and the panel are disjoint.
+        unsafe { triangle::<T::Shape>(block, scratch, &p, Uplo::Lower) };
+    }
+    Ok(())
+}
+
+/// LU without pivoting of the square tile `a`, in place: unit-lower `L` below the diagonal, `U`
+/// on and above. Returns `Err(j)` when the pivot of column `j` is zero; the tile is then partly
+/// factored. Every thread of the block calls it and gets the same result.
+#[inline(always)]
+pub fn getrf<T: Tiled, const CHECKED: bool>(
+    block: &Block,
+    a: MatMut<'_, T, CHECKED>,
+) -> Result<(), usize> {
+    let ga = gmat_mut(&a);
+    let shape = [(ga.rows as usize, ga.cols as usize)];
+    args::sides("getrf", &shape);
+    if ga.rows != ga.cols {
+        args::bad_shapes("getrf", &shape);
+    }
+    if !a.is_ok() {
+        return Ok(());
+    }
+    let team = Team::new(block);
+    let (flags, scratch) = split(block);
+    let n = ga.rows;
+    for j in (0..n).step_by(N) {
+        let d = ga.sub(j, j, P, P);
+        // SAFETY: as in `potrf`.
+        if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| lu_block(d)) } {
+            return Err((j + c) as usize);
+        }
+        let rest = n - j - P;
+        if rest == 0 {
+            break;
+        }
+        let (row, col) = (ga.sub(j, j + P, P, rest), ga.sub(j + P, j, rest, P));
+        // SAFETY: as above; the diagonal block and the two panels are disjoint.
+        unsafe {
+            // U₁₂ = L₁₁⁻¹·A₁₂ (columns are lines), L₂₁ᵀ = U₁₁⁻ᵀ·A₂₁ᵀ (rows are lines).
+            solve_lines(&team, d, row, true, true);
+            solve_lines(&team, d.t(), col.t(), true, false);
+        }
+        block.sync();
+        let p = Product {
+            c: ga.sub(j + P, j + P, rest, rest),
+            a: col,
+            b: row,
+            alpha: -T::ONE,
+            beta: T::ONE,
+        };
+        // SAFETY: as above; the trailing block and the panels are disjoint.
+        unsafe { T::Shape::multiply(block, scratch, &p, |_, _| true, |_, _, _, _| false) };
+    }
+    Ok(())
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::tile::reference::{self, Matrix};
+    use crate::tile::testing::{Shared, on_block};
+    use proptest::prelude::*;
+
+    fn side() -> impl Strategy<Value = usize> {
+        prop_oneof![4 => (1usize..=4).prop_map(|s| 16 * s), 1 => (5usize..=8).prop_map(|s| 16 * s)]
+    }
+
+    /// `B·Bᵀ / n + I` for a random `B`: symmetric positive definite, off-diagonals of order one.
+    fn spd<T: Element>(n: usize, seed: u64) -> Matrix<T> {
+        let b = Matrix::<f64>::random(n, n, 0, seed).dense();
+        Matrix::<T>::random(n, n, 2, seed + 1).from_fn(|i, j| {
+            let dot: f64 = (0..n).map(|q| b[i * n + q] * b[j * n + q]).sum();
+            dot / n as f64 + if i == j { 1.0 } else { 0.0 }
+        })
+    }
+
+    /// A random matrix with `n / 4 + 1` added to the diagonal: LU needs no pivoting.
+    fn dominant<T: Element>(n: usize, seed: u64) -> Matrix<T> {
+        let m = Matrix::<T>::random(n, n, 1, seed);
+        let v = m.dense();
+        m.from_fn(|i, j| v[i * n + j] + if i == j { n as f64 / 4.0 + 1.0 } else { 0.0 })
+    }
+
+    fn check_potrf<T: Tiled>(n: usize, uplo: Uplo, warps: u32, seed: u64) {
+        let mut a = spd::<T>(n, seed);
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        let bytes = 16 + 4 * T::Shape::stage_bytes(warps) as usize;
+        on_block(warps, bytes, |block| {
+            assert_eq!(potrf(block, uplo, sa.mat_mut(ra)), Ok(()));
+        });
+        // Upper: the lower triangle of the transpose; check it as such.
+        let a = if uplo == Uplo::Upper {
+            a.transposed()
+        } else {
+            a
+        };
+        let (residual, scale) = reference::potrf_residual(&a);
+        reference::assert_small(
+            &a,
+            &residual,
+            &scale,
+            4.0 * (n as f64 + 2.0) * T::EPSILON,
+            "potrf",
+        );
+        for i in 0..n {
+            for j in i + 1..n {
+                assert_eq!(
+                    a.get(i, j),
+                    a.original(i, j),
+                    "potrf wrote ({i}, {j}) above the diagonal"
+                );
+            }
+        }
+    }
+
+    fn check_getrf<T: Tiled>(n: usize, warps: u32, seed: u64) {
+        let mut a = dominant::<T>(n, seed);
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        let bytes = 16 + 4 * T::Shape::stage_bytes(warps) as usize;
+        on_block(warps, bytes, |block| {
+            assert_eq!(getrf(block, sa.mat_mut(ra)), Ok(()));
+        });
+        let (residual, scale) = reference::getrf_residual(&a);
+        reference::assert_small(
+            &a,
+            &residual,
+            &scale,
+            4.0 * (n as f64 + 2.0) * T::EPSILON,
+            "getrf",
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        #[test]
+        fn potrf_factors_spd_tiles(
+            n in side(),
+            upper in any::<bool>(),
+            warps in 1u32..=4,
+            seed in 0u64..1000,
+            f32 in any::<bool>(),
+        ) {
+            let uplo = if upper { Uplo::Upper } else { Uplo::Lower };
+            if f32 { check_potrf::<f32>(n, uplo, warps, seed) } else { check_potrf::<f64>(n, uplo, warps, seed) }
+        }
+
+        #[test]
+        fn getrf_factors_tiles_without_pivoting(
+            n in side(),
+            warps in 1u32..=4,
+            seed in 0u64..1000,
+            f32 in any::<bool>(),
+        ) {
+            if f32 { check_getrf::<f32>(n, warps, seed) } else { check_getrf::<f64>(n, warps, seed) }
+        }
+    }
+
+    #[test]
+    fn a_matrix_that_is_not_positive_definite_is_reported_at_its_column() {
+        // The identity with -1 at (37, 37): the first 37 pivots are 1.
+        let mut a = Matrix::<f64>::random(64, 64, 0, 1).from_fn(|i, j| {
+            if i != j {
+                0.0
+            } else if i == 37 {
+                -1.0
+            } else {
+                1.0
+            }
+        });
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        on_block(2, 64 * 1024, |block| {
+            assert_eq!(potrf(block, Uplo::Lower, sa.mat_mut(ra)), Err(37));
+        });
+    }
+
+    #[test]
+    fn a_zero_pivot_is_reported_at_its_column() {
+        let mut a = Matrix::<f64>::random(32, 32, 0, 1)
+            .from_fn(|i, j| if i == j && i != 20 { 1.0 } else { 0.0 });
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        on_block(1, 64 * 1024, |block| {
+            assert_eq!(getrf(block, sa.mat_mut(ra)), Err(20));
+        });
+    }
+}

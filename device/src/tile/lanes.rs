@@ -1,0 +1,258 @@
+//! Lanes and warps: what one thread of a tile operation holds and which share of the block's work
+//! it does, written once for both targets.
+//!
+//! 1. [`Lanes<T>`] is one value per lane of a warp, as the calling thread holds it. On the GPU that
+//!    is the thread's own value (one register); on the host one thread emulates the whole warp and
+//!    holds all 32. Tile code builds lane values with [`Lanes::from_fn`], which hands it the lane
+//!    index, so the same closure computes a GPU thread's value and every emulated lane's value.
+//! 2. [`Team`] says which warp the calling thread is and how many warps the block has. On the GPU
+//!    the block's threads make `threads / 32` warps; on the host each of the block's lanes (OS
+//!    threads, see [`arch::host`](crate::arch::host)) emulates one whole warp, so a block of one
+//!    lane is a block of one warp. Tile operations spread warp tiles over [`Team::warps`] and give
+//!    the same results whatever the count.
+//! 3. [`Team::for_each_item`] spreads per-thread work (copies) over the block's threads, emulated or
+//!    not, in the order a GPU block would.
+
+use crate::Block;
+use crate::arch;
+
+/// Lanes in a warp.
+pub const LANES: usize = arch::WARP_SIZE as usize;
+
+/// One value per lane of a warp: the calling thread's own on the GPU, all 32 on the host.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy, Debug)]
+#[repr(transparent)]
+pub struct Lanes<T>(T);
+
+/// One value per lane of a warp: the calling thread's own on the GPU, all 32 on the host.
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, Debug)]
+pub struct Lanes<T>([T; LANES]);
+
+/// The calling thread's lane (GPU).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn lane() -> u32 {
+    arch::thread_idx() & (arch::WARP_SIZE - 1)
+}
+
+impl<T: Copy> Lanes<T> {
+    /// The same value in every lane.
+    #[inline(always)]
+    pub fn splat(value: T) -> Self {
+        Self::from_fn(|_| value)
+    }
+
+    /// Lane `l` holds `f(l)`.
+    #[inline(always)]
+    pub fn from_fn(mut f: impl FnMut(u32) -> T) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        return Self(f(lane()));
+        #[cfg(not(target_arch = "nvptx64"))]
+        return Self(core::array::from_fn(|l| f(l as u32)));
+    }
+
+    /// `f` applied lane by lane.
+    #[inline(always)]
+    pub fn map<U: Copy>(self, mut f: impl FnMut(T) -> U) -> Lanes<U> {
+        #[cfg(target_arch = "nvptx64")]
+        return Lanes(f(self.0));
+        #[cfg(not(target_arch = "nvptx64"))]
+        return Lanes(self.0.map(&mut f));
+    }
+
+    /// `f(lane, value)` applied lane by lane.
+    #[inline(always)]
+    pub fn map_lane<U: Copy>(self, mut f: impl FnMut(u32, T) -> U) -> Lanes<U> {
+        #[cfg(target_arch = "nvptx64")]
+        return Lanes(f(lane(), self.0));
+        #[cfg(not(target_arch = "nvptx64"))]
+        return Lanes(core::array::from_fn(|l| f(l as u32, self.0[l])));
+    }
+
+    /// `f` applied lane by lane to `self` and `other`.
+    #[inline(always)]
+    pub fn zip<U: Copy, V: Copy>(self, other: Lanes<U>, mut f: impl FnMut(T, U) -> V) -> Lanes<V> {
+        #[cfg(target_arch = "nvptx64")]
+        return Lanes(f(self.0, other.0));
+        #[cfg(not(target_arch = "nvptx64"))]
+        return Lanes(core::array::from_fn(|l| f(self.0[l], other.0[l])));
+    }
+
+    /// Calls `f(lane, value)` for every lane the calling thread holds.
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, T)) {
+        #[cfg(target_arch = "nvptx64")]
+        f(lane(), self.0);
+        #[cfg(not(target_arch = "nvptx64"))]
+        for (l, v) in self.0.into_iter().enumerate() {
+            f(l as u32, v);
+        }
+    }
+
+    /// The calling thread's own value (GPU).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub fn get(self) -> T {
+        self.0
+    }
+
+    /// Lane `l`'s value (host, where one thread holds every lane).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn get(&self, l: u32) -> T {
+        self.0[l as usize]
+    }
+
+    /// Sets lane `l`'s value (host).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn set(&mut self, l: u32, value: T) {
+        self.0[l as usize] = value;
+    }
+
+    /// Wraps the calling thread's value (GPU).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn from_own(value: T) -> Self {
+        Self(value)
+    }
+}
+
+impl<T: super::numeric::Element> Lanes<T> {
+    /// Lane `src`'s value, in every lane: a warp shuffle (`shfl.sync.idx`, one per 32 bits) on
+    /// the GPU, where every lane of the warp must call it with the same `src`.
+    #[inline(always)]
+    pub fn broadcast(self, src: u32) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let bits = self.0.to_bits64();
+            let lo = arch::shfl_idx(bits as u32, src);
+            let hi = if size_of::<T>() > 4 {
+                arch::shfl_idx((bits >> 32) as u32, src)
+            } else {
+                0
+            };
+            T::from_bits64(u64::from(lo) | (u64::from(hi) << 32))
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        self.0[src as usize]
+    }
+}
+
+/// The calling thread's place in the block, in warps.
+#[derive(Clone, Copy, Debug)]
+pub struct Team {
+    warps: u32,
+    warp: u32,
+}
+
+impl Team {
+    /// The team of `block`. Panics on the GPU when the block's size is not a multiple of 32:
+    /// tile operations hand out whole warps.
+    #[inline(always)]
+    pub fn new(block: &Block) -> Self {
+        let (threads, thread) = (block.threads() as u32, block.thread() as u32);
+        #[cfg(target_arch = "nvptx64")]
+        {
+            assert!(
+                threads % arch::WARP_SIZE == 0,
+                "tile ops need the region's `threads` to be a multiple of 32"
+            );
+            Self {
+                warps: threads / arch::WARP_SIZE,
+                warp: thread / arch::WARP_SIZE,
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        Self {
+            warps: threads,
+            warp: thread,
+        }
+    }
+
+    /// A team of `warps` warps seen from warp `warp` (tests).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn emulated(warps: u32, warp: u32) -> Self {
+        assert!(warp < warps);
+        Self { warps, warp }
+    }
+
+    /// Warps in the block.
+    #[inline(always)]
+    pub fn warps(&self) -> u32 {
+        self.warps
+    }
+
+    /// The calling thread's warp.
+    #[inline(always)]
+    pub fn warp(&self) -> u32 {
+        self.warp
+    }
+
+    /// Threads in the block, emulated ones included: `32 * warps`.
+    #[inline(always)]
+    pub fn threads(&self) -> u32 {
+        self.warps * arch::WARP_SIZE
+    }
+
+    /// Calls `f(i)` for each `i` in `0..n` that the calling thread's lanes own: item `i` belongs to
+    /// thread `i % threads()`, as a block-stride loop over the block's threads hands them out.
+    #[inline(always)]
+    pub fn for_each_item(&self, n: u32, mut f: impl FnMut(u32)) {
+        let stride = self.threads();
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut i = self.warp * arch::WARP_SIZE + lane();
+            while i < n {
+                f(i);
+                i += stride;
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let mut first = self.warp * arch::WARP_SIZE;
+            while first < n {
+                for i in first..(first + arch::WARP_SIZE).min(n) {
+                    f(i);
+                }
+                first += stride;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::{Lanes, Team};
+
+    #[test]
+    fn lanes_hold_one_value_per_lane_on_the_host() {
+        let ids = Lanes::from_fn(|l| l * 2);
+        let sums = ids.zip(Lanes::splat(1u32), |a, b| a + b).map(|v| v * 10);
+        let mut seen = std::vec::Vec::new();
+        sums.for_each(|l, v| seen.push((l, v)));
+        assert_eq!(seen.len(), 32);
+        assert_eq!(seen[5], (5, 110));
+        assert_eq!(sums.map_lane(|l, v| v - l).get(31), 630 - 31);
+    }
+
+    #[test]
+    fn items_are_spread_over_the_emulated_threads_like_a_block_stride_loop() {
+        for warps in 1..4u32 {
+            let mut owner = std::vec![u32::MAX; 200];
+            for warp in 0..warps {
+                Team::emulated(warps, warp).for_each_item(200, |i| {
+                    assert_eq!(owner[i as usize], u32::MAX, "item {i} handed out twice");
+                    owner[i as usize] = warp;
+                });
+            }
+            for (i, &w) in owner.iter().enumerate() {
+                assert_eq!(
+                    w,
+                    (i as u32 % (32 * warps)) / 32,
+                    "item {i} of {warps} warps"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Which engine shape each element type's tile operations use: the one place to switch the
+//! warp tile (see [`WarpTile`]'s parameters: atom, atoms down and across, chunk depth, paddings).
+//!
+//! | alias | atom | warp tile | chunk | notes |
+//! | --- | --- | --- | --- | --- |
+//! | [`F64Tile`] | 2 × `m8n8k4` (sm_80+) | 32 × 32 | 8 | f64 default before sm_90 |
+//! | [`F64M16K4Tile`] | 2 × `m16n8k4` (sm_90) | 32 × 32 | 8 | |
+//! | [`F64M16K8Tile`] | `m16n8k8` (sm_90) | 32 × 32 | 8 | f64 default on sm_90 (and on the host) |
+//! | [`F64M16K16Tile`] | `m16n8k16` (sm_90) | 32 × 32 | 16 | two-way bank conflicts on `MnMajor` chunks |
+//! | [`F32Tile`] (f32 default) | SIMT FFMA | 32 × 32 | 16 | exact f32 |
+//! | [`Tf32Tile`] (opt-in) | tf32 `m16n8k8` | 32 × 32 | 8 | operands rounded to TF32 |
+//!
+//! The paddings make every fragment load conflict-free in the bank model of
+//! [`smem`](super::smem)'s tests (checked below for each shape and both staging layouts).
+
+use super::engine::{Shape, WarpTile};
+use super::frag::{F64M16K4, F64M16K8, F64M16K16, F64x8, SimtF32, Tf32M16K8};
+use super::numeric::Element;
+
+/// f64 on `m8n8k4`, which every GPU since sm_80 has.
+pub type F64Tile = WarpTile<F64x8, 4, 4, 8, 0, 2>;
+/// f64 on sm_90's `m16n8k4`.
+pub type F64M16K4Tile = WarpTile<F64M16K4, 2, 4, 8, 0, 2>;
+/// f64 on sm_90's `m16n8k8`.
+pub type F64M16K8Tile = WarpTile<F64M16K8, 2, 4, 8, 0, 2>;
+/// f64 on sm_90's `m16n8k16`.
+pub type F64M16K16Tile = WarpTile<F64M16K16, 2, 4, 16, 2, 2>;
+/// Exact f32 on the FMA pipes.
+pub type F32Tile = WarpTile<SimtF32, 1, 1, 16, 4, 0>;
+/// f32 through TF32 tensor cores (about 10 bits of mantissa per product): an explicit opt-in.
+pub type Tf32Tile = WarpTile<Tf32M16K8, 2, 4, 8, 0, 4>;
+
+/// An element type of the tile operations, with the engine shape they run on.
+pub trait Tiled: Element {
+    /// The shape [`gemm`](super::gemm()) and the other operations use.
+    type Shape: Shape<Elem = Self>;
+}
+
+impl Tiled for f64 {
+    // Full rate on the H100, where m8n8k4 runs at half (bench/results/dmma-shapes-h100.md).
+    #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90"))]
+    type Shape = F64M16K8Tile;
+    #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+    type Shape = F64Tile;
+}
+
+impl Tiled for f32 {
+    type Shape = F32Tile;
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::tile::engine::Geometry;
+    use crate::tile::frag::{Atom, Fragment, Layout};
+    use crate::tile::smem::tests::wavefronts;
+    use crate::tile::smem::{KMajor, Major, MnMajor};
+
+    /// The wavefronts of every fragment load of one `k` step of a warp tile of `S`, for A and B
+    /// staged with major `M`, against the minimum (one per 128 bytes a load moves).
+    fn loads<S: Shape, M: Major>() -> (u32, u32) {
+        let g = Geometry::new(4, S::WM, S::WN);
+        let bytes = size_of::<<S::Atom as Atom>::Elem>() as u32;
+        let (mut got, mut least) = (0, 0);
+        for (rows, is_a) in [(g.bm, true), (g.bn, false)] {
+            let stride = if M::K_CONTIGUOUS {
+                S::KC + S::PAD_K
+            } else {
+                rows + S::PAD_MN
+            };
+            let count = if is_a {
+                <<S::Atom as Atom>::A as Fragment>::REGS
+            } else {
+                <<S::Atom as Atom>::B as Fragment>::REGS
+            };
+            let coord = |lane, reg| {
+                if is_a {
+                    <<<S::Atom as Atom>::A as Fragment>::Layout as Layout>::coord(lane, reg)
+                } else {
+                    <<<S::Atom as Atom>::B as Fragment>::Layout as Layout>::coord(lane, reg)
+                }
+            };
+            let pairs = M::K_CONTIGUOUS
+                && if is_a {
+                    <<<S::Atom as Atom>::A as Fragment>::Layout as Layout>::COL_PAIRS
+                } else {
+                    <<<S::Atom as Atom>::B as Fragment>::Layout as Layout>::COL_PAIRS
+                };
+            let (width, step) = if pairs { (2, 2) } else { (1, 1) };
+            // Every warp tile origin the block tile has, and the first two `k` steps.
+            let atom_rows = if is_a { S::Atom::M } else { S::Atom::N };
+            for origin in (0..rows).step_by(atom_rows as usize) {
+                for k0 in (0..S::KC).step_by(S::Atom::K as usize) {
+                    for reg in (0..count).step_by(step) {
+                        let addresses: [u32; 32] = core::array::from_fn(|lane| {
+                            let (mn, k) = coord(lane as u32, reg);
+                            M::index(origin + mn, k0 + k, stride) * bytes
+                        });
+                        got += wavefronts(&addresses, bytes * width);
+                        least += (bytes * width * 32).div_ceil(128);
+                    }
+                }
+            }
+        }
+        (got, least)
+    }
+
+    fn conflict_free<S: Shape>() {
+        for (name, (got, least)) in [
+            ("k-major", loads::<S, KMajor>()),
+            ("mn-major", loads::<S, MnMajor>()),
+        ] {
+            assert_eq!(
+                got, least,
+                "{name}: {got} wavefronts where {least} would do"
+            );
+        }
+    }
+
+    #[test]
+    fn staged_fragment_loads_are_free_of_bank_conflicts() {
+        conflict_free::<F64Tile>();
+        conflict_free::<F64M16K4Tile>();
+        conflict_free::<F64M16K8Tile>();
+        conflict_free::<Tf32Tile>();
+        conflict_free::<F32Tile>();
+        // m16n8k16 reads four consecutive `k` per lane: k-major is conflict-free, mn-major has
+        // two-way conflicts whatever the padding (rows of an even number of f64).
+        let (got, least) = loads::<F64M16K16Tile, KMajor>();
+        assert_eq!(got, least);
+        let (got, least) = loads::<F64M16K16Tile, MnMajor>();
+        assert_eq!(got, 2 * least);
+    }
+}

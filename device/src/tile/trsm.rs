@@ -1,0 +1,337 @@
+//! TRSM on tiles, and the line solves the blocked factorizations share.
+//!
+//! [`trsm`] solves `op(A)·X = α·B` (left) or `X·op(A) = α·B` (right) in place of `B`, for a
+//! triangular `A` of either triangle, transposed or not, with a unit or stored diagonal.
+//!
+//! Every case is first put in one form, `T·X' = α·B'`: on the left `T = op(A)` and `X' = X`, on
+//! the right `T = op(A)ᵀ` and `X' = Xᵀ` (a transposed view, nothing moves). `T` lower solves
+//! forward, upper backward. The solve then walks `T`'s diagonal in blocks of [`P`] = 16:
+//!
+//! 1. **Line solve** ([`solve_lines`]): the 16 rows of `X'` at the diagonal block are solved
+//!    against it by substitution, each column of `X'` (a line) by one thread, its 16 values in
+//!    registers and the block's coefficients read by every thread at once.
+//! 2. **Update**: the rows of `X'` still to solve lose the product of `T`'s column block and the
+//!    rows just solved, a `K = 16` multiply on the tensor cores (the [`engine`](super::engine)),
+//!    written on `X` itself so that its stores stay row-major.
+//!
+//! | operation | shared memory | threads |
+//! | --- | --- | --- |
+//! | [`trsm`] | as [`gemm`](super::gemm()) (one engine stage at least) | any multiple of 32 |
+//!
+//! Error bound (tested): the residual of each element, `op(A)·X − α·B` (or `X·op(A) − α·B`), is
+//! within `4(n + 2)ε` times the same product taken in absolute values, the backward-error bound
+//! of substitution.
+
+use super::args::{self, disjoint, gmat, gmat_mut};
+use super::engine::{Gmat, Product, Shape};
+use super::flags::{Diag, Op, Side, Uplo};
+use super::lanes::Team;
+use super::numeric::Element;
+use super::operand::{MatMut, MatRef};
+use super::shapes::Tiled;
+use super::smem::Scratch;
+use super::unroll::{array, unroll};
+use crate::Block;
+
+/// The block size of the blocked triangular algorithms (line solves and panel factorizations).
+pub const P: u32 = 16;
+
+/// `x := t⁻¹·x` for the `P × P` triangular `t` (lower and solved forward, or upper and solved
+/// backward; a unit diagonal when `unit`) and each column of the `P × w` matrix `x`: every
+/// thread of the block calls it, each solving its share of the columns.
+///
+/// # Safety
+/// `t` and `x` are valid memory that no other thread writes during the call, and they do not
+/// overlap.
+#[inline(always)]
+pub(crate) unsafe fn solve_lines<T: Element>(
+    team: &Team,
+    t: Gmat<T>,
+    x: Gmat<T>,
+    forward: bool,
+    unit: bool,
+) {
+    const N: usize = P as usize;
+    team.for_each_item(x.cols, |line| {
+        // SAFETY: inside `x` (the caller's promise).
+        let mut v: [T; N] = array(
+            #[inline(always)]
+            |k| unsafe { *x.at(k as u32, line) },
+        );
+        let at = #[inline(always)]
+        |r: usize, c: usize| {
+            // SAFETY: inside `t` (both loops index below `P`).
+            unsafe { *t.at(r as u32, c as u32) }
+        };
+        // Right-looking: once `v[q]` is final, the later rows lose its share at once, so the
+        // dependent chain is one division and one multiply-add per row.
+        unroll::<N>(
+            #[inline(always)]
+            |step| {
+                let q = if forward { step } else { N - 1 - step };
+                if !unit {
+                    v[q] = v[q] / at(q, q);
+                }
+                unroll::<N>(
+                    #[inline(always)]
+                    |k| {
+                        if (forward && k > q) || (!forward && k < q) {
+                            v[k] = v[k] - at(k, q) * v[q];
+                        }
+                    },
+                );
+            },
+        );
+        // SAFETY: inside `x`.
+        unroll::<N>(
+            #[inline(always)]
+            |k| unsafe { *x.at(k as u32, line) = v[k] },
+        );
+    });
+}
+
+/// `x := α·x` over the `rows × cols` matrix `x`, spread over the block's threads.
+///
+/// # Safety
+/// `x` is valid memory that no other thread accesses during the call.
+#[inline(always)]
+pub(crate) unsafe fn scale<T: Element>(team: &Team, x: Gmat<T>, alpha: T) {
+    team.for_each_item(x.rows * x.cols, |e| {
+        let (r, c) = (e / x.cols, e % x.cols);
+        // SAFETY: inside `x`.
+        unsafe { *x.at(r, c) = alpha * *x.at(r, c) };
+    });
+}
+
+/// `T·X' = α·B'` in place of `x` (`n × w`), `t` being `n × n` triangular: lower (forward) or
+/// upper (backward), see the module docs.
+///
+/// # Safety
+/// As for [`Shape::multiply`]: valid, non-overlapping operands, sides multiples of 16.
+#[inline(always)]
+pub(crate) unsafe fn solve<S: Shape>(
+    block: &Block,
+    scratch: Scratch,
+    t: Gmat<S::Elem>,
+    x: Gmat<S::Elem>,
+    forward: bool,
+    unit: bool,
+    alpha: S::Elem,
+) {
+    let team = Team::new(block);
+    if alpha != S::Elem::ONE {
+        // SAFETY: the caller's promise.
+        unsafe { scale(&team, x, alpha) };
+        block.sync();
+    }
+    let blocks = t.rows / P;
+    for step in 0..blocks {
+        let i = if forward { step } else { blocks - 1 - step };
+        let r0 = i * P;
+        // SAFETY: the caller's promise; the sub-blocks lie inside `t` and `x`.
+        unsafe {
+            solve_lines(
+                &team,
+                t.sub(r0, r0, P, P),
+                x.sub(r0, 0, P, x.cols),
+                forward,
+                unit,
+            )
+        };
+        block.sync();
+        let (rest0, rest) = if forward {
+            (r0 + P, t.rows - r0 - P)
+        } else {
+            (0, r0)
+        };
+        if rest == 0 {
+            continue;
+        }
+        // X'[rest] -= T[rest, i]·X'[i], written on X in its own orientation.
+        let (c, a, b) = (
+            x.sub(rest0, 0, rest, x.cols),
+            t.sub(rest0, r0, rest, P),
+            x.sub(r0, 0, P, x.cols),
+        );
+        let p = if x.trans {
+            Product {
+                c: c.t(),
+                a: b.t(),
+                b: a.t(),
+                alpha: -S::Elem::ONE,
+                beta: S::Elem::ONE,
+            }
+        } else {
+            Product {
+                c,
+                a,
+                b,
+                alpha: -S::Elem::ONE,
+                beta: S::Elem::ONE,
+            }
+        };
+        // SAFETY: the caller's promise; the rows updated and the rows read are disjoint.
+        unsafe { S::multiply(block, scratch, &p, |_, _| true, |_, _, _, _| false) };
+    }
+}
+
+/// Solves `op(A)·X = α·B` (`side = Left`) or `X·op(A) = α·B` (`Right`) for the triangular `A`
+/// (`uplo` triangle; `diag = Unit` takes its diagonal as ones), writing `X` over `B`. `A` must
+/// not overlap `B` (refused in checked mode). Every thread of the block calls it.
+#[allow(clippy::too_many_arguments, reason = "BLAS's argument list")]
+#[inline(always)]
+pub fn trsm<T: Tiled, const CHECKED: bool>(
+    block: &Block,
+    side: Side,
+    uplo: Uplo,
+    op: Op,
+    diag: Diag,
+    alpha: T,
+    a: MatRef<'_, T, CHECKED>,
+    b: MatMut<'_, T, CHECKED>,
+) {
+    let (ga, gb) = (gmat(&a, op), gmat_mut(&b));
+    let shapes = [
+        (ga.rows as usize, ga.cols as usize),
+        (gb.rows as usize, gb.cols as usize),
+    ];
+    args::sides("trsm", &shapes);
+    let n = if side == Side::Left { gb.rows } else { gb.cols };
+    if ga.rows != ga.cols || ga.rows != n {
+        args::bad_shapes("trsm", &shapes);
+    }
+    if !(a.is_ok() && b.is_ok()) {
+        return;
+    }
+    disjoint("trsm", &b, &a);
+    // op(A) lower: a forward solve on the left; its transpose, upper, backward on the right.
+    let lower = (uplo == Uplo::Lower) == (op == Op::N);
+    let (t, x, forward) = match side {
+        Side::Left => (ga, gb, lower),
+        Side::Right => (ga.t(), gb.t(), !lower),
+    };
+    // SAFETY: the handles were checked inside their arrays and apart (in checked mode; the
+    // caller's word otherwise); sides are multiples of 16.
+    unsafe {
+        solve::<T::Shape>(
+            block,
+            Scratch::of(block),
+            t,
+            x,
+            forward,
+            diag == Diag::Unit,
+            alpha,
+        )
+    };
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::tile::reference::{self, Matrix};
+    use crate::tile::testing::{Shared, on_block};
+    use proptest::prelude::*;
+
+    fn side() -> impl Strategy<Value = usize> {
+        prop_oneof![4 => (1usize..=4).prop_map(|s| 16 * s), 1 => (5usize..=8).prop_map(|s| 16 * s)]
+    }
+
+    /// A well-scaled triangle: diagonal in `±[2, 3]`, the rest in `[-1, 1]`.
+    fn triangle<T: Element>(n: usize, seed: u64) -> Matrix<T> {
+        let m = Matrix::<T>::random(n, n, 3, seed);
+        let values = m.dense();
+        m.from_fn(|i, j| {
+            let v = values[i * n + j];
+            if i == j {
+                v.signum() * (2.0 + v.abs())
+            } else {
+                v
+            }
+        })
+    }
+
+    fn check<T: Tiled>(
+        (m, w): (usize, usize),
+        (side, uplo, op, diag): (Side, Uplo, Op, Diag),
+        alpha: f64,
+        warps: u32,
+        seed: u64,
+    ) {
+        let n = if side == Side::Left { m } else { w };
+        let a = triangle::<T>(n, seed);
+        let mut b = Matrix::<T>::random(m, w, 1, seed + 1);
+        let (sa, sb) = (Shared::of(&a.data), Shared::of_mut(&mut b.data));
+        let (ra, rb) = (a.rect, b.rect);
+        let bytes = 4 * T::Shape::stage_bytes(warps) as usize;
+        on_block(warps, bytes, |block| {
+            trsm(
+                block,
+                side,
+                uplo,
+                op,
+                diag,
+                T::from_f64(alpha),
+                sa.mat(ra),
+                sb.mat_mut(rb),
+            );
+        });
+        let (residual, scale) = reference::trsm_residual(side, uplo, op, diag, alpha, &a, &b);
+        let what = std::format!("trsm {side:?} {uplo:?} {op:?} {diag:?} {m}x{w}");
+        reference::assert_small(
+            &b,
+            &residual,
+            &scale,
+            4.0 * (n as f64 + 2.0) * T::EPSILON,
+            &what,
+        );
+    }
+
+    fn flags() -> impl Strategy<Value = (Side, Uplo, Op, Diag)> {
+        (
+            prop_oneof![Just(Side::Left), Just(Side::Right)],
+            prop_oneof![Just(Uplo::Lower), Just(Uplo::Upper)],
+            prop_oneof![Just(Op::N), Just(Op::T)],
+            prop_oneof![Just(Diag::NonUnit), Just(Diag::Unit)],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        #[test]
+        fn trsm_solves_every_side_triangle_and_transpose(
+            dims in (side(), side()),
+            flags in flags(),
+            alpha in prop_oneof![Just(1.0), Just(-0.5)],
+            warps in 1u32..=4,
+            seed in 0u64..1000,
+            f32 in any::<bool>(),
+        ) {
+            if f32 {
+                check::<f32>(dims, flags, alpha, warps, seed);
+            } else {
+                check::<f64>(dims, flags, alpha, warps, seed);
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "tile::trsm: the output overlaps an input")]
+    fn trsm_refuses_a_right_hand_side_over_its_triangle() {
+        let mut data = std::vec![1.0f64; 64 * 64];
+        let s = Shared::of_mut(&mut data);
+        on_block(1, 64 * 1024, |block| {
+            let t = |o| crate::tile::Rect::new(o, 32, 32, 64);
+            trsm(
+                block,
+                Side::Left,
+                Uplo::Lower,
+                Op::N,
+                Diag::Unit,
+                1.0,
+                s.mat(t(0)),
+                s.mat_mut(t(16)),
+            );
+        });
+    }
+}

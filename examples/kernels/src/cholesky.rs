@@ -1,0 +1,167 @@
+//! Tiled Cholesky factorization on the tile library: `A = L·Lᵀ` for a symmetric positive
+//! definite, tile-major `n × n` matrix (see [`matrix`](crate::matrix)), in place in its lower
+//! triangle.
+//!
+//! Right-looking, one task per tile operation, as LAPACK's `potrf` blocks it:
+//!
+//! ```text
+//! for k in 0..nb:
+//!     potrf(k):        A[k][k] = L[k][k]·L[k][k]ᵀ
+//!     trsm(k, i > k):  A[i][k] = A[i][k]·L[k][k]⁻ᵀ
+//!     syrk(k, i > k):  A[i][i] −= A[i][k]·A[i][k]ᵀ       (lower triangle)
+//!     gemm(k, i > j > k): A[i][j] −= A[i][k]·A[j][k]ᵀ
+//! ```
+//!
+//! The tiles above the diagonal, and the upper triangles of the diagonal tiles, are neither read
+//! nor written. [`cholesky_f64`] and [`cholesky_f32`] take host slices; the `_resident` regions
+//! take arrays already on the GPU (`Runtime::upload`), which a benchmark times without copies.
+//! Every task wants [`SHARED_BYTES`] of shared scratch (`.shared_bytes(…)`). A tile that is not
+//! positive definite stops its task with a panic, which the region reports.
+//!
+//! [`matrix::host::check_cholesky`](crate::matrix::host::check_cholesky) verifies the result.
+
+use taskweave::tile::{self, Diag, Op, Side, Uplo};
+use taskweave::{Block, task, task_region};
+
+use crate::matrix::{rect, tile};
+
+/// Shared scratch the tasks use: four engine stages at 128 threads, and POTRF's flag word.
+pub const SHARED_BYTES: u32 = crate::gemm::SHARED_BYTES;
+
+macro_rules! tiled_cholesky {
+    ($t:ty, $potrf:ident, $trsm:ident, $syrk:ident, $gemm:ident, $region:ident, $resident:ident) => {
+        /// `A[k][k] = L[k][k]·L[k][k]ᵀ`.
+        #[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
+        pub fn $potrf(blk: &Block, a: &mut [$t], k: usize, nb: usize, bs: usize) {
+            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(rect(k, k, nb, bs))) {
+                panic!("the matrix is not positive definite");
+            }
+        }
+
+        /// `A[i][k] = A[i][k]·L[k][k]⁻ᵀ`.
+        #[task(reads = [a[tile(k, k, nb, bs)], a[tile(i, k, nb, bs)]], writes = a[tile(i, k, nb, bs)])]
+        pub fn $trsm(blk: &Block, a: &mut [$t], k: usize, i: usize, nb: usize, bs: usize) {
+            let a = a.operands();
+            tile::trsm(
+                blk,
+                Side::Right,
+                Uplo::Lower,
+                Op::T,
+                Diag::NonUnit,
+                1.0,
+                a.mat(rect(k, k, nb, bs)),
+                a.mat_mut(rect(i, k, nb, bs)),
+            );
+        }
+
+        /// `A[i][i] −= A[i][k]·A[i][k]ᵀ` on the lower triangle.
+        #[task(reads = [a[tile(i, k, nb, bs)], a[tile(i, i, nb, bs)]], writes = a[tile(i, i, nb, bs)])]
+        pub fn $syrk(blk: &Block, a: &mut [$t], k: usize, i: usize, nb: usize, bs: usize) {
+            let a = a.operands();
+            tile::syrk(
+                blk,
+                Uplo::Lower,
+                Op::N,
+                a.mat_mut(rect(i, i, nb, bs)),
+                a.mat(rect(i, k, nb, bs)),
+                -1.0,
+                1.0,
+            );
+        }
+
+        /// `A[i][j] −= A[i][k]·A[j][k]ᵀ`.
+        #[task(
+            reads = [a[tile(i, k, nb, bs)], a[tile(j, k, nb, bs)], a[tile(i, j, nb, bs)]],
+            writes = a[tile(i, j, nb, bs)]
+        )]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $gemm(blk: &Block, a: &mut [$t], k: usize, i: usize, j: usize, nb: usize, bs: usize) {
+            let a = a.operands();
+            tile::gemm(
+                blk,
+                a.mat_mut(rect(i, j, nb, bs)),
+                a.mat(rect(i, k, nb, bs)),
+                Op::N,
+                a.mat(rect(j, k, nb, bs)),
+                Op::T,
+                -1.0,
+                1.0,
+            );
+        }
+
+        task_region! {
+            /// The Cholesky factor of the tile-major matrix `a` (`nb × nb` tiles of side `bs`, a
+            /// multiple of 16 from 16 to 256), in place in its lower triangle.
+            pub fn $region(a: &mut [$t], nb: usize, bs: usize) {
+                for k in 0..nb {
+                    spawn!($potrf(a, k, nb, bs));
+                    for i in k + 1..nb {
+                        spawn!($trsm(a, k, i, nb, bs));
+                    }
+                    for i in k + 1..nb {
+                        spawn!($syrk(a, k, i, nb, bs));
+                        for j in k + 1..i {
+                            spawn!($gemm(a, k, i, j, nb, bs));
+                        }
+                    }
+                }
+            }
+        }
+
+        task_region! {
+            /// The same factorization on an array resident on the GPU.
+            pub fn $resident(a: &mut DeviceArray<$t>, nb: usize, bs: usize) {
+                for k in 0..nb {
+                    spawn!($potrf(a, k, nb, bs));
+                    for i in k + 1..nb {
+                        spawn!($trsm(a, k, i, nb, bs));
+                    }
+                    for i in k + 1..nb {
+                        spawn!($syrk(a, k, i, nb, bs));
+                        for j in k + 1..i {
+                            spawn!($gemm(a, k, i, j, nb, bs));
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+tiled_cholesky!(
+    f64,
+    potrf_f64,
+    trsm_f64,
+    syrk_f64,
+    gemm_f64,
+    cholesky_f64,
+    cholesky_f64_resident
+);
+tiled_cholesky!(
+    f32,
+    potrf_f32,
+    trsm_f32,
+    syrk_f32,
+    gemm_f32,
+    cholesky_f32,
+    cholesky_f32_resident
+);
+
+/// The tasks the regions spawn for `nb` tiles per side: `Σ_k (1 + m + m(m + 1)/2)` with
+/// `m = nb − k − 1`.
+pub const fn task_count(nb: usize) -> usize {
+    let mut total = 0;
+    let mut k = 0;
+    while k < nb {
+        let m = nb - k - 1;
+        total += 1 + m + m * (m + 1) / 2;
+        k += 1;
+    }
+    total
+}
+
+/// The floating-point operations of a Cholesky factorization of order `n = nb · bs`: `n³/3`.
+pub fn flops(nb: usize, bs: usize) -> f64 {
+    let n = (nb * bs) as f64;
+    n * n * n / 3.0
+}

@@ -1,0 +1,170 @@
+//! The fault checks that need a GPU: regions and uploads larger than device memory, PTX the GPU
+//! cannot load, and the faults that lose the CUDA context.
+
+use std::time::Duration;
+
+use taskweave::{Backend, Error, Runtime};
+use taskweave_kernels::faults::{faulty, touch_all};
+
+use super::{VICTIM, initial, on, still_works, untouched};
+
+/// Free device memory, or why the check cannot run.
+fn free_memory(rt: &Runtime) -> Result<u64, String> {
+    let gpu = rt.gpu_device().ok_or("no GPU")?;
+    gpu.free_memory().map_err(|e| e.to_string())
+}
+
+/// One task over an array of more bytes than the device has free. The host array is calloc'd, so
+/// its untouched pages cost no host memory; its first and last elements are marked and checked.
+pub(super) fn too_large(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
+    let free = free_memory(rt)?;
+    let len = (free / 4) as usize + (64 << 20);
+    let mut x = vec![0u32; len];
+    (x[0], x[len - 1]) = (7, 9);
+    let result = on(touch_all(&mut x), backend).run(rt);
+    if (x[0], x[len - 1]) != (7, 9) {
+        return Err("the host array was written".to_owned());
+    }
+    match result {
+        Err(e @ Error::DeviceOutOfMemory { .. }) => Ok(format!("error: {e}")),
+        Err(e) => Err(format!("another error: {e}")),
+        Ok(_) => Err(format!("a region of {} bytes ran", len * 4)),
+    }
+}
+
+/// `Runtime::upload` of more bytes than are free: the driver refuses the allocation.
+pub(super) fn upload_too_large(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
+    let free = free_memory(rt)?;
+    let data = vec![0u8; free as usize + (1 << 30)];
+    let detail = match rt.upload(&data) {
+        Err(e @ Error::OutOfMemory { .. }) => format!("error: {e}"),
+        Err(e) => return Err(format!("another error: {e}")),
+        Ok(_) => return Err(format!("{} bytes uploaded", data.len())),
+    };
+    still_works(rt, backend)?;
+    Ok(detail)
+}
+
+/// Fills the device but for about 256 MiB, then searches for the largest array whose region passes
+/// the memory check before staging. Every admitted size must stage and run correctly, and every
+/// larger one fail with `Error::DeviceOutOfMemory` before copying, host array untouched; if the
+/// driver still refuses an allocation while staging an admitted one, that must be
+/// `Error::OutOfMemory` with the host array untouched. Either way the runtime must go on.
+pub(super) fn staging_out_of_memory(
+    rt: &Runtime,
+    backend: Option<Backend>,
+) -> Result<String, String> {
+    let free = free_memory(rt)?;
+    let filler = rt
+        .upload(&vec![0u8; free.saturating_sub(256 << 20) as usize])
+        .map_err(|e| format!("filling the device: {e}"))?;
+    let room = free_memory(rt)? as usize / 4;
+    let mut x = vec![0u32; room];
+    let (mut lo, mut hi) = (1usize, room);
+    let mut seen = None;
+    while lo + 1 < hi && seen.is_none() {
+        let mid = lo + (hi - lo) / 2;
+        x[..mid].fill(3);
+        let result = on(touch_all(&mut x[..mid]), backend).run(rt);
+        let untouched = x[..mid].iter().all(|&v| v == 3);
+        match result {
+            Err(Error::DeviceOutOfMemory { .. }) => hi = mid,
+            Err(e @ Error::OutOfMemory { .. }) if untouched => seen = Some(format!("error: {e}")),
+            Err(e) => return Err(format!("{mid} elements: {e}")),
+            Ok(_) if x[0] == 4 => lo = mid,
+            Ok(_) => return Err(format!("{mid} elements: wrong result")),
+        }
+    }
+    drop(filler);
+    let detail = seen.unwrap_or_else(|| {
+        format!(
+            "every admitted region ran (up to {lo} elements); {hi} elements failed the check before copying"
+        )
+    });
+    still_works(rt, backend)?;
+    Ok(detail)
+}
+
+/// The crate's PTX with its `.target` raised past the GPU's.
+pub(super) fn ptx_for_a_newer_gpu(
+    rt: &Runtime,
+    backend: Option<Backend>,
+) -> Result<String, String> {
+    let gpu = rt.gpu_device().ok_or("no GPU")?;
+    let newer = format!(
+        "sm_{}",
+        gpu.arch()["sm_".len()..].parse::<u32>().unwrap_or(90) + 10
+    );
+    let target = taskweave_kernels::PTX
+        .lines()
+        .find(|l| l.trim_start().starts_with(".target"))
+        .ok_or("the PTX has no .target line")?;
+    let ptx = taskweave_kernels::PTX.replacen(target, &format!(".target {newer}"), 1);
+    let result = gpu.module(&*Box::leak(ptx.into_boxed_str()));
+    let detail = match result {
+        Err(e @ Error::PtxArch { .. })
+            if e.to_string().contains(&newer)
+                && e.to_string()
+                    .contains(&format!("TASKWEAVE_TARGET_CPU={}", gpu.arch())) =>
+        {
+            format!("error: {e}")
+        }
+        Err(e) => return Err(format!("another error: {e}")),
+        Ok(_) => return Err(format!("PTX for {newer} loaded")),
+    };
+    still_works(rt, backend)?;
+    Ok(detail)
+}
+
+/// PTX for this GPU's architecture that is not PTX.
+pub(super) fn ptx_rejected(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
+    let gpu = rt.gpu_device().ok_or("no GPU")?;
+    let ptx = format!(
+        ".version 7.8\n.target {}\n.address_size 64\n\nthis is not PTX;\n",
+        gpu.arch()
+    );
+    let detail = match gpu.module(&*Box::leak(ptx.into_boxed_str())) {
+        Err(e @ Error::PtxArch { .. }) if e.to_string().contains("TASKWEAVE_TARGET_CPU") => {
+            format!("error: {e}")
+        }
+        Err(e) => return Err(format!("another error: {e}")),
+        Ok(_) => return Err("the driver loaded it".to_owned()),
+    };
+    still_works(rt, backend)?;
+    Ok(detail)
+}
+
+/// A fault the device layer cannot catch: the region fails with `Error::ContextLost` and the host
+/// array untouched, and the next region fails at once with the same error. A clean region runs
+/// first: on a context an earlier check lost, the check would pass without provoking anything.
+pub(super) fn context_lost(
+    rt: &Runtime,
+    backend: Option<Backend>,
+    how: u32,
+    arg: u64,
+) -> Result<String, String> {
+    still_works(rt, backend).map_err(|e| {
+        format!("before provoking the fault ({e}): run this check in a process of its own")
+    })?;
+    let mut x = initial();
+    let result = on(faulty(&mut x, VICTIM, how, arg).threads(64), backend).run(rt);
+    if !untouched(&x) {
+        return Err("the host array was written".to_owned());
+    }
+    let detail = match result {
+        Err(e @ Error::ContextLost { .. }) => format!("error: {e}"),
+        Err(e) => return Err(format!("another error: {e}")),
+        Ok(_) => return Err("the region succeeded".to_owned()),
+    };
+    let start = std::time::Instant::now();
+    let mut y = initial();
+    match on(faulty(&mut y, VICTIM, 0, 0).threads(64), backend).run(rt) {
+        Err(Error::ContextLost { .. })
+            if start.elapsed() < Duration::from_secs(1) && untouched(&y) =>
+        {
+            Ok(format!("{detail}; the next region failed fast"))
+        }
+        Err(e) => Err(format!("{detail}; the next region: {e}")),
+        Ok(_) => Err(format!("{detail}; the next region succeeded")),
+    }
+}

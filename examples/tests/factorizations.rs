@@ -1,0 +1,260 @@
+//! The tile-library examples on the CPU backend: tiled Cholesky, LU and GEMM match their
+//! sequential references in f64 and f32, on one-warp and several-warp blocks; and a verification
+//! that a missing or misplaced task would have to pass fails (`taskweave_examples::mutation`).
+//!
+//! The verifications are those the benchmark uses (`taskweave_kernels::matrix::host`): a residual
+//! probe with the factorization's backward-error bound, and, at these sizes, every element of the
+//! factor against the sequential reference at the factor's scale.
+
+use taskweave::tile::Element;
+use taskweave::{Region, Runtime};
+use taskweave_examples::mutation::{self, Mutation, Subject};
+use taskweave_kernels::matrix::host::{
+    self, Check, check_cholesky, check_gemm, check_lu, lu_friendly, random, relative_difference,
+    spd,
+};
+use taskweave_kernels::{cholesky, gemm, lu};
+
+/// How far the factors may stray from the sequential reference, relative to their largest
+/// element: the test matrices' condition numbers are below 100, so 1000·n·ε is generous for a
+/// correct run and far below what one missing or early task does.
+fn reference_bound<T: Element>(n: usize) -> f64 {
+    1000.0 * n as f64 * T::EPSILON
+}
+
+/// A factorization to run and check.
+struct Factor<T: Element> {
+    label: String,
+    nb: usize,
+    bs: usize,
+    lanes: u32,
+    input: Vec<T>,
+    a: Vec<T>,
+    region: for<'a> fn(&'a mut [T], usize, usize) -> Region<'a>,
+    cholesky: bool,
+}
+
+impl<T: Element> Factor<T> {
+    fn new(
+        label: &str,
+        nb: usize,
+        bs: usize,
+        lanes: u32,
+        region: for<'a> fn(&'a mut [T], usize, usize) -> Region<'a>,
+        cholesky: bool,
+    ) -> Self {
+        let input = if cholesky {
+            spd(nb, bs, 7)
+        } else {
+            lu_friendly(nb, bs, 7)
+        };
+        Self {
+            label: format!("{label} nb={nb} bs={bs} lanes={lanes}"),
+            nb,
+            bs,
+            lanes,
+            a: input.clone(),
+            input,
+            region,
+            cholesky,
+        }
+    }
+
+    /// The residual probe, and the elementwise comparison with the sequential reference.
+    fn checks(&self) -> (Check, f64) {
+        let (nb, bs) = (self.nb, self.bs);
+        if self.cholesky {
+            let reference = host::cholesky(&self.input, nb, bs);
+            (
+                check_cholesky(&self.input, &self.a, nb, bs),
+                relative_difference(&self.a, &reference, nb, bs, |r, c| r >= c),
+            )
+        } else {
+            let reference = host::lu(&self.input, nb, bs);
+            (
+                check_lu(&self.input, &self.a, nb, bs),
+                relative_difference(&self.a, &reference, nb, bs, |_, _| true),
+            )
+        }
+    }
+}
+
+impl<T: Element> Subject for Factor<T> {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+    fn region(&mut self) -> Region<'_> {
+        self.a.clone_from(&self.input);
+        (self.region)(&mut self.a, self.nb, self.bs)
+            .shared_bytes(cholesky::SHARED_BYTES)
+            .cpu_lanes(self.lanes)
+    }
+    fn verify(&self) -> Result<(), String> {
+        let (residual, difference) = self.checks();
+        let bound = reference_bound::<T>(self.nb * self.bs);
+        if residual.passed() && difference <= bound {
+            Ok(())
+        } else {
+            Err(format!(
+                "residual {residual}; difference from the reference {difference:.2e} (bound {bound:.2e})"
+            ))
+        }
+    }
+}
+
+fn run<T: Element>(f: &mut Factor<T>) {
+    let report = f.region().run(&Runtime::cpu()).unwrap();
+    assert!(report.tasks > 0);
+    if let Err(why) = f.verify() {
+        panic!("{}: {why}", f.label);
+    }
+}
+
+#[test]
+fn cholesky_matches_the_sequential_reference() {
+    for (nb, bs, lanes) in [(4, 16, 1), (3, 32, 3), (2, 64, 2)] {
+        run(&mut Factor::<f64>::new(
+            "cholesky f64",
+            nb,
+            bs,
+            lanes,
+            cholesky::cholesky_f64,
+            true,
+        ));
+        run(&mut Factor::<f32>::new(
+            "cholesky f32",
+            nb,
+            bs,
+            lanes,
+            cholesky::cholesky_f32,
+            true,
+        ));
+    }
+}
+
+#[test]
+fn lu_matches_the_sequential_reference() {
+    for (nb, bs, lanes) in [(4, 16, 1), (3, 32, 3), (2, 64, 2)] {
+        run(&mut Factor::<f64>::new(
+            "lu f64",
+            nb,
+            bs,
+            lanes,
+            lu::lu_f64,
+            false,
+        ));
+        run(&mut Factor::<f32>::new(
+            "lu f32",
+            nb,
+            bs,
+            lanes,
+            lu::lu_f32,
+            false,
+        ));
+    }
+}
+
+#[test]
+fn task_counts_match_the_regions() {
+    let runtime = Runtime::cpu();
+    for nb in 1..5 {
+        let mut f = Factor::<f64>::new("cholesky", nb, 16, 1, cholesky::cholesky_f64, true);
+        assert_eq!(
+            f.region().run(&runtime).unwrap().tasks,
+            cholesky::task_count(nb)
+        );
+        let mut f = Factor::<f64>::new("lu", nb, 16, 1, lu::lu_f64, false);
+        assert_eq!(f.region().run(&runtime).unwrap().tasks, lu::task_count(nb));
+    }
+}
+
+/// Every mutation of `ins`'s DAG but the dropped edges between two tasks of one kind: those
+/// are successive updates of one tile (`syrk` after `syrk`, `gemm` after `gemm`), additions whose
+/// order does not change the sum; without the edge they would race on the GPU, which a run one
+/// task at a time cannot show. Returns the mutations and how many were left out.
+fn mutations(ins: &taskweave::inspect::Inspection) -> (Vec<Mutation>, usize) {
+    let kind = |t: u32| ins.tasks[t as usize].kind;
+    let all = Mutation::every(&ins.dag);
+    let total = all.len();
+    let kept: Vec<Mutation> = all
+        .into_iter()
+        .filter(
+            |m| !matches!(*m, Mutation::DropEdge { parent, child } if kind(parent) == kind(child)),
+        )
+        .collect();
+    let left_out = total - kept.len();
+    (kept, left_out)
+}
+
+#[test]
+fn every_mutation_of_the_factorizations_is_caught() {
+    let runtime = Runtime::cpu_with(1);
+    for subject in [
+        Factor::<f64>::new("cholesky f64", 4, 16, 1, cholesky::cholesky_f64, true),
+        Factor::<f64>::new("lu f64", 4, 16, 1, lu::lu_f64, false),
+    ] {
+        let mut subject = subject;
+        let ins = subject.region().inspect().unwrap();
+        let (list, accumulations) = mutations(&ins);
+        assert!(accumulations >= 4, "{}: {accumulations}", subject.label);
+        let report = mutation::check(&mut subject, &list, &runtime);
+        assert!(
+            report.escaped.is_empty() && report.failed.is_empty(),
+            "{report}"
+        );
+        assert!(report.caught > ins.task_count(), "{report}");
+    }
+}
+
+/// The tiled GEMM: `C += A·B`, checked by its residual probe.
+struct Gemm {
+    nb: usize,
+    bs: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c0: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl Subject for Gemm {
+    fn label(&self) -> String {
+        format!("gemm f64 nb={} bs={}", self.nb, self.bs)
+    }
+    fn region(&mut self) -> Region<'_> {
+        self.c.clone_from(&self.c0);
+        gemm::gemm_f64(&mut self.c, &self.a, &self.b, self.nb, self.bs)
+            .shared_bytes(gemm::SHARED_BYTES)
+    }
+    fn verify(&self) -> Result<(), String> {
+        let check = check_gemm(&self.c0, &self.c, &self.a, &self.b, self.nb, self.bs);
+        if check.passed() {
+            Ok(())
+        } else {
+            Err(check.to_string())
+        }
+    }
+}
+
+#[test]
+fn a_skipped_gemm_task_is_caught() {
+    // The tasks of one C tile form a chain of additions: any order of them gives the same sum,
+    // so only a task left out changes the result (a dependence dropped between two of them is a
+    // race on the GPU, which a run one task at a time cannot show).
+    let (nb, bs) = (3, 16);
+    let mut subject = Gemm {
+        nb,
+        bs,
+        a: random(nb, bs, 1),
+        b: random(nb, bs, 2),
+        c0: random(nb, bs, 3),
+        c: Vec::new(),
+    };
+    let tasks = subject.region().inspect().unwrap().task_count() as u32;
+    let skips: Vec<Mutation> = (0..tasks).map(Mutation::Skip).collect();
+    let report = mutation::check(&mut subject, &skips, &Runtime::cpu_with(1));
+    assert!(
+        report.escaped.is_empty() && report.failed.is_empty(),
+        "{report}"
+    );
+    assert_eq!(report.caught, tasks as usize, "{report}");
+}

@@ -1,0 +1,256 @@
+//! The names that cross taskweave's crates, spelled once.
+//!
+//! `task_region!` (in `taskweave-macros`) emits kernels under these names, the device build
+//! (`taskweave-build`) finds them again in the PTX and writes the files and variables below, and
+//! the host (`taskweave-host`) looks the kernels up and reads the files through them:
+//!
+//! 1. A region's symbols share one stem, [`region_stem`]: its name and a hash of where it is
+//!    written, so that two regions of one name in different modules get different kernels.
+//! 2. Each region has one kernel per [`Entry`]; a [`Kernel`] is one of them, possibly its variant
+//!    without index checks ([`UNCHECKED_SUFFIX`]) or the builder's twin without a register cap
+//!    ([`UNCAPPED_SUFFIX`]). Its `Display` is the symbol and [`Kernel::parse`] reads one back.
+//! 3. The device build writes [`PTX_FILE`] and [`CUBIN_FILE`], and tells the kernels crate where
+//!    they are through the variables of [`env`] and the cfgs of [`cfg`].
+//!
+//! ```
+//! use taskweave_names::{Entry, Kernel};
+//!
+//! let kernel = Kernel::new(Entry::Listed, "lu_0badf00d").unchecked();
+//! assert_eq!(kernel.to_string(), "taskweave_listed_lu_0badf00d__unchecked");
+//! assert_eq!(Kernel::parse("taskweave_listed_lu_0badf00d__unchecked"), Some(kernel));
+//! ```
+#![no_std]
+
+extern crate alloc;
+
+use alloc::format;
+use alloc::string::String;
+use core::fmt;
+
+/// The device target.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// The file name of the PTX the device build writes to the kernels crate's `OUT_DIR`.
+pub const PTX_FILE: &str = "taskweave-kernels.ptx";
+/// The file name of the cubin assembled from it (empty when the build had no `ptxas`).
+pub const CUBIN_FILE: &str = "taskweave-kernels.cubin";
+
+/// The suffix of a kernel's variant without the checked task bodies, for runs with index checks
+/// off.
+pub const UNCHECKED_SUFFIX: &str = "__unchecked";
+/// The suffix of the builder's twin of a kernel without the register cap.
+pub const UNCAPPED_SUFFIX: &str = "__uncapped";
+
+/// Environment variables.
+pub mod env {
+    /// Read by the device build: the GPU architecture (`-C target-cpu`), e.g. `sm_80`.
+    pub const TARGET_CPU: &str = "TASKWEAVE_TARGET_CPU";
+    /// Read by the device build: the register cap of the scheduler's kernels.
+    pub const MAX_REGISTERS: &str = "TASKWEAVE_MAX_REGISTERS";
+    /// Read by the device build: the `ptxas` to assemble a cubin with (empty or `0`: none).
+    pub const PTXAS: &str = "TASKWEAVE_PTXAS";
+    /// Read by the device build: the Rust toolchain it compiles with, instead of the pinned one.
+    pub const TOOLCHAIN: &str = "TASKWEAVE_TOOLCHAIN";
+    /// Set by the device build for the kernels crate: the path of its PTX.
+    pub const PTX: &str = "TASKWEAVE_PTX";
+    /// Set by the device build for the kernels crate: the path of its cubin.
+    pub const CUBIN: &str = "TASKWEAVE_CUBIN";
+}
+
+/// Cfgs the device build sets on the kernels crate.
+pub mod cfg {
+    /// Set when the PTX and cubin are there to embed.
+    pub const PTX: &str = "taskweave_ptx";
+    /// Names the stem of the one region that embeds the crate's PTX and cubin, for every region
+    /// of the crate to share (`taskweave_code_owner = "<stem>"`).
+    pub const CODE_OWNER: &str = "taskweave_code_owner";
+}
+
+/// A region's kernel entry points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    /// The persistent scheduler: resident workers running the whole DAG.
+    Persistent,
+    /// One task per block, `list[b]`: one launch per level, CUDA graph nodes, streams.
+    Listed,
+    /// One launch with a grid barrier between levels.
+    Levels,
+}
+
+impl Entry {
+    /// Every entry.
+    pub const ALL: [Entry; 3] = [Entry::Persistent, Entry::Listed, Entry::Levels];
+
+    /// The prefix of the entry's symbols.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            Entry::Persistent => "taskweave_region_",
+            Entry::Listed => "taskweave_listed_",
+            Entry::Levels => "taskweave_levels_",
+        }
+    }
+
+    /// Whether the builder adds an uncapped twin of the entry's kernels: the launches of the
+    /// persistent and one-task kernels may want fewer, larger blocks. The grid barrier needs every
+    /// block resident, so its kernel keeps the cap.
+    pub const fn twinned(self) -> bool {
+        matches!(self, Entry::Persistent | Entry::Listed)
+    }
+}
+
+/// One kernel of a region: its entry, the region's stem, and which variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Kernel<'a> {
+    /// The entry point.
+    pub entry: Entry,
+    /// The region's [`region_stem`].
+    pub stem: &'a str,
+    /// The variant without the checked task bodies.
+    pub unchecked: bool,
+    /// The builder's twin without the register cap.
+    pub uncapped: bool,
+}
+
+impl<'a> Kernel<'a> {
+    /// The checked, capped kernel of `entry` for the region of `stem`.
+    pub const fn new(entry: Entry, stem: &'a str) -> Self {
+        Self {
+            entry,
+            stem,
+            unchecked: false,
+            uncapped: false,
+        }
+    }
+
+    /// The same kernel at another entry.
+    pub const fn at(self, entry: Entry) -> Self {
+        Self { entry, ..self }
+    }
+
+    /// Its variant without the checked task bodies.
+    pub const fn unchecked(self) -> Self {
+        Self {
+            unchecked: true,
+            ..self
+        }
+    }
+
+    /// Its uncapped twin.
+    pub const fn uncapped(self) -> Self {
+        Self {
+            uncapped: true,
+            ..self
+        }
+    }
+
+    /// Reads a symbol written by `Display`; `None` for any other symbol.
+    pub fn parse(symbol: &'a str) -> Option<Self> {
+        let (entry, rest) = Entry::ALL
+            .iter()
+            .find_map(|e| symbol.strip_prefix(e.prefix()).map(|rest| (*e, rest)))?;
+        let (rest, uncapped) = strip(rest, UNCAPPED_SUFFIX);
+        let (stem, unchecked) = strip(rest, UNCHECKED_SUFFIX);
+        (!stem.is_empty()).then_some(Self {
+            entry,
+            stem,
+            unchecked,
+            uncapped,
+        })
+    }
+}
+
+fn strip<'a>(text: &'a str, suffix: &str) -> (&'a str, bool) {
+    match text.strip_suffix(suffix) {
+        Some(rest) => (rest, true),
+        None => (text, false),
+    }
+}
+
+impl fmt::Display for Kernel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.entry.prefix())?;
+        f.write_str(self.stem)?;
+        if self.unchecked {
+            f.write_str(UNCHECKED_SUFFIX)?;
+        }
+        if self.uncapped {
+            f.write_str(UNCAPPED_SUFFIX)?;
+        }
+        Ok(())
+    }
+}
+
+/// The stem of a region's symbols: its `name` and a hash of `site`, where the region is written
+/// (its file relative to the crate, line and column). The device build and the host build of a
+/// crate see the same sites, so they agree on every symbol, while two regions of one name in
+/// different modules do not collide.
+pub fn region_stem(name: &str, site: &str) -> String {
+    format!("{name}_{:08x}", fnv1a(site.as_bytes()) as u32)
+}
+
+/// The symbol of the static that holds a kernels crate's PTX and cubin: one per crate, defined by
+/// the region that [`cfg::CODE_OWNER`] names and declared by every other. `package` identifies
+/// the package (its name, version and directory); two crates never share the symbol.
+pub fn code_symbol(crate_name: &str, package: &str) -> String {
+    format!(
+        "__taskweave_code_{crate_name}_{:016x}",
+        fnv1a(package.as_bytes())
+    )
+}
+
+/// 64-bit FNV-1a: a small hash that gives the same value in every build.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    #[test]
+    fn every_variant_of_every_entry_reads_back() {
+        for entry in Entry::ALL {
+            let base = Kernel::new(entry, "step_12345678");
+            for kernel in [
+                base,
+                base.unchecked(),
+                base.uncapped(),
+                base.unchecked().uncapped(),
+            ] {
+                let symbol = kernel.to_string();
+                assert_eq!(Kernel::parse(&symbol), Some(kernel), "{symbol}");
+            }
+        }
+        assert_eq!(
+            Kernel::new(Entry::Persistent, "lu_1")
+                .unchecked()
+                .uncapped()
+                .to_string(),
+            "taskweave_region_lu_1__unchecked__uncapped"
+        );
+    }
+
+    #[test]
+    fn other_symbols_are_not_kernels() {
+        assert_eq!(Kernel::parse("selfcheck_atomics"), None);
+        assert_eq!(Kernel::parse("taskweave_region_"), None);
+        assert_eq!(Kernel::parse("taskweave_region___unchecked"), None);
+    }
+
+    #[test]
+    fn the_stem_tells_sites_apart_and_is_stable() {
+        let a = region_stem("step", "src/a.rs:3:1");
+        let b = region_stem("step", "src/b.rs:3:1");
+        assert_ne!(a, b);
+        assert_eq!(a, region_stem("step", "src/a.rs:3:1"));
+        assert!(
+            a.starts_with("step_") && a.len() == "step_".len() + 8,
+            "{a}"
+        );
+        // FNV-1a's published test vector: the hash is the same on every host and build.
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}
