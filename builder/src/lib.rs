@@ -31,6 +31,7 @@
 mod command;
 mod cubin;
 mod error;
+mod fit;
 mod toolchain;
 mod tune;
 
@@ -92,6 +93,7 @@ impl Builder {
         for var in [
             env::TARGET_CPU,
             env::MAX_REGISTERS,
+            env::FIT_REGISTERS,
             env::PTXAS,
             env::TOOLCHAIN,
         ] {
@@ -121,13 +123,18 @@ impl Builder {
             source,
         })?;
         let owner = tune::regions(&text).min();
-        let text = tune::cap_registers(&tune::add_uncapped_twins(&text), self.max_registers);
+        let text = tune::add_uncapped_twins(&text);
+        let ptxas = cubin::find_ptxas();
+        let fitted = fit::caps(ptxas.as_deref(), &self.target_cpu, &out_dir, &text);
+        let text = tune::cap_registers(&text, |kernel| {
+            fitted.get(kernel).copied().unwrap_or(self.max_registers)
+        });
         std::fs::write(&dest, text).map_err(|source| Error::Io {
             path: dest.clone(),
             source,
         })?;
         let cubin = out_dir.join(CUBIN_FILE);
-        match cubin::find_ptxas() {
+        match ptxas {
             Some(ptxas) => {
                 if let Err(why) = cubin::assemble(&ptxas, &self.target_cpu, &dest, &cubin) {
                     println!(

@@ -74,21 +74,26 @@ pub(crate) fn add_uncapped_twins(ptx: &str) -> String {
     out
 }
 
-/// Adds `.maxnreg registers` to every capped kernel in `ptx` that has no register directive yet.
-pub(crate) fn cap_registers(ptx: &str, registers: u32) -> String {
+/// Adds `.maxnreg registers(kernel)` to every capped kernel in `ptx` that has no register
+/// directive yet.
+pub(crate) fn cap_registers(ptx: &str, registers: impl Fn(&str) -> u32) -> String {
     let mut out = String::with_capacity(ptx.len() + 64);
-    let mut pending = false;
+    let mut pending = None;
     for line in ptx.lines() {
         let trimmed = line.trim_start();
         if let Some(name) = entry_name(line) {
-            pending = Kernel::parse(name).is_some_and(|k| !k.uncapped);
+            pending = Kernel::parse(name)
+                .is_some_and(|k| !k.uncapped)
+                .then(|| registers(name));
         }
-        if pending && trimmed.starts_with(".maxnreg") {
-            pending = false;
+        if pending.is_some() && trimmed.starts_with(".maxnreg") {
+            pending = None;
         }
-        if pending && trimmed.starts_with('{') {
-            out.push_str(&format!(".maxnreg {registers}\n"));
-            pending = false;
+        if let Some(cap) = pending
+            && trimmed.starts_with('{')
+        {
+            out.push_str(&format!(".maxnreg {cap}\n"));
+            pending = None;
         }
         out.push_str(line);
         out.push('\n');
@@ -113,13 +118,17 @@ mod tests {
     fn only_scheduler_kernels_are_capped() {
         let ptx = ".visible .entry taskweave_region_lu(\n\t.param .u64 p\n)\n{\n\tret;\n}\n\
                    .visible .entry selfcheck_x(\n)\n{\n\tret;\n}\n";
-        let out = cap_registers(ptx, 96);
+        let out = cap_registers(ptx, |_| 96);
         assert_eq!(out.matches(".maxnreg 96").count(), 1);
         let at = out.find(".maxnreg 96").unwrap();
         assert!(
             at > out.find("taskweave_region_lu").unwrap() && at < out.find("selfcheck_x").unwrap()
         );
-        assert_eq!(cap_registers(&out, 96), out, "a second pass adds nothing");
+        assert_eq!(
+            cap_registers(&out, |_| 96),
+            out,
+            "a second pass adds nothing"
+        );
     }
 
     #[test]
@@ -133,7 +142,7 @@ mod tests {
         assert!(twin.ends_with("$L__BB0_1:\n\tret;\n}\n"));
         assert!(!twin.contains("selfcheck"));
         assert_eq!(add_uncapped_twins(&out), out, "twins get no twins");
-        let capped = cap_registers(&out, 96);
+        let capped = cap_registers(&out, |_| 96);
         assert_eq!(
             capped.matches(".maxnreg 96").count(),
             1,

@@ -1,10 +1,9 @@
 //! Shared (on-chip, per-block) memory.
 //!
 //! PTX declares shared memory with `.shared` variables. Rust has no address space for them, so the
-//! static buffer here is declared inside an `asm!` block of a function that is never inlined: one
-//! declaration, hence one allocation per block, whatever the number of call sites. The dynamic
-//! buffer is declared once at module scope with `global_asm!`. Both functions return the buffer's
-//! generic address.
+//! buffers here are declared once each, at module scope with `global_asm!` (hence one allocation
+//! per block, whatever the number of uses), or inside an `asm!` block of a function that is never
+//! inlined. Both functions return the buffer's generic address.
 //!
 //! 1. [`dynamic`]: the block's dynamic shared memory, sized at launch (`sharedMemBytes`). Task bodies
 //!    reach it through [`Block::shared`](crate::Block::shared).
@@ -37,16 +36,24 @@ pub fn dynamic() -> (*mut u8, usize) {
     (ptr as *mut u8, bytes as usize)
 }
 
+// The runtime words, at module scope so that the worker loop can name them in its shared-memory
+// accesses (`sched::words::Words`).
+#[cfg(target_arch = "nvptx64")]
+core::arch::global_asm!(
+    ".shared .align 16 .b32 tw_runtime_words[{n}];",
+    n = const RUNTIME_WORDS
+);
+
 /// The runtime's static per-block words (see the module docs).
 #[cfg(target_arch = "nvptx64")]
 #[inline(never)]
 pub fn runtime_words() -> *mut u32 {
     let ptr: u64;
-    // SAFETY: declares one static shared buffer and reads its address; no memory is touched.
+    // SAFETY: reads the address of the block's runtime words; no memory is touched.
     unsafe {
         core::arch::asm!(
-            "{{ .shared .align 16 .b32 tw_runtime_words[{n}]; cvta.shared.u64 {0}, tw_runtime_words; }}",
-            out(reg64) ptr, n = const RUNTIME_WORDS, options(nomem, nostack)
+            "cvta.shared.u64 {0}, tw_runtime_words;",
+            out(reg64) ptr, options(nomem, nostack)
         )
     };
     ptr as *mut u32

@@ -45,8 +45,11 @@ pub const UNCAPPED_SUFFIX: &str = "__uncapped";
 pub mod env {
     /// Read by the device build: the GPU architecture (`-C target-cpu`), e.g. `sm_80`.
     pub const TARGET_CPU: &str = "TASKWEAVE_TARGET_CPU";
-    /// Read by the device build: the register cap of the scheduler's kernels.
+    /// Read by the device build: the register cap of the scheduler's kernels that it does not fit.
     pub const MAX_REGISTERS: &str = "TASKWEAVE_MAX_REGISTERS";
+    /// Read by the device build: `0` keeps it from fitting each persistent kernel's register cap
+    /// with `ptxas` (they all get `MAX_REGISTERS` then).
+    pub const FIT_REGISTERS: &str = "TASKWEAVE_FIT_REGISTERS";
     /// Read by the device build: the `ptxas` to assemble a cubin with (empty or `0`: none).
     pub const PTXAS: &str = "TASKWEAVE_PTXAS";
     /// Read by the device build: the Rust toolchain it compiles with, instead of the pinned one.

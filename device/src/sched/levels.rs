@@ -8,7 +8,7 @@
 //!
 //! Both run the same task bodies through the region's [`Dispatch`] table.
 
-use super::{Dispatch, WorkerView};
+use super::{Dispatch, WorkerView, Tables};
 use crate::abi::{FLAG_CHECKED, RegionDesc};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::*, Scope::Gpu};

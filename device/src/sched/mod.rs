@@ -14,16 +14,29 @@
 pub mod affinity;
 pub mod deps;
 #[cfg(not(loom))]
+mod leader;
+#[cfg(not(loom))]
 pub mod levels;
 #[cfg(all(test, loom))]
 mod loom_tests;
+#[cfg(not(loom))]
+mod pick;
 pub mod queue;
+#[cfg(not(loom))]
+mod release;
 pub mod sm;
+#[cfg(not(loom))]
+mod tables;
+pub mod words;
 #[cfg(not(loom))]
 mod worker;
 
+#[cfg(target_arch = "nvptx64")]
+pub use tables::BlockTables;
 #[cfg(not(loom))]
-pub use worker::{Dispatch, WorkerView, run_worker};
+pub use tables::{WorkerView, Tables};
+#[cfg(not(loom))]
+pub use worker::{Dispatch, run_worker};
 
 /// Element `i` of a scheduler table, unchecked in release builds.
 ///
@@ -52,37 +65,6 @@ pub mod command {
     pub const ABORT: u32 = u32::MAX - 1;
     /// No task (nothing running yet).
     pub const NONE: u32 = u32::MAX - 2;
-}
-
-/// Indices into the block's runtime words (shared memory on the GPU).
-pub mod words {
-    /// The task the block runs now, or a [`command`](super::command).
-    pub const CURRENT: usize = 0;
-    /// How many children the last task freed.
-    pub const FREED: usize = 1;
-    /// Which freed child the leader keeps as its continuation (an index into the list), or `NONE`.
-    pub const KEEP: usize = 2;
-    /// First target worker for the pushes of this round.
-    pub const BASE: usize = 3;
-    /// Two words: the launch's error record (see [`error::bind`](crate::error::bind)).
-    pub const ERROR: usize = 4;
-    /// Two words: the launch's abort flag.
-    pub const ABORT: usize = 6;
-    /// The current task's kind, read by the leader from the task table.
-    pub const KIND: usize = 8;
-    /// The current task's argument words: `ARGS..ARGS_END` of the argument table.
-    pub const ARGS: usize = 9;
-    /// See [`ARGS`].
-    pub const ARGS_END: usize = 10;
-    /// The current task's CSR row: `ROW..ROW_END` of the children table.
-    pub const ROW: usize = 11;
-    /// See [`ROW`].
-    pub const ROW_END: usize = 12;
-    /// Start of the freed-children list.
-    pub const LIST: usize = 16;
-    /// Capacity of the freed-children list; further children are pushed by the thread that freed
-    /// them.
-    pub const LIST_CAP: usize = crate::shared::RUNTIME_WORDS - LIST;
 }
 
 /// The task the calling block is running, for the GPU panic handler.
@@ -126,24 +108,15 @@ unsafe fn bind_faults(desc: *const crate::abi::RegionDesc) {
 #[cfg(target_arch = "nvptx64")]
 pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispatch: &D) {
     // SAFETY: guaranteed by the caller.
-    let mut rt = unsafe {
-        bind_faults(desc);
-        WorkerView::from_desc(&*desc)
-    };
-    // The array table is read at every task: keep a copy in shared memory when it fits.
-    let arrays = rt.arrays();
-    if arrays.len() <= crate::shared::SHARED_ARRAYS {
-        let copy = crate::shared::array_table();
-        let mut i = crate::arch::thread_idx() as usize;
-        while i < arrays.len() {
-            // SAFETY: `i < arrays.len() <= SHARED_ARRAYS`, the shared table's length.
-            unsafe { copy.add(i).write(arrays[i]) };
-            i += crate::arch::block_dim() as usize;
-        }
-        crate::arch::sync_threads();
-        // SAFETY: the copy holds `arrays.len()` entries, written above and never again.
-        rt.use_arrays(unsafe { core::slice::from_raw_parts(copy, arrays.len()) });
+    unsafe { bind_faults(desc) };
+    if crate::arch::thread_idx() == 0 {
+        // SAFETY: guaranteed by the caller.
+        unsafe { BlockTables::publish(&*desc) };
     }
+    // Orders the header (and the array copy) before every thread's reads.
+    crate::arch::sync_threads();
+    // SAFETY: published above, for the launch.
+    let tables = unsafe { BlockTables::published() };
     let words = crate::shared::runtime_words();
     // SAFETY: the runtime words are this block's shared memory; `RUNTIME_WORDS` long.
     let words = unsafe {
@@ -159,7 +132,7 @@ pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispat
     };
     let (scratch, bytes) = crate::shared::dynamic();
     // SAFETY: the dynamic shared memory is this block's, 16-aligned, used only by its tasks.
-    unsafe { run_worker(&rt, worker, words, scratch, bytes, dispatch) };
+    unsafe { run_worker(&tables, worker, words, scratch, bytes, dispatch) };
 }
 
 /// The body of every region's one-launch-per-level kernel: block `b` runs task `list[b]`.

@@ -130,6 +130,14 @@ impl<'a> Queues<'a> {
         self.next[task as usize].load(Gpu, Relaxed)
     }
 
+    /// Where [`Queues::planned_after`] reads `task`'s link: for a leader that copies it while the
+    /// task runs, with a plain (weak) load, which is enough since nobody writes it during the run.
+    #[cfg(not(loom))]
+    #[inline(always)]
+    pub fn planned_link(&self, task: u32) -> *const u32 {
+        core::ptr::from_ref(&self.next[task as usize]).cast()
+    }
+
     /// Publishes an owner's register cursor in `head[worker]`, for [`Queues::looks_drained`].
     #[inline(always)]
     pub fn publish_head(&self, worker: u32, cursor: u32) {

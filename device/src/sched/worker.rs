@@ -1,13 +1,14 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::queue::{self, COUNTED, Queues};
-use super::{affinity, at, command, deps, words};
-use crate::abi::{
-    ArrayDesc, Counters, FLAG_CHECKED, FLAG_TRACE, RegionDesc, TaskRecord, TraceRecord,
-    WorkerStats, policy,
-};
+use super::command;
+use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
+use super::pick::{Pick, pick};
+use super::release::{LEADER_FANOUT, Place, release_narrow, release_wide};
+use super::tables::Tables;
+use super::words::{self, Words};
+use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE, policy};
 use crate::arch;
-use crate::atomic::{AtomicU32, Ordering::*, Scope::*, fence};
+use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
 use crate::block::Block;
 
 /// How many tasks a busy worker runs between polls of the abort flag: on the GPU the poll is a
@@ -20,443 +21,19 @@ pub trait Dispatch: Sync {
     fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool);
 }
 
-/// A region's tables, viewed from a worker (named apart from the host's `Runtime`, which runs
-/// regions).
-pub struct WorkerView<'a> {
-    n_tasks: u32,
-    policy: u32,
-    flags: u32,
-    tasks: &'a [TaskRecord],
-    args: &'a [u64],
-    arrays: &'a [ArrayDesc],
-    offsets: &'a [u32],
-    children: &'a [u32],
-    pending: &'a [AtomicU32],
-    rank: &'a [u32],
-    affine: &'a [u32],
-    ran_by: &'a [AtomicU32],
-    queues: Queues<'a>,
-    completed: &'a AtomicU32,
-    grr: &'a AtomicU32,
-    abort: Option<&'a AtomicU32>,
-    stats: *mut WorkerStats,
-    current: &'a [AtomicU32],
-    trace: *mut TraceRecord,
-}
-
-// SAFETY: the raw `stats` and `trace` tables are written at distinct indices by distinct workers.
-unsafe impl Sync for WorkerView<'_> {}
-
-/// # Safety
-/// `ptr` must be valid for `len` elements of `T` for `'a` (or `len == 0`).
-unsafe fn table<'a, T>(ptr: u64, len: usize) -> &'a [T] {
-    if len == 0 {
-        return &[];
-    }
-    // SAFETY: guaranteed by the caller.
-    unsafe { core::slice::from_raw_parts(ptr as *const T, len) }
-}
-
-impl<'a> WorkerView<'a> {
-    /// Views the tables `desc` points to.
-    ///
-    /// # Safety
-    /// Every pointer in `desc` must be valid for the length the [`abi`](crate::abi) docs give it,
-    /// for `'a`, and the tables the workers write must not be accessed non-atomically meanwhile.
-    pub unsafe fn from_desc(desc: &'a RegionDesc) -> Self {
-        let n = desc.n_tasks as usize;
-        let w = desc.n_workers as usize;
-        // The affinity policy's tables; empty (null) under the others.
-        let per_task = |ptr: u64| if ptr == 0 { 0 } else { n };
-        // SAFETY: each table's length is the documented one; the caller vouches for the pointers.
-        unsafe {
-            let offsets: &[u32] = table(desc.offsets, n + 1);
-            let edges = offsets.last().copied().unwrap_or(0) as usize;
-            let counters = desc.counters as *mut Counters;
-            Self {
-                n_tasks: desc.n_tasks,
-                policy: desc.policy,
-                flags: desc.flags,
-                tasks: table(desc.tasks, n + 1),
-                args: table(
-                    desc.args,
-                    table::<TaskRecord>(desc.tasks, n + 1)[n].args as usize,
-                ),
-                arrays: table(desc.arrays, desc.n_arrays as usize),
-                offsets,
-                children: table(desc.children, edges),
-                pending: table(desc.pending, n),
-                rank: table(desc.rank, n),
-                affine: table(desc.affine, per_task(desc.affine)),
-                ran_by: table(desc.ran_by, per_task(desc.ran_by)),
-                queues: Queues::new(
-                    table(desc.next, n + w),
-                    table(desc.head, w),
-                    table(desc.tail, w),
-                    table(desc.lock, w),
-                    desc.n_tasks,
-                ),
-                completed: AtomicU32::from_ptr(&raw mut (*counters).completed),
-                grr: AtomicU32::from_ptr(&raw mut (*counters).grr),
-                abort: (desc.abort != 0).then(|| AtomicU32::from_ptr(desc.abort as *mut u32)),
-                stats: desc.stats as *mut WorkerStats,
-                current: table(desc.current, w),
-                trace: desc.trace as *mut TraceRecord,
-            }
-        }
-    }
-
-    /// Task `task`'s kind and argument words.
-    #[inline(always)]
-    pub fn task(&self, task: u32) -> (u32, &'a [u64]) {
-        let t = task as usize;
-        debug_assert!(t < self.n_tasks as usize);
-        // SAFETY: `from_desc`'s contract: `tasks` has `n_tasks + 1` records whose `args` are
-        // non-decreasing offsets into `args`, and `task < n_tasks` comes from the queues or CSR.
-        unsafe {
-            let record = *at(self.tasks, t);
-            let end = at(self.tasks, t + 1).args as usize;
-            (
-                record.kind,
-                self.args.get_unchecked(record.args as usize..end),
-            )
-        }
-    }
-
-    /// What the block needs to run `task`: its kind, the bounds of its argument words and of its
-    /// CSR row. Four independent loads, which the leader issues as early as it knows the task.
-    #[inline(always)]
-    fn record(&self, task: u32) -> Record {
-        let t = task as usize;
-        debug_assert!(t < self.n_tasks as usize);
-        // SAFETY: `from_desc`'s contract: `tasks` and `offsets` have `n_tasks + 1` entries, and
-        // `task < n_tasks` comes from the queues or the CSR.
-        unsafe {
-            let this = *at(self.tasks, t);
-            Record {
-                kind: this.kind,
-                args: this.args,
-                args_end: at(self.tasks, t + 1).args,
-                row: *at(self.offsets, t),
-                row_end: *at(self.offsets, t + 1),
-            }
-        }
-    }
-
-    /// The region's arrays.
-    #[inline(always)]
-    pub fn arrays(&self) -> &'a [ArrayDesc] {
-        self.arrays
-    }
-
-    /// Serves the array table from `arrays` (the block's shared-memory copy) instead.
-    pub fn use_arrays(&mut self, arrays: &'a [ArrayDesc]) {
-        self.arrays = arrays;
-    }
-
-    /// The region's `FLAG_*` bits.
-    #[inline(always)]
-    pub fn flags(&self) -> u32 {
-        self.flags
-    }
-
-    #[inline(always)]
-    fn aborted(&self) -> bool {
-        // The host's watchdog writes the flag from outside the GPU: system scope. A faulting task
-        // raises the same flag (`error::raise`).
-        self.abort_word() != 0
-    }
-
-    /// The abort flag's word (0: not aborted), for a leader that reads it ahead.
-    #[inline(always)]
-    fn abort_word(&self) -> u32 {
-        self.abort.map_or(0, |a| a.load(System, Relaxed))
-    }
-
-    /// The leader's wait for work: a queued task's link (see [`WorkerView::take`]), or `DONE`, or
-    /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
-    /// is what termination reads.
-    fn acquire(&self, worker: u32, me: &mut Leader) -> u32 {
-        let mut backoff = 0u32;
-        loop {
-            let own = if self.policy == policy::STEAL {
-                self.queues.pop_locked(worker)
-            } else {
-                self.queues.pop_from(&mut me.head)
-            };
-            if let Some(link) = own {
-                if self.policy == policy::AFFINITY {
-                    // For the pushers' `looks_drained`: whether a child sent here would wait.
-                    self.queues.publish_head(worker, me.head);
-                }
-                return link;
-            }
-            if self.policy == policy::STATIC {
-                // The plan is all linked before the run and nothing is pushed: an empty queue is
-                // the end of this worker's list, for good. Leaving now rather than polling keeps
-                // this block's loads (each an L1 invalidation, as acquires) off its SM.
-                me.flush(self.completed);
-                return command::DONE;
-            }
-            if self.policy == policy::STEAL {
-                let workers = self.queues.workers();
-                for _ in 0..STEAL_TRIES.min(workers - 1) {
-                    let victim = (worker + 1 + me.random() % (workers - 1)) % workers;
-                    if let Some(link) = self.queues.pop_locked(victim) {
-                        me.stats.steals += 1;
-                        return link;
-                    }
-                }
-            }
-            me.flush(self.completed);
-            // The flags and the count are lines every idle worker reads: polled on every
-            // `IDLE_CHECK`-th round only, so that hundreds of idle workers do not queue at one L2
-            // slice ahead of the atomics of the busy ones.
-            if me.stats.idle_polls.is_multiple_of(IDLE_CHECK) {
-                if self.aborted() {
-                    return command::ABORT;
-                }
-                // Relaxed: `completed == n_tasks` means no task remains anywhere; nothing is read
-                // after.
-                if self.completed.load(Gpu, Relaxed) >= self.n_tasks {
-                    return command::DONE;
-                }
-            }
-            me.stats.idle_polls += 1;
-            if backoff > 0 {
-                arch::nanosleep(backoff);
-            }
-            backoff = (backoff * 2).clamp(32, MAX_BACKOFF_NS);
-        }
-    }
-
-    /// The task of a popped queue link and its record, its parents' results acquired through its
-    /// counter when the link says it has other parents than its pusher's task (or, under the
-    /// static policy, parents on other workers). The record's loads are issued first, so that they
-    /// overlap the acquire's round trip. `ABORT` if the region was aborted while the task waited.
-    #[inline(always)]
-    fn take(&self, link: u32, me: &mut Leader) -> (u32, Record) {
-        let task = link & !COUNTED;
-        let record = self.record(task);
-        if link & COUNTED != 0 && !deps::ready(self.pending, task) {
-            let (ready, polls) = self.wait(task, core::mem::take(&mut me.done));
-            me.stats.idle_polls += polls;
-            if !ready {
-                return (command::ABORT, record);
-            }
-        }
-        (task, record)
-    }
-
-    /// Waits until `task`'s counter reads zero (with acquire, as [`deps::acquire`]): whether it
-    /// did (`false`: the region was aborted meanwhile), and how many polls it took. Under a queue
-    /// policy a popped task is ready as soon as its link is, so this returns at the first poll in
-    /// practice; under the static policy a worker waits here for its next task's parents on other
-    /// workers, for as long as they take, and so polls the abort flag and first reports its `done`
-    /// completions, as an idle worker does. It takes values, not the [`Leader`], so that the
-    /// leader's state can stay in registers.
-    #[inline(never)]
-    fn wait(&self, task: u32, done: u32) -> (bool, u32) {
-        if done > 0 {
-            // Relaxed, as in `Leader::flush`.
-            self.completed.fetch_add(done, Gpu, Relaxed);
-        }
-        let mut backoff = 0u32;
-        let mut polls = 0u32;
-        while !deps::ready(self.pending, task) {
-            polls += 1;
-            if polls.is_multiple_of(IDLE_CHECK) && self.aborted() {
-                return (false, polls);
-            }
-            // Short sleeps only: the wake-up adds to the hop's latency, and one poll is already an
-            // L2 round trip.
-            if polls > WAIT_SPINS {
-                arch::nanosleep(backoff);
-                backoff = (backoff * 2).clamp(32, MAX_WAIT_BACKOFF_NS);
-            }
-        }
-        (true, polls)
-    }
-
-    /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
-    /// continuation (`NONE` for none), and the first target worker of the others. `queued`: whether
-    /// the worker's own queue looked non-empty (read before the body, so that its load is off the
-    /// hop's critical path; a task pushed meanwhile waits for one continuation more).
-    fn place(
-        &self,
-        worker: u32,
-        task: u32,
-        freed: usize,
-        child: impl Fn(usize) -> u32,
-        queued: bool,
-        me: &mut Leader,
-    ) -> (u32, u32) {
-        let workers = self.queues.workers();
-        let keep = match self.policy {
-            _ if freed == 0 => command::NONE,
-            policy::STEAL => 0,
-            // Tasks pushed to this worker wait behind its continuations, however long their chain:
-            // with work queued, the worker takes that first and pushes all it freed.
-            policy::LOCAL | policy::PRIORITY | policy::AFFINITY if queued => command::NONE,
-            policy::LOCAL => 0,
-            // The first child whose affine parent ran here.
-            policy::AFFINITY => (0..freed)
-                .position(|i| self.home(child(i), task, worker) == worker)
-                .map_or(command::NONE, |i| i as u32),
-            policy::PRIORITY => {
-                let mut best = 0;
-                let mut best_rank = 0;
-                for i in 0..freed {
-                    // SAFETY: a child index from the CSR is below `n_tasks`, `rank`'s length.
-                    let rank = unsafe { *at(self.rank, child(i) as usize) };
-                    if rank > best_rank {
-                        best = i;
-                        best_rank = rank;
-                    }
-                }
-                best as u32
-            }
-            _ => command::NONE,
-        };
-        let pushes = freed as u32 - u32::from(keep != command::NONE);
-        let base = match self.policy {
-            _ if pushes == 0 => 0,
-            policy::LRR => {
-                let base = me.lrr;
-                me.lrr = me.lrr.wrapping_add(pushes);
-                base
-            }
-            policy::LF | policy::STEAL => worker,
-            _ => self.grr.fetch_add(pushes, Gpu, Relaxed),
-        };
-        (keep, base % workers)
-    }
-
-    /// AFFINITY: `child`'s home (see [`affinity::home`]), `NONE` for none. Out of line, like
-    /// [`WorkerView::record_ran_by`], so that the loop of the other policies does not carry the
-    /// affinity tables in registers.
-    #[inline(never)]
-    fn home(&self, child: u32, task: u32, worker: u32) -> u32 {
-        // The other parents' `ran_by` records come with their results.
-        deps::acquire(self.pending, child);
-        affinity::home(self.affine, self.ran_by, child, task, worker).unwrap_or(command::NONE)
-    }
-
-    /// AFFINITY: records that `worker` runs `task`.
-    #[inline(never)]
-    fn record_ran_by(&self, task: u32, worker: u32) {
-        affinity::record(self.ran_by, task, worker);
-    }
-
-    /// The queue of `child`, the `i`-th pushed child of `task`, counting from `base`. Under
-    /// AFFINITY a child goes home (to the worker that ran its affine parent) when that worker's
-    /// queue looks drained, and otherwise, like a child with no home, by round robin from `base`
-    /// (slots of the children that went home stay unused).
-    #[inline(always)]
-    fn target(&self, base: u32, i: u32, child: u32, task: u32, worker: u32) -> u32 {
-        match self.policy {
-            policy::STEAL => base,
-            policy::AFFINITY => match self.home(child, task, worker) {
-                // Without this guard every task would follow its affine parent, and each tree of
-                // affine parents would run on one worker: a wavefront, serially.
-                home if home != command::NONE && self.queues.looks_drained(home) => home,
-                _ => (base + i) % self.queues.workers(),
-            },
-            _ => (base + i) % self.queues.workers(),
-        }
-    }
-}
-
-/// Tasks with at most this many children have them released by the leader alone, which saves two
-/// block barriers per task; wider fan-outs are released by all threads in parallel.
-const LEADER_FANOUT: usize = 8;
 /// A busy worker adds its completions to the global count at least this often.
 const FLUSH_EVERY: u32 = 64;
-/// Victims an idle worker tries per round under work stealing.
-const STEAL_TRIES: u32 = 2;
-/// An idle worker checks the abort flag and the completed count every this many empty polls of its
-/// queue (on the GPU; every poll on the host, where the loads are cheap and threads few).
-const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
-/// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
-const MAX_BACKOFF_NS: u32 = 256;
-/// Polls of a task's counter without sleeping before [`WorkerView::wait`] starts backing off: a
-/// poll is an L2 round trip already, and a sleep adds to the hop (64 rather than 4 took 1% off a
-/// wavefront of ~1 us tasks on the H100, and did not slow the workloads).
-const WAIT_SPINS: u32 = 64;
-/// The longest sleep between polls of a waited-for task's counter.
-const MAX_WAIT_BACKOFF_NS: u32 = 128;
-
-/// A task's entry in the tables, as the leader hands it to its block through the runtime words.
-#[derive(Clone, Copy, Default)]
-struct Record {
-    kind: u32,
-    args: u32,
-    args_end: u32,
-    row: u32,
-    row_end: u32,
-}
-
-impl Record {
-    /// Hands the record to the block (before the barrier that starts the task).
-    #[inline(always)]
-    fn store(self, words: &[AtomicU32]) {
-        words[words::KIND].store(self.kind, Block, Relaxed);
-        words[words::ARGS].store(self.args, Block, Relaxed);
-        words[words::ARGS_END].store(self.args_end, Block, Relaxed);
-        words[words::ROW].store(self.row, Block, Relaxed);
-        words[words::ROW_END].store(self.row_end, Block, Relaxed);
-    }
-
-    /// The record the leader handed over (after that barrier).
-    #[inline(always)]
-    fn load(words: &[AtomicU32]) -> Self {
-        Self {
-            kind: words[words::KIND].load(Block, Relaxed),
-            args: words[words::ARGS].load(Block, Relaxed),
-            args_end: words[words::ARGS_END].load(Block, Relaxed),
-            row: words[words::ROW].load(Block, Relaxed),
-            row_end: words[words::ROW_END].load(Block, Relaxed),
-        }
-    }
-}
-
-/// What the leader thread keeps in registers.
-struct Leader {
-    continuation: u32,
-    lrr: u32,
-    head: u32,
-    done: u32,
-    rng: u32,
-    stats: WorkerStats,
-}
-
-impl Leader {
-    /// Adds the locally counted completions to the global count.
-    #[inline(always)]
-    fn flush(&mut self, completed: &AtomicU32) {
-        if self.done > 0 {
-            // Relaxed: the count only tells idle workers when to exit.
-            completed.fetch_add(core::mem::take(&mut self.done), Gpu, Relaxed);
-        }
-    }
-
-    /// A xorshift step, for picking victims.
-    fn random(&mut self) -> u32 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 17;
-        self.rng ^= self.rng << 5;
-        self.rng
-    }
-}
 
 /// Runs worker `worker` until the region is done or aborted. Every thread of the worker's block
 /// (every lane, on the CPU) calls it; thread 0 leads.
 ///
+/// On the GPU the body's scratch is the block's dynamic shared memory, which `scratch` must be.
+///
 /// # Safety
 /// `words` must be the block's own runtime words and `scratch` its own `scratch_bytes` of
 /// 16-aligned scratch memory, shared by exactly the threads of this block.
-pub unsafe fn run_worker<D: Dispatch>(
-    rt: &WorkerView<'_>,
+pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
+    rt: &T,
     worker: u32,
     words: &[AtomicU32],
     scratch: *mut u8,
@@ -464,300 +41,194 @@ pub unsafe fn run_worker<D: Dispatch>(
     dispatch: &D,
 ) {
     let leader = arch::thread_idx() == 0;
-    let tid = arch::thread_idx() as usize;
-    let threads = arch::block_dim() as usize;
-    let checked = rt.flags & FLAG_CHECKED != 0;
-    let tracing = rt.flags & FLAG_TRACE != 0 && !rt.trace.is_null();
-    let mut me = Leader {
-        continuation: command::NONE,
-        lrr: worker,
-        head: rt.queues.head(worker),
-        done: 0,
-        rng: worker.wrapping_mul(0x9E37_79B9) | 1,
-        stats: WorkerStats {
-            sm: arch::sm_id(),
-            ..WorkerStats::default()
-        },
-    };
-    let list = &words[words::LIST..];
-    // The static policy: the queues hold the inspector's plan, nothing is pushed at run time.
-    let planned = rt.policy == policy::STATIC;
-    // The static policy: the link after the running task in this worker's list, read during its
-    // body (`NONE` when not read). A local, not a field of `me`, which functions take by reference:
-    // in memory, its store would wait for the load before the body could start.
-    let mut ahead = command::NONE;
-    // The abort flag as read during the last body (0 when not read), a local for the same reason.
+    // SAFETY: the caller's promise.
+    let words = unsafe { Words::new(words) };
+    let mut me = Leader { head: 0, words };
+    if leader {
+        me = Leader::new(worker, rt.queues().head(worker), words);
+    }
+    // The child the leader keeps as its continuation (`NONE`: none): set by the release, taken by
+    // the next pick.
+    let mut kept = command::NONE;
+    // The abort flag as read at the end of the last body (0 when not read), looked at by the next
+    // pick.
     let mut abort_word = 0u32;
 
     loop {
         // A: the leader picks the next task and hands it to the block.
         if leader {
-            let (task, record) = if me.continuation != command::NONE {
-                me.stats.continuations += 1;
-                let task = core::mem::replace(&mut me.continuation, command::NONE);
-                (task, rt.record(task))
-            } else if ahead != command::NONE && ahead != queue::NIL {
-                // The static policy's next task, its link read during the last body: the pop
-                // without its load.
-                let link = core::mem::replace(&mut ahead, command::NONE);
-                me.head = link & !COUNTED;
-                rt.take(link, &mut me)
-            } else {
-                match rt.acquire(worker, &mut me) {
-                    command if command >= command::NONE => (command, Record::default()),
-                    link => rt.take(link, &mut me),
-                }
-            };
-            // A busy worker reads the abort flag during every `ABORT_POLL`-th body and looks at it
-            // here, so that the load is off the hop's critical path; idle and waiting workers poll
-            // it themselves.
-            let task = if task < command::NONE && core::mem::take(&mut abort_word) != 0 {
-                command::ABORT
-            } else {
-                task
-            };
-            words[words::CURRENT].store(task, Block, Relaxed);
-            record.store(words);
+            me = pick(rt, me, kept, abort_word);
         }
+        (kept, abort_word) = (command::NONE, 0);
         arch::sync_threads();
-        let task = words[words::CURRENT].load(Block, Relaxed);
+        let task = running(words);
         if task >= command::NONE {
             break;
         }
-        let record = Record::load(words);
 
-        // B: every thread runs the body.
-        let mut start = 0;
-        let mut start_ns = 0;
+        // B: every thread runs the body. Before it the leader starts copying what the hop after it
+        // needs into the runtime words: the first two entries of the CSR row (enough for chains,
+        // wavefronts and most stencils, whose hop then waits for no load of the row) and under the
+        // static policy the next link. The copies are asynchronous and hold no register across
+        // the body. (Reading the likely continuation's record here too gained nothing on the
+        // H100: the loads of the row and of that record depend on each other.)
         if leader {
-            words[words::FREED].store(0, Block, Relaxed);
-            // For the watchdog only: a plain relaxed store, off the critical path.
-            if let Some(slot) = rt.current.get(worker as usize) {
-                slot.store(task, Gpu, Relaxed);
-            }
-            // AFFINITY: before the barrier after the body, so every release of a child follows it.
-            if rt.policy == policy::AFFINITY {
-                rt.record_ran_by(task, worker);
-            }
-            start = arch::clock64();
-            if tracing {
-                start_ns = arch::global_timer_ns();
-            }
+            start_task(rt, me, task);
         }
-        // SAFETY: the record's bounds come from the tables, whose `args` entries are
-        // non-decreasing offsets into `args` and whose `offsets` are into `children`.
-        let (args, children) = unsafe {
-            (
-                rt.args
-                    .get_unchecked(record.args as usize..record.args_end as usize),
-                rt.children
-                    .get_unchecked(record.row as usize..record.row_end as usize),
-            )
-        };
-        let kind = record.kind;
-        // Read before the body, so that their loads overlap the body's work: the first two entries
-        // of the CSR row (kept in registers across the body, so few: enough for chains, wavefronts
-        // and most stencils, whose hop then waits for no load of the row), the queue hint, and
-        // under the static policy the next link. (Reading the likely continuation's record
-        // here too gained nothing on the H100: the loads of the row and of that record depend on
-        // each other, and the leader, which runs the body as well, waited for both before it.)
-        // Two scalars, not an array: an array indexed at run time lives in local memory, and its
-        // store would wait for these loads before the body.
-        let (mut row0, mut row1) = (0u32, 0u32);
-        let mut queued = false;
+        // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
+        unsafe { run_body(rt, dispatch, task, words, scratch, scratch_bytes) };
+        // Read before the barrier: after it the leader may already write the next task's record.
+        let n_children = row_len(words);
+        // The leader's body is done; before the barrier that waits for the others, it takes the
+        // copied row entries into registers and reads the queue hint (whether its own queue has
+        // work, for `place`) and, every `ABORT_POLL`-th task, the abort flag: these loads overlap
+        // the barrier and the release's fence, off the hop's critical path.
+        let (mut row0, mut row1, mut queued) = (0u32, 0u32, false);
         if leader {
-            if !children.is_empty() {
-                // SAFETY: the row is not empty.
-                row0 = unsafe { *at(children, 0) };
-            }
-            if children.len() > 1 {
-                // SAFETY: the row has two entries.
-                row1 = unsafe { *at(children, 1) };
-            }
+            words.settle();
+            (row0, row1) = (words.load(words::ROW0), words.load(words::ROW1));
             if matches!(
-                rt.policy,
+                rt.policy(),
                 policy::LOCAL | policy::PRIORITY | policy::AFFINITY
             ) {
-                queued = !rt.queues.looks_empty(me.head);
+                queued = !rt.queues().looks_empty(me.head);
             }
-            if planned {
-                ahead = rt.queues.planned_after(task);
-            }
-            if (me.stats.tasks + 1).is_multiple_of(ABORT_POLL) {
+            if (me.get(TASKS) + 1).is_multiple_of(ABORT_POLL) {
                 abort_word = rt.abort_word();
             }
         }
-        // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
-        let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
-        dispatch.run(&block, kind, args, rt.arrays, checked);
         arch::sync_threads();
         if leader {
-            if let Some(slot) = rt.current.get(worker as usize) {
-                slot.store(u32::MAX, Gpu, Relaxed);
-            }
-            me.stats.tasks += 1;
-            me.stats.busy_ticks += arch::clock64().wrapping_sub(start);
-            me.done += 1;
-            // A busy worker still reports progress now and then, for the host's watchdog.
-            if me.done >= FLUSH_EVERY {
-                me.flush(rt.completed);
-            }
-            if tracing {
-                let rec = TraceRecord {
-                    start: start_ns,
-                    end: arch::global_timer_ns(),
-                    worker,
-                    sm: me.stats.sm,
-                };
-                // SAFETY: `trace` has `n_tasks` records and each task runs once.
-                unsafe { rt.trace.add(task as usize).write(rec) };
-            }
+            me.set(ENDED, arch::clock64() as u32);
         }
 
         // C: release the children; place the freed ones. One fence per releasing thread, before
         // its first decrement (or, with only `SOLE_PARENT` children, before its first push): see
         // `deps` for why no second fence is needed before the pushes.
-        if children.len() <= LEADER_FANOUT {
-            if leader && !children.is_empty() {
-                let n = children.len();
-                // Entry `i < n` of the row: prefetched, or read now.
-                let entry = |i: usize| match i {
-                    0 => row0,
-                    1 => row1,
-                    // SAFETY: callers pass `i < n`, the row's length.
-                    _ => unsafe { *at(children, i) },
-                };
-                let counted = (0..n).any(|i| deps::counted(entry(i)));
-                if counted {
-                    fence(Gpu);
-                }
-                // The prefetched entries' decrements are issued together, so that their round trips
-                // overlap.
-                let before = deps::decrement_pair(rt.pending, row0, (n > 1).then_some(row1));
-                let mut freed = [0u32; LEADER_FANOUT];
-                // Bit `k`: `freed[k]` has other parents, whose results it must acquire to run here.
-                let mut counted_freed = 0u32;
-                let mut count = 0;
-                for i in 0..n {
-                    let e = entry(i);
-                    let was = match i {
-                        0 => before.0,
-                        1 => before.1,
-                        _ => deps::decrement(rt.pending, e),
-                    };
-                    if deps::frees(was) {
-                        // SAFETY: `count` < `n` <= `LEADER_FANOUT`.
-                        unsafe { *freed.get_unchecked_mut(count) = deps::child(e) };
-                        counted_freed |= u32::from(deps::counted(e)) << count;
-                        count += 1;
-                    }
-                }
-                if planned {
-                    // Every child is in some worker's list already.
-                    continue;
-                }
-                let (keep, base) = rt.place(worker, task, count, |i| freed[i], queued, &mut me);
-                if !counted && count > usize::from(keep != command::NONE) {
-                    // Only sole-parent children, some pushed: the fence that releases the body
-                    // through their queue links.
-                    fence(Gpu);
-                }
-                let mut pushed = 0;
-                for (i, &child) in freed[..count].iter().enumerate() {
-                    let counted = counted_freed & (1 << i) != 0;
-                    if i as u32 == keep {
-                        if counted {
-                            deps::acquire(rt.pending, child);
-                        }
-                        me.continuation = child;
-                    } else {
-                        let link = child | if counted { COUNTED } else { 0 };
-                        rt.queues
-                            .push_fenced(rt.target(base, pushed, child, task, worker), link);
-                        pushed += 1;
-                    }
-                }
+        if n_children <= LEADER_FANOUT as u32 {
+            if leader && n_children > 0 {
+                kept = release_narrow(rt, me, n_children, row0, row1, queued);
             }
-            continue;
-        }
-        // A wide fan-out: one child per thread, coalesced over the CSR row. A thread with any
-        // entry fences once before its first decrement; that fence also covers its later pushes,
-        // overflow or listed (D).
-        let mut fenced = false;
-        let mut e = tid;
-        while e < children.len() {
-            // SAFETY: `e < children.len()`.
-            let entry = unsafe { *at(children, e) };
-            if !core::mem::replace(&mut fenced, true) {
-                fence(Gpu);
-            }
-            if let Some(child) = deps::release(rt.pending, entry).filter(|_| !planned) {
-                // The list holds queue links: the child, flagged if it has other parents.
-                let link = child | if deps::counted(entry) { COUNTED } else { 0 };
-                let slot = words[words::FREED].fetch_add(1, Block, Relaxed) as usize;
-                if slot < words::LIST_CAP {
-                    list[slot].store(link, Block, Relaxed);
-                } else {
-                    let to = rt.target(worker, slot as u32, child, task, worker);
-                    rt.queues.push_fenced(to, link);
-                }
-            }
-            e += threads;
-        }
-        arch::sync_threads();
-        let freed = (words[words::FREED].load(Block, Relaxed) as usize).min(words::LIST_CAP);
-        if freed == 0 {
-            continue;
+        } else {
+            kept = release_wide(rt, me, queued);
         }
         if leader {
-            let (keep, base) = rt.place(
-                worker,
-                task,
-                freed,
-                |i| list[i].load(Block, Relaxed) & !COUNTED,
-                queued,
-                &mut me,
-            );
-            if keep != command::NONE {
-                let link = list[keep as usize].load(Block, Relaxed);
-                me.continuation = link & !COUNTED;
-                if link & COUNTED != 0 {
-                    deps::acquire(rt.pending, me.continuation);
-                }
-            }
-            words[words::KEEP].store(keep, Block, Relaxed);
-            words[words::BASE].store(base, Block, Relaxed);
-        }
-        // D: every thread pushes its share of the rest. A thread that fenced in C (after the body's
-        // barrier) is covered; another fences once first, so that a `SOLE_PARENT` child's link
-        // releases the body. Counted children's other parents reach the consumer through its
-        // acquire of the counter, not through this thread.
-        arch::sync_threads();
-        let keep = words[words::KEEP].load(Block, Relaxed) as usize;
-        let base = words[words::BASE].load(Block, Relaxed);
-        let mut i = tid;
-        while i < freed {
-            if i != keep {
-                if !core::mem::replace(&mut fenced, true) {
-                    fence(Gpu);
-                }
-                let rank = (i - usize::from(keep < i)) as u32;
-                let link = list[i].load(Block, Relaxed);
-                let to = rt.target(base, rank, link & !COUNTED, task, worker);
-                rt.queues.push_fenced(to, link);
-            }
-            i += threads;
+            end_task(rt, me);
         }
     }
 
     if leader {
-        me.flush(rt.completed);
-        if let Some(slot) = rt.current.get(worker as usize) {
+        me.flush(rt.completed());
+        if let Some(slot) = rt.current().get(worker as usize) {
             slot.store(u32::MAX, Gpu, Relaxed);
         }
-        if !rt.stats.is_null() {
+        let stats = rt.stats();
+        if !stats.is_null() {
             // SAFETY: `stats` has one record per worker; only this worker's leader writes this one.
-            unsafe { rt.stats.add(worker as usize).write(me.stats) };
+            unsafe { stats.add(worker as usize).write(me.stats()) };
+        }
+    }
+}
+
+/// Runs the body of `task` in every thread of the block: out of line, so that the body is
+/// compiled apart from the loop, and the loop keeps only a few registers live across it (see
+/// `docs/design-notes.md`).
+///
+/// # Safety
+/// As for [`run_worker`]; the record words hold `task`'s record.
+#[inline(never)]
+unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
+    rt: &T,
+    dispatch: &D,
+    task: u32,
+    words: Words,
+    scratch: *mut u8,
+    scratch_bytes: usize,
+) {
+    // On the GPU the scratch is the block's dynamic shared memory: found here rather than held
+    // by the loop.
+    #[cfg(target_arch = "nvptx64")]
+    let (scratch, scratch_bytes) = {
+        let _ = (scratch, scratch_bytes);
+        crate::shared::dynamic()
+    };
+    let (kind, args, args_end, worker) = (
+        words.load(words::KIND),
+        words.load(words::ARGS) as usize,
+        words.load(words::ARGS_END) as usize,
+        words.load(words::WORKER),
+    );
+    // SAFETY: the record's bounds come from the tables, whose `args` entries are non-decreasing
+    // offsets into `args`.
+    let args = unsafe { rt.args().get_unchecked(args..args_end) };
+    // SAFETY: the scratch is this block's, as the caller guarantees.
+    let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
+    let checked = rt.flags() & FLAG_CHECKED != 0;
+    dispatch.run(&block, kind, args, rt.arrays(), checked);
+}
+
+/// The leader's part before the body: resets the fan-out count, tells the watchdog, records the
+/// worker under AFFINITY, starts the clocks, and starts copying what the hop after the body reads
+/// (see [`run_worker`]). Out of line: see [`run_body`].
+#[inline(never)]
+fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
+    let words = me.words;
+    let children = row(rt, words);
+    // SAFETY: the row and the link table are written by the host before the launch and not
+    // during it (a queue link is written once, before its task is pushed, and under the static
+    // policy nothing is pushed); the words are settled after the body, by this thread.
+    unsafe {
+        if let Some(entry) = children.first() {
+            words.prefetch(words::ROW0, entry);
+        }
+        if let Some(entry) = children.get(1) {
+            words.prefetch(words::ROW1, entry);
+        }
+        if rt.policy() == policy::STATIC {
+            words.prefetch(words::AHEAD, rt.queues().planned_link(task));
+        }
+    }
+    words.store(words::FREED, 0);
+    let worker = me.worker();
+    // For the watchdog only: a plain relaxed store, off the critical path.
+    if let Some(slot) = rt.current().get(worker as usize) {
+        slot.store(task, Gpu, Relaxed);
+    }
+    // AFFINITY: before the barrier after the body, so every release of a child follows it.
+    if rt.policy() == policy::AFFINITY {
+        rt.record_ran_by(task, worker);
+    }
+    me.set(STARTED, arch::clock64() as u32);
+    if rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
+        // SAFETY: `trace` has `n_tasks` records and each task runs once.
+        unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(arch::global_timer_ns()) };
+    }
+}
+
+/// The leader's part after the release (off the hop's critical path): tells the watchdog, counts
+/// the task (reporting progress now and then) and finishes its trace record. Out of line: see
+/// [`run_body`].
+#[inline(never)]
+fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
+    let (task, worker) = (running(me.words), me.worker());
+    if let Some(slot) = rt.current().get(worker as usize) {
+        slot.store(u32::MAX, Gpu, Relaxed);
+    }
+    me.add(TASKS, 1);
+    me.add_busy();
+    me.add(words::DONE, 1);
+    // A busy worker still reports progress now and then, for the host's watchdog.
+    if me.get(words::DONE) >= FLUSH_EVERY {
+        me.flush(rt.completed());
+    }
+    if rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
+        // SAFETY: `trace` has `n_tasks` records and each task runs once; its start was written
+        // before the body.
+        unsafe {
+            let rec = rt.trace().add(task as usize);
+            (&raw mut (*rec).end).write(arch::global_timer_ns());
+            (&raw mut (*rec).worker).write(worker);
+            (&raw mut (*rec).sm).write(arch::sm_id());
         }
     }
 }

@@ -76,10 +76,11 @@ impl Gpu {
 
     /// Kernel `name` of the region, or its uncapped twin, and how many blocks to launch: the ones
     /// `wanted` asks for, at least one and at most what fits on the GPU at once. The builder caps
-    /// the scheduler kernels' registers, which buys resident blocks with spills in the task bodies,
-    /// and adds an uncapped twin of each. `wanted` gets the capped kernel's residency; when that
-    /// many blocks of the twin fit, the twin runs. An unchecked run takes the [`Gpu::variant`]
-    /// without checked bodies, and its twin.
+    /// the scheduler kernels' registers (a persistent kernel at the fewest it needs without
+    /// spilling, fitted with `ptxas` in release builds; the others at a fixed cap), and adds an
+    /// uncapped twin of each. `wanted` gets the capped kernel's residency with the region's threads
+    /// and shared memory; when that many blocks of the twin fit, the twin runs. An unchecked run
+    /// takes the [`Gpu::variant`] without checked bodies, and its twin.
     pub(crate) fn pick(
         &self,
         meta: &RegionMeta,

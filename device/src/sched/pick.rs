@@ -1,0 +1,213 @@
+//! A, the pick: the leader finds the next task (its continuation, the static policy's next link,
+//! or a queued task, waiting if need be) and hands it to the block.
+
+use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record, STEALS};
+use super::queue::{self, COUNTED};
+use super::tables::Tables;
+use super::words;
+use super::{at, command, deps};
+use crate::abi::policy;
+use crate::arch;
+use crate::atomic::{Ordering::Relaxed, Scope::*};
+
+/// Victims an idle worker tries per round under work stealing.
+const STEAL_TRIES: u32 = 2;
+/// An idle worker checks the abort flag and the completed count every this many empty polls of its
+/// queue (on the GPU; every poll on the host, where the loads are cheap and threads few).
+const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
+/// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
+const MAX_BACKOFF_NS: u32 = 256;
+/// Polls of a task's counter without sleeping before [`Pick::wait`] starts backing off: a poll
+/// is an L2 round trip already, and a sleep adds to the hop (64 rather than 4 took 1% off a
+/// wavefront of ~1 us tasks on the H100, and did not slow the workloads).
+const WAIT_SPINS: u32 = 64;
+/// The longest sleep between polls of a waited-for task's counter.
+const MAX_WAIT_BACKOFF_NS: u32 = 128;
+
+/// A: the leader's pick. It takes `kept`, the continuation, if there is one; else, under the
+/// static policy, the link after the last task in its list (copied into `AHEAD` during that task's
+/// body: the pop without its load); else waits for a queued task. It hands the task (or `ABORT`,
+/// when `abort_word`, the flag as read at the end of the last body, is up; or the command
+/// `acquire` returned) and its record to the block. Out of line: see `run_body`.
+#[inline(never)]
+pub(super) fn pick<'a, 'w>(
+    rt: &impl Tables<'a>,
+    mut me: Leader<'w>,
+    kept: u32,
+    abort_word: u32,
+) -> Leader<'w> {
+    let ahead = if rt.policy() == policy::STATIC {
+        me.get(words::AHEAD)
+    } else {
+        command::NONE
+    };
+    let (task, record) = if kept != command::NONE {
+        me.add(CONTINUATIONS, 1);
+        (kept, rt.record(kept))
+    } else if ahead != command::NONE && ahead != queue::NIL {
+        me.head = ahead & !COUNTED;
+        rt.take(ahead, &mut me)
+    } else {
+        match rt.acquire(&mut me) {
+            command if command >= command::NONE => (command, Record::default()),
+            link => rt.take(link, &mut me),
+        }
+    };
+    // A busy worker reads the abort flag at the end of every `ABORT_POLL`-th body and looks at it
+    // here, so that the load is off the hop's critical path; idle and waiting workers poll it
+    // themselves.
+    let task = if task < command::NONE && abort_word != 0 {
+        command::ABORT
+    } else {
+        task
+    };
+    me.words.store(words::CURRENT, task);
+    record.store(me.words);
+    me
+}
+
+/// The pick's steps, over any way of reaching the tables (see [`Tables`]).
+pub(super) trait Pick<'a>: Tables<'a> {
+    /// What the block needs to run `task`: its kind, the bounds of its argument words and of its
+    /// CSR row. Four independent loads, which the leader issues as early as it knows the task.
+    #[inline(always)]
+    fn record(&self, task: u32) -> Record {
+        let t = task as usize;
+        debug_assert!(t < self.n_tasks() as usize);
+        let (tasks, offsets) = (self.tasks(), self.offsets());
+        // SAFETY: `tasks` and `offsets` have `n_tasks + 1` entries, and `task < n_tasks` comes
+        // from the queues or the CSR.
+        unsafe {
+            let this = *at(tasks, t);
+            Record {
+                kind: this.kind,
+                args: this.args,
+                args_end: at(tasks, t + 1).args,
+                row: *at(offsets, t),
+                row_end: *at(offsets, t + 1),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn aborted(&self) -> bool {
+        // The host's watchdog writes the flag from outside the GPU: system scope. A faulting task
+        // raises the same flag (`error::raise`).
+        self.abort_word() != 0
+    }
+
+    /// The abort flag's word (0: not aborted), for a leader that reads it ahead.
+    #[inline(always)]
+    fn abort_word(&self) -> u32 {
+        self.abort().map_or(0, |a| a.load(System, Relaxed))
+    }
+
+    /// The leader's wait for work: a queued task's link (see [`Pick::take`]), or `DONE`, or
+    /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
+    /// is what termination reads.
+    fn acquire(&self, me: &mut Leader) -> u32 {
+        let (policy, queues) = (self.policy(), self.queues());
+        let mut backoff = 0u32;
+        loop {
+            let own = if policy == policy::STEAL {
+                queues.pop_locked(me.worker())
+            } else {
+                queues.pop_from(&mut me.head)
+            };
+            if let Some(link) = own {
+                if policy == policy::AFFINITY {
+                    // For the pushers' `looks_drained`: whether a child sent here would wait.
+                    queues.publish_head(me.worker(), me.head);
+                }
+                return link;
+            }
+            if policy == policy::STATIC {
+                // The plan is all linked before the run and nothing is pushed: an empty queue is
+                // the end of this worker's list, for good. Leaving now rather than polling keeps
+                // this block's loads (each an L1 invalidation, as acquires) off its SM.
+                me.flush(self.completed());
+                return command::DONE;
+            }
+            if policy == policy::STEAL {
+                let workers = queues.workers();
+                for _ in 0..STEAL_TRIES.min(workers - 1) {
+                    let victim = (me.worker() + 1 + me.random() % (workers - 1)) % workers;
+                    if let Some(link) = queues.pop_locked(victim) {
+                        me.add(STEALS, 1);
+                        return link;
+                    }
+                }
+            }
+            me.flush(self.completed());
+            // The flags and the count are lines every idle worker reads: polled on every
+            // `IDLE_CHECK`-th round only, so that hundreds of idle workers do not queue at one L2
+            // slice ahead of the atomics of the busy ones.
+            let polls = me.get(IDLE_POLLS);
+            if polls.is_multiple_of(IDLE_CHECK) {
+                if self.aborted() {
+                    return command::ABORT;
+                }
+                // Relaxed: `completed == n_tasks` means no task remains anywhere; nothing is read
+                // after.
+                if self.completed().load(Gpu, Relaxed) >= self.n_tasks() {
+                    return command::DONE;
+                }
+            }
+            me.set(IDLE_POLLS, polls + 1);
+            if backoff > 0 {
+                arch::nanosleep(backoff);
+            }
+            backoff = (backoff * 2).clamp(32, MAX_BACKOFF_NS);
+        }
+    }
+
+    /// The task of a popped queue link and its record, its parents' results acquired through its
+    /// counter when the link says it has other parents than its pusher's task (or, under the
+    /// static policy, parents on other workers). The record's loads are issued first, so that they
+    /// overlap the acquire's round trip. `ABORT` if the region was aborted while the task waited.
+    #[inline(always)]
+    fn take(&self, link: u32, me: &mut Leader) -> (u32, Record) {
+        let task = link & !COUNTED;
+        let record = self.record(task);
+        if link & COUNTED != 0 && !deps::ready(self.pending(), task) {
+            let (ready, polls) = self.wait(task, me.take_done());
+            me.add(IDLE_POLLS, polls);
+            if !ready {
+                return (command::ABORT, record);
+            }
+        }
+        (task, record)
+    }
+
+    /// Waits until `task`'s counter reads zero (with acquire, as [`deps::acquire`]): whether it
+    /// did (`false`: the region was aborted meanwhile), and how many polls it took. Under a queue
+    /// policy a popped task is ready as soon as its link is, so this returns at the first poll in
+    /// practice; under the static policy a worker waits here for its next task's parents on other
+    /// workers, for as long as they take, and so polls the abort flag and first reports its `done`
+    /// completions, as an idle worker does. It takes values, not the [`Leader`], so that the
+    /// leader's cursor can stay in a register.
+    #[inline(never)]
+    fn wait(&self, task: u32, done: u32) -> (bool, u32) {
+        if done > 0 {
+            // Relaxed, as in `Leader::flush`.
+            self.completed().fetch_add(done, Gpu, Relaxed);
+        }
+        let mut backoff = 0u32;
+        let mut polls = 0u32;
+        while !deps::ready(self.pending(), task) {
+            polls += 1;
+            if polls.is_multiple_of(IDLE_CHECK) && self.aborted() {
+                return (false, polls);
+            }
+            // Short sleeps only: the wake-up adds to the hop's latency, and one poll is already an
+            // L2 round trip.
+            if polls > WAIT_SPINS {
+                arch::nanosleep(backoff);
+                backoff = (backoff * 2).clamp(32, MAX_WAIT_BACKOFF_NS);
+            }
+        }
+        (true, polls)
+    }
+}
+
+impl<'a, T: Tables<'a>> Pick<'a> for T {}

@@ -1,0 +1,288 @@
+//! C and D, the release: the finished task's children are released, the freed ones placed by the
+//! policy (one kept as the leader's continuation, the others pushed). One fence per releasing
+//! thread, before its first decrement (or, with only `SOLE_PARENT` children, before its first
+//! push): see `deps` for why no second fence is needed before the pushes.
+
+use super::leader::{Leader, row, running};
+use super::queue::COUNTED;
+use super::tables::Tables;
+use super::words;
+use super::{affinity, at, command, deps};
+use crate::abi::policy;
+use crate::arch;
+use crate::atomic::{Ordering::Relaxed, Scope::Gpu, fence};
+
+/// Tasks with at most this many children have them released by the leader alone, which saves two
+/// block barriers per task; wider fan-outs are released by all threads in parallel.
+pub(super) const LEADER_FANOUT: usize = 8;
+
+/// C, for a task with 1 to `LEADER_FANOUT` children: the leader alone releases them (the first
+/// two entries of the row prefetched in `row0` and `row1`), pushes the ones it does not keep, and
+/// returns the one it keeps as its continuation (`NONE`: none). Out of line: see `run_body`.
+#[inline(never)]
+pub(super) fn release_narrow<'a>(
+    rt: &impl Tables<'a>,
+    me: Leader,
+    n: u32,
+    row0: u32,
+    row1: u32,
+    queued: bool,
+) -> u32 {
+    let n = n as usize;
+    // Read before the fence, which the decrements wait for anyway.
+    let pending = rt.pending();
+    // Entry `i < n` of the row: prefetched, or read now.
+    let entry = |i: usize| match i {
+        0 => row0,
+        1 => row1,
+        // SAFETY: callers pass `i < n`, the row's length.
+        _ => unsafe { *at(row(rt, me.words), i) },
+    };
+    let counted = (0..n).any(|i| deps::counted(entry(i)));
+    if counted {
+        fence(Gpu);
+    }
+    // The prefetched entries' decrements are issued together, so that their round trips overlap.
+    let before = deps::decrement_pair(pending, row0, (n > 1).then_some(row1));
+    let mut freed = [0u32; LEADER_FANOUT];
+    // Bit `k`: `freed[k]` has other parents, whose results it must acquire to run here.
+    let mut counted_freed = 0u32;
+    let mut count = 0;
+    for i in 0..n {
+        let e = entry(i);
+        let was = match i {
+            0 => before.0,
+            1 => before.1,
+            _ => deps::decrement(pending, e),
+        };
+        if deps::frees(was) {
+            // SAFETY: `count` < `n` <= `LEADER_FANOUT`.
+            unsafe { *freed.get_unchecked_mut(count) = deps::child(e) };
+            counted_freed |= u32::from(deps::counted(e)) << count;
+            count += 1;
+        }
+    }
+    if rt.policy() == policy::STATIC {
+        // Every child is in some worker's list already.
+        return command::NONE;
+    }
+    let task = running(me.words);
+    let child = |i: usize| {
+        // SAFETY: `place` asks only for `i < count <= LEADER_FANOUT`.
+        unsafe { *freed.get_unchecked(i) }
+    };
+    let (keep, base) = rt.place(task, count, child, queued, &me);
+    if !counted && count > usize::from(keep != command::NONE) {
+        // Only sole-parent children, some pushed: the fence that releases the body through their
+        // queue links.
+        fence(Gpu);
+    }
+    let mut kept = command::NONE;
+    let mut pushed = 0;
+    for (i, &child) in freed[..count].iter().enumerate() {
+        let counted = counted_freed & (1 << i) != 0;
+        if i as u32 == keep {
+            if counted {
+                deps::acquire(rt.pending(), child);
+            }
+            kept = child;
+        } else {
+            let link = child | if counted { COUNTED } else { 0 };
+            let to = rt.target(base, pushed, child, task, me.worker());
+            rt.queues().push_fenced(to, link);
+            pushed += 1;
+        }
+    }
+    kept
+}
+
+/// C and D, for a task with more than `LEADER_FANOUT` children: every thread of the block
+/// releases and pushes its share. Returns, in the leader, the child it keeps as its continuation
+/// (`NONE`: none).
+#[inline(never)]
+pub(super) fn release_wide<'a>(rt: &impl Tables<'a>, me: Leader, queued: bool) -> u32 {
+    let words = me.words;
+    let (tid, threads) = (arch::thread_idx() as usize, arch::block_dim() as usize);
+    let planned = rt.policy() == policy::STATIC;
+    let task = running(words);
+    // One child per thread, coalesced over the CSR row. A thread with any entry fences once before
+    // its first decrement; that fence also covers its later pushes, overflow or listed (D).
+    let mut fenced = false;
+    let children = row(rt, words);
+    let mut e = tid;
+    while e < children.len() {
+        // SAFETY: `e < children.len()`.
+        let entry = unsafe { *at(children, e) };
+        if !core::mem::replace(&mut fenced, true) {
+            fence(Gpu);
+        }
+        if let Some(child) = deps::release(rt.pending(), entry).filter(|_| !planned) {
+            // The list holds queue links: the child, flagged if it has other parents.
+            let link = child | if deps::counted(entry) { COUNTED } else { 0 };
+            let slot = words.fetch_add(words::FREED, 1) as usize;
+            if slot < words::LIST_CAP {
+                words.store(words::LIST + slot, link);
+            } else {
+                push_unlisted(rt, me, slot as u32, link);
+            }
+        }
+        e += threads;
+    }
+    arch::sync_threads();
+    let freed = (words.load(words::FREED) as usize).min(words::LIST_CAP);
+    if freed == 0 {
+        return command::NONE;
+    }
+    let kept = if tid == 0 {
+        place_listed(rt, me, freed as u32, queued)
+    } else {
+        command::NONE
+    };
+    // D: every thread pushes its share of the rest. A thread that fenced in C (after the body's
+    // barrier) is covered; another fences once first, so that a `SOLE_PARENT` child's link
+    // releases the body. Counted children's other parents reach the consumer through its acquire
+    // of the counter, not through this thread.
+    arch::sync_threads();
+    let keep = words.load(words::KEEP) as usize;
+    let base = words.load(words::BASE);
+    let mut i = tid;
+    while i < freed {
+        if i != keep {
+            if !core::mem::replace(&mut fenced, true) {
+                fence(Gpu);
+            }
+            let rank = (i - usize::from(keep < i)) as u32;
+            let link = words.load(words::LIST + i);
+            let to = rt.target(base, rank, link & !COUNTED, task, me.worker());
+            rt.queues().push_fenced(to, link);
+        }
+        i += threads;
+    }
+    kept
+}
+
+/// The wide fan-out's placement, by the leader: which of the `freed` children in the list it
+/// keeps (`KEEP`, and the child itself, returned, acquired if it has other parents) and where the
+/// others go (`BASE`).
+#[inline(never)]
+fn place_listed<'a>(rt: &impl Tables<'a>, me: Leader, freed: u32, queued: bool) -> u32 {
+    let words = me.words;
+    let child = |i: usize| words.load(words::LIST + i) & !COUNTED;
+    let (keep, base) = rt.place(running(words), freed as usize, child, queued, &me);
+    let mut kept = command::NONE;
+    if keep != command::NONE {
+        let link = words.load(words::LIST + keep as usize);
+        kept = link & !COUNTED;
+        if link & COUNTED != 0 {
+            deps::acquire(rt.pending(), kept);
+        }
+    }
+    words.store(words::KEEP, keep);
+    words.store(words::BASE, base);
+    kept
+}
+
+/// A freed child beyond the list's capacity, pushed by the thread that freed it (after its fence),
+/// as push number `slot` from this worker.
+#[cold]
+#[inline(never)]
+fn push_unlisted<'a>(rt: &impl Tables<'a>, me: Leader, slot: u32, link: u32) {
+    let worker = me.worker();
+    let to = rt.target(worker, slot, link & !COUNTED, running(me.words), worker);
+    rt.queues().push_fenced(to, link);
+}
+
+/// The placement steps, over any way of reaching the tables (see [`Tables`]).
+pub(super) trait Place<'a>: Tables<'a> {
+    /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
+    /// continuation (`NONE` for none), and the first target worker of the others. `queued`: whether
+    /// the worker's own queue looked non-empty (read before the body, so that its load is off the
+    /// hop's critical path; a task pushed meanwhile waits for one continuation more).
+    fn place(
+        &self,
+        task: u32,
+        freed: usize,
+        child: impl Fn(usize) -> u32,
+        queued: bool,
+        me: &Leader,
+    ) -> (u32, u32) {
+        let policy = self.policy();
+        let keep = match policy {
+            _ if freed == 0 => command::NONE,
+            policy::STEAL => 0,
+            // Tasks pushed to this worker wait behind its continuations, however long their chain:
+            // with work queued, the worker takes that first and pushes all it freed.
+            policy::LOCAL | policy::PRIORITY | policy::AFFINITY if queued => command::NONE,
+            policy::LOCAL => 0,
+            // The first child whose affine parent ran here.
+            policy::AFFINITY => {
+                let worker = me.worker();
+                (0..freed)
+                    .position(|i| self.home(child(i), task, worker) == worker)
+                    .map_or(command::NONE, |i| i as u32)
+            }
+            policy::PRIORITY => {
+                let mut best = 0;
+                let mut best_rank = 0;
+                for i in 0..freed {
+                    // SAFETY: a child index from the CSR is below `n_tasks`, `rank`'s length.
+                    let rank = unsafe { *at(self.rank(), child(i) as usize) };
+                    if rank > best_rank {
+                        best = i;
+                        best_rank = rank;
+                    }
+                }
+                best as u32
+            }
+            _ => command::NONE,
+        };
+        let pushes = freed as u32 - u32::from(keep != command::NONE);
+        let base = match policy {
+            _ if pushes == 0 => 0,
+            policy::LRR => {
+                let base = me.get(words::LRR);
+                me.set(words::LRR, base.wrapping_add(pushes));
+                base
+            }
+            policy::LF | policy::STEAL => me.worker(),
+            _ => self.grr().fetch_add(pushes, Gpu, Relaxed),
+        };
+        (keep, base % self.workers())
+    }
+
+    /// AFFINITY: `child`'s home (see [`affinity::home`]), `NONE` for none. Out of line, like
+    /// [`Place::record_ran_by`], so that the loop of the other policies does not carry the affinity
+    /// tables in registers.
+    #[inline(never)]
+    fn home(&self, child: u32, task: u32, worker: u32) -> u32 {
+        // The other parents' `ran_by` records come with their results.
+        deps::acquire(self.pending(), child);
+        affinity::home(self.affine(), self.ran_by(), child, task, worker).unwrap_or(command::NONE)
+    }
+
+    /// AFFINITY: records that `worker` runs `task`.
+    #[inline(never)]
+    fn record_ran_by(&self, task: u32, worker: u32) {
+        affinity::record(self.ran_by(), task, worker);
+    }
+
+    /// The queue of `child`, the `i`-th pushed child of `task`, counting from `base`. Under
+    /// AFFINITY a child goes home (to the worker that ran its affine parent) when that worker's
+    /// queue looks drained, and otherwise, like a child with no home, by round robin from `base`
+    /// (slots of the children that went home stay unused).
+    #[inline(always)]
+    fn target(&self, base: u32, i: u32, child: u32, task: u32, worker: u32) -> u32 {
+        match self.policy() {
+            policy::STEAL => base,
+            policy::AFFINITY => match self.home(child, task, worker) {
+                // Without this guard every task would follow its affine parent, and each tree of
+                // affine parents would run on one worker: a wavefront, serially.
+                home if home != command::NONE && self.queues().looks_drained(home) => home,
+                _ => (base + i) % self.workers(),
+            },
+            _ => (base + i) % self.workers(),
+        }
+    }
+}
+
+impl<'a, T: Tables<'a>> Place<'a> for T {}
