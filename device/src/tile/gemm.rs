@@ -159,13 +159,8 @@ mod tests {
     use crate::tile::reference::{self, Matrix};
     use crate::tile::shapes::F32Tile;
     use crate::tile::shapes::{F64M16K4Tile, F64M16K8Tile, F64M16K16Tile, Tf32Tile};
-    use crate::tile::testing::{Shared, on_block};
+    use crate::tile::testing::{Shared, config, on_block, side};
     use proptest::prelude::*;
-
-    /// Sides for the property tests: mostly small, sometimes up to 128.
-    fn side() -> impl Strategy<Value = usize> {
-        prop_oneof![4 => (1usize..=4).prop_map(|s| 16 * s), 1 => (5usize..=8).prop_map(|s| 16 * s)]
-    }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![Just(Op::N), Just(Op::T)]
@@ -214,7 +209,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        #![proptest_config(config(24))]
 
         #[test]
         fn f64_gemm_matches_the_reference(
@@ -243,7 +238,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(16))]
+        #![proptest_config(config(16))]
 
         #[test]
         fn syrk_updates_one_triangle_only(
@@ -283,6 +278,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "minutes under Miri; the property tests cover the engine"
+    )]
     fn the_sm90_f64_shapes_match_the_reference() {
         every_op::<F64M16K4Tile>(1.0);
         every_op::<F64M16K8Tile>(1.0);
@@ -290,6 +289,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "minutes under Miri; the property tests cover the engine"
+    )]
     fn tf32_gemm_is_within_tf32_rounding() {
         // Each TF32 operand carries a relative error of up to 2^-11: 2^13 times f32's epsilon
         // bounds the products' error.
@@ -298,6 +301,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "minutes under Miri; the property tests cover the engine"
+    )]
     fn a_tf32_gemm_is_not_exact_f32() {
         // The point of the opt-in: the same product on TF32 misses the f32 bound.
         let result = std::panic::catch_unwind(|| {

@@ -596,7 +596,7 @@ mod tests {
                     .map(|p| f64::from(a[r * k + p]) * f64::from(b[p * n + c]))
                     .sum();
                 // Each operand carries a relative error of at most 2^-11 after rounding.
-                let bound = k as f64 * 2.0 * 2f64.powi(-11) + 1e-6;
+                let bound = k as f64 * 2.0 / 2048.0 + 1e-6;
                 let got = f64::from(reg.get(lane));
                 assert!((got - exact).abs() <= bound, "({r}, {c}): {got} vs {exact}");
             }

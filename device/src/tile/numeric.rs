@@ -231,6 +231,11 @@ pub fn round_tf32(v: f32) -> f32 {
 mod tests {
     use super::{Bf16, Element, F16, round_tf32};
 
+    /// `2^e` exactly (`powi` is not exact under Miri), for a normal `f32`.
+    fn pow2(e: i32) -> f32 {
+        f32::from_bits(((127 + e) as u32) << 23)
+    }
+
     #[test]
     fn f16_round_trips_every_finite_value_and_rounds_to_nearest_even() {
         for bits in 0..=u16::MAX {
@@ -243,32 +248,32 @@ mod tests {
             assert_eq!(F16::from_f32(v), h, "bits {bits:#06x} = {v}");
         }
         // 1 + 2^-11 is halfway between 1 and the next f16 (1 + 2^-10): ties go to even (1).
-        assert_eq!(F16::from_f32(1.0 + 2f32.powi(-11)).to_f32(), 1.0);
+        assert_eq!(F16::from_f32(1.0 + pow2(-11)).to_f32(), 1.0);
         assert_eq!(
-            F16::from_f32(1.0 + 3.0 * 2f32.powi(-11)).to_f32(),
-            1.0 + 2.0 * 2f32.powi(-10)
+            F16::from_f32(1.0 + 3.0 * pow2(-11)).to_f32(),
+            1.0 + 2.0 * pow2(-10)
         );
         assert_eq!(F16::from_f32(70000.0).to_f32(), f32::INFINITY);
-        assert_eq!(F16::from_f32(2f32.powi(-24)).to_f32(), 2f32.powi(-24));
-        assert_eq!(F16::from_f32(2f32.powi(-26)).to_f32(), 0.0);
+        assert_eq!(F16::from_f32(pow2(-24)).to_f32(), pow2(-24));
+        assert_eq!(F16::from_f32(pow2(-26)).to_f32(), 0.0);
     }
 
     #[test]
     fn bf16_keeps_the_top_half_rounded_to_nearest_even() {
         assert_eq!(Bf16::from_f32(1.0).to_f32(), 1.0);
-        assert_eq!(Bf16::from_f32(1.0 + 2f32.powi(-8)).to_f32(), 1.0);
+        assert_eq!(Bf16::from_f32(1.0 + pow2(-8)).to_f32(), 1.0);
         assert_eq!(
-            Bf16::from_f32(1.0 + 3.0 * 2f32.powi(-8)).to_f32(),
-            1.0 + 2f32.powi(-6)
+            Bf16::from_f32(1.0 + 3.0 * pow2(-8)).to_f32(),
+            1.0 + pow2(-6)
         );
         assert!(Bf16::from_f32(f32::NAN).to_f32().is_nan());
     }
 
     #[test]
     fn tf32_keeps_ten_mantissa_bits_rounding_half_away_from_zero() {
-        assert_eq!(round_tf32(1.0 + 2f32.powi(-11)), 1.0 + 2f32.powi(-10));
-        assert_eq!(round_tf32(-(1.0 + 2f32.powi(-11))), -(1.0 + 2f32.powi(-10)));
-        assert_eq!(round_tf32(1.0 + 2f32.powi(-12)), 1.0);
+        assert_eq!(round_tf32(1.0 + pow2(-11)), 1.0 + pow2(-10));
+        assert_eq!(round_tf32(-(1.0 + pow2(-11))), -(1.0 + pow2(-10)));
+        assert_eq!(round_tf32(1.0 + pow2(-12)), 1.0);
         assert_eq!(round_tf32(3.0).to_bits() & 0x1fff, 0);
     }
 

@@ -372,6 +372,37 @@ pub mod host {
         }
     }
 
+    /// `rect` of the `len` elements at `ptr` as a read operand, made without a reference to them
+    /// (see [`mat_mut_raw`]). Panics when it runs past the end.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is valid for reads for `'a`, and only tile operations reach it.
+    pub unsafe fn mat_raw<'a, T>(ptr: *const T, len: usize, rect: Rect) -> MatRef<'a, T, true> {
+        assert!(rect.end() <= len, "rectangle past the array's end");
+        MatRef {
+            array: ptr,
+            rect,
+            ok: true,
+            _marker: PhantomData,
+        }
+    }
+
+    /// `rect` of the `len` elements at `ptr` as a written operand, made without a reference to
+    /// them, so that the threads of an emulated block can each make one over the same array (the
+    /// tests' blocks). Panics when it runs past the end.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is valid for reads and writes for `'a`, and only tile operations reach it.
+    pub unsafe fn mat_mut_raw<'a, T>(ptr: *mut T, len: usize, rect: Rect) -> MatMut<'a, T, true> {
+        assert!(rect.end() <= len, "rectangle past the array's end");
+        MatMut {
+            array: ptr,
+            rect,
+            ok: true,
+            _marker: PhantomData,
+        }
+    }
+
     /// `rect` of `data` as a written operand. Panics when it runs past the end.
     pub fn mat_mut<T>(data: &mut [T], rect: Rect) -> MatMut<'_, T, true> {
         assert!(rect.end() <= data.len(), "rectangle past the slice's end");
@@ -405,6 +436,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::tile::testing::config(256))]
+
         #[test]
         fn overlap_is_exact(a in rect(), b in rect()) {
             let shared = elements(&a).intersection(&elements(&b)).count() > 0;

@@ -68,18 +68,34 @@ impl<T> Shared<T> {
     }
 
     pub(crate) fn mat(&self, rect: Rect) -> MatRef<'_, T, true> {
-        // SAFETY: the slice outlives `self`'s uses in the test's scope.
-        host::mat(
-            unsafe { core::slice::from_raw_parts(self.ptr, self.len) },
-            rect,
-        )
+        // SAFETY: the slice outlives `self`'s uses in the test's scope; no reference to it is
+        // made, since other lanes may write it meanwhile (as a kernel's threads do).
+        unsafe { host::mat_raw(self.ptr, self.len, rect) }
     }
 
     pub(crate) fn mat_mut(&self, rect: Rect) -> MatMut<'_, T, true> {
-        // SAFETY: as above; the operation's threads write disjoint elements.
-        host::mat_mut(
-            unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) },
-            rect,
-        )
+        // SAFETY: the slice outlives `self`'s uses, and only the operation reaches it, through
+        // raw pointers: each lane's handle aliases the others' as a kernel's threads do.
+        unsafe { host::mat_mut_raw(self.ptr, self.len, rect) }
     }
+}
+
+/// A property-test configuration of `n` cases, one under Miri (which interprets every emulated
+/// `mma`; scripts/miri.sh runs these tests for the unsafe code), without failure files.
+pub(crate) fn config(n: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: if cfg!(miri) { 1 } else { n },
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
+/// Tile sides for the property tests: mostly up to 64, sometimes up to 128; 16 or 32 under Miri.
+pub(crate) fn side() -> impl proptest::strategy::Strategy<Value = usize> {
+    use proptest::prelude::*;
+    if cfg!(miri) {
+        return (1usize..=2).prop_map(|s| 16 * s).boxed();
+    }
+    prop_oneof![4 => (1usize..=4).prop_map(|s| 16 * s), 1 => (5usize..=8).prop_map(|s| 16 * s)]
+        .boxed()
 }

@@ -220,12 +220,8 @@ pub fn trsm<T: Tiled, const CHECKED: bool>(
 mod tests {
     use super::*;
     use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, on_block};
+    use crate::tile::testing::{Shared, config, on_block, side};
     use proptest::prelude::*;
-
-    fn side() -> impl Strategy<Value = usize> {
-        prop_oneof![4 => (1usize..=4).prop_map(|s| 16 * s), 1 => (5usize..=8).prop_map(|s| 16 * s)]
-    }
 
     /// A well-scaled triangle: diagonal in `±[2, 3]`, the rest in `[-1, 1]`.
     fn triangle<T: Element>(n: usize, seed: u64) -> Matrix<T> {
@@ -287,7 +283,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(32))]
+        #![proptest_config(config(32))]
 
         #[test]
         fn trsm_solves_every_side_triangle_and_transpose(
