@@ -21,7 +21,8 @@
 #
 # compute-sanitizer comes from COMPUTE_SANITIZER, else PATH, else /usr/local/cuda/bin.
 # Timeouts per process (seconds): SANITIZER_TIMEOUT (default 90), RACECHECK_TIMEOUT (150),
-# FAULTS_TIMEOUT (120), OTHER_TIMEOUT (120).
+# FAULTS_TIMEOUT (120), OTHER_TIMEOUT (120). BACKENDS="persistent barrier" narrows the backends of
+# the sanitizer and fault parts (default: all five GPU backends).
 set -uo pipefail
 if [ "$#" -lt 2 ]; then
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -46,7 +47,8 @@ device="no nvidia-smi"
 if [ -n "$gpu" ]; then
     device="${gpu/, /, driver }"
 fi
-backends=(persistent barrier grid-barrier graph streams)
+# BACKENDS (space-separated) narrows the backends, e.g. to split the sanitizers over calls.
+read -ra backends <<< "${BACKENDS:-persistent barrier grid-barrier graph streams}"
 status=0
 summary="$out/summary.txt"
 
