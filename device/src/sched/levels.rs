@@ -8,11 +8,12 @@
 //!
 //! Both run the same task bodies through the region's [`Dispatch`] table.
 
-use super::{Dispatch, WorkerView, Tables};
+use super::{Dispatch, Tables, WorkerView};
 use crate::abi::{FLAG_CHECKED, RegionDesc};
 use crate::arch;
-use crate::atomic::{AtomicU32, Ordering::*, Scope::Gpu};
+use crate::atomic::{AtomicU32, Ordering::*, Scope};
 use crate::block::Block;
+use Scope::{Gpu, System};
 
 /// A sense-reversing grid barrier over two words: an arrival count and a generation.
 pub struct GridBarrier<'a> {
@@ -29,8 +30,10 @@ impl<'a> GridBarrier<'a> {
         }
     }
 
-    /// Waits until all `blocks` blocks arrive. Every thread of every block calls it.
-    pub fn wait(&self, blocks: u32) {
+    /// Waits until all `blocks` blocks arrive, or until `abort` is raised: a task that failed may
+    /// have ended its block's thread 0, whose arrival would then never come. Every thread of every
+    /// block calls it.
+    pub fn wait(&self, blocks: u32, abort: Option<&AtomicU32>) {
         arch::sync_threads();
         if arch::thread_idx() == 0 {
             let generation = self.generation.load(Gpu, Relaxed);
@@ -43,13 +46,19 @@ impl<'a> GridBarrier<'a> {
                     .store(generation.wrapping_add(1), Gpu, Release);
             } else {
                 // Acquire: pairs with the last arriver's release.
-                while self.generation.load(Gpu, Acquire) == generation {
+                while self.generation.load(Gpu, Acquire) == generation && !aborted(abort) {
                     arch::nanosleep(32);
                 }
             }
         }
         arch::sync_threads();
     }
+}
+
+/// Whether the region's abort flag is raised (by a failed task, or the host).
+fn aborted(abort: Option<&AtomicU32>) -> bool {
+    // The host writes the flag from outside the GPU: system scope.
+    abort.is_some_and(|a| a.load(System, Relaxed) != 0)
 }
 
 fn run_one<D: Dispatch>(
@@ -60,6 +69,13 @@ fn run_one<D: Dispatch>(
     dispatch: &D,
 ) {
     let (kind, args) = rt.task(task);
+    // The task a failure names: the panic handler and the error record read the block's
+    // current-task word, as under the persistent scheduler.
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the runtime words are this block's shared memory, valid for the kernel; the word is
+    // only accessed atomically.
+    unsafe { AtomicU32::from_ptr(crate::shared::runtime_words().add(super::words::CURRENT)) }
+        .store(task, Scope::Block, Relaxed);
     // SAFETY: the scratch is this block's own, as the callers guarantee.
     let block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };
     dispatch.run(
@@ -110,6 +126,11 @@ pub unsafe fn run_levels<D: Dispatch>(
     let barrier = GridBarrier::new(barrier);
     let (block, blocks) = (arch::block_idx(), arch::grid_dim());
     for level in 0..levels as usize {
+        // After a failure the remaining levels do not run. Threads may see the flag at different
+        // levels; one that leaves ends, and the barriers of the others count it as arrived.
+        if aborted(rt.abort()) {
+            return;
+        }
         // SAFETY: `offsets` has `levels + 1` entries.
         let (start, end) = unsafe { (*offsets.add(level), *offsets.add(level + 1)) };
         let mut k = start + block;
@@ -125,7 +146,7 @@ pub unsafe fn run_levels<D: Dispatch>(
             arch::sync_threads();
             k += blocks;
         }
-        barrier.wait(blocks);
+        barrier.wait(blocks, rt.abort());
     }
 }
 

@@ -34,7 +34,7 @@ mod worker;
 #[cfg(target_arch = "nvptx64")]
 pub use tables::BlockTables;
 #[cfg(not(loom))]
-pub use tables::{WorkerView, Tables};
+pub use tables::{Tables, WorkerView};
 #[cfg(not(loom))]
 pub use worker::{Dispatch, run_worker};
 

@@ -256,7 +256,7 @@ mod gpu {
     use core::marker::PhantomData;
     use core::mem::offset_of;
 
-    use super::{WorkerView, Tables};
+    use super::{Tables, WorkerView};
     use crate::abi::{ArrayDesc, RegionDesc, TaskRecord, TraceRecord, WorkerStats};
     use crate::atomic::AtomicU32;
     use crate::sched::queue::Queues;

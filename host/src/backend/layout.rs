@@ -356,7 +356,9 @@ mod tests {
                 .spawn(0, Location::caller(), &[t, 2 * t], &[access])
                 .expect("in bounds");
         }
-        recorder.finish(std::time::Instant::now()).expect("the test DAG is within the limits")
+        recorder
+            .finish(std::time::Instant::now())
+            .expect("the test DAG is within the limits")
     }
 
     #[test]
