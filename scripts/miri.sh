@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
-# Runs the tests that exercise the workspace's `unsafe` code under Miri (3 min 47 s of CPU, 12
-# minutes wall on a shared 2-core machine, with a cold target/miri for the tests and examples
-# crates: the examples crate's first Miri build includes the example kernels' device build):
-#   A. taskweave-device: views, the block's shared scratch, scalars, both level-by-level entry
-#      points on host threads (every unit test but the tile library's: see tile-tests below);
-#   B. taskweave-host: the CPU backend on a hand-built region, the recorder's limits, the GPU
-#      helpers that need no GPU, resident arrays;
+# Runs the tests that exercise the workspace's `unsafe` code under Miri (8 min 51 s wall, 8 min 46 s
+# of CPU, on a shared 2-core machine with a warm target/miri; the tile tests are most of A's 5 min
+# 41 s):
+#   A. taskweave-device, every unit test: views, the block's shared scratch, scalars, both
+#      level-by-level entry points on host threads, and the tile library on emulated blocks of
+#      several warps (operands made from raw pointers, as a kernel's threads reach an array; one
+#      property case and sides of 16 or 32 under `cfg(miri)`; the tile tests alone, `-- tile::`:
+#      5 min 34 s wall, 5 min 14 s of CPU on a shared 2-core machine);
+#   B. taskweave-host's unit tests, by name: the CPU backend on a hand-built region and the
+#      backends' parts that need no GPU (`backend::`: the host image of the GPU tables), the
+#      recorder's limits (`inspect::`), the GPU helpers that need no GPU (`gpu::`: PTX targets, the
+#      chunks and pipeline of the pinned transfers), resident arrays (`resident::`);
 #   C. cross-crate: every CPU-backend test, threads sharing a runtime, inferred accesses (with fewer
-#      property cases under `cfg(miri)`), SM-aware workers and the affinity policy's tables (fewer
-#      policies and rounds under `cfg(miri)`), submitted regions, resident arrays, an `unsafe fn`
-#      task;
+#      property cases under `cfg(miri)`), SM-aware workers and the affinity and priority policies'
+#      tables (fewer policies and rounds under `cfg(miri)`), submitted regions, resident arrays, an
+#      `unsafe fn` task, plans run again on other arrays and on resident ones (tests/plans.rs);
 #   D. the example workloads at a tiny size with blocks of three lanes (examples/tests/tiny.rs):
 #      the dynamic programs' unchecked shared-memory accesses (examples/kernels/src/dp.rs) and the
 #      shared memory and barriers of every kernel, lane against lane.
-# The graph module is safe code and its property tests are too slow to interpret. Two tests are
-# `#[cfg_attr(miri, ignore)]`: one probes for libcuda (dlopen), one times a stall against the clock.
+# Not under Miri: the graph module (safe code, and its property tests are too slow to interpret),
+# tests/plan_props.rs (64 property cases of what tests/plans.rs runs), host/tests/layers.rs (safe
+# code reading the sources), examples/tests/heat_steps.rs (starts the example as a process, which
+# Miri cannot). Nine of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
+# (dlopen); three time a stall or wait for wall-clock time, which runs at Miri's interpreted speed
+# (tests/cpu_backend.rs, tests/async_regions.rs); two compare the device's libm functions with
+# std's over thousands of inputs (safe code); three run the tile GEMM on the sm_90 and TF32 atoms
+# (minutes each under Miri; an instrumented run shows they reach no unsafe site that the other
+# tile tests miss).
 #
 # Every `unsafe` site in the workspace (block, fn, impl, extern fn) has a row in the table below:
 # which of A-D runs it under Miri, or why Miri cannot. `scripts/unsafe-sites.py check`, run first,
@@ -33,13 +45,6 @@
 #     `selfcheck`, `faults` and compute-sanitizer memcheck, racecheck and synccheck
 #     (scripts/gpu-evidence.sh).
 #   driver: calls the CUDA driver (cudarc, FFI), which Miri cannot run. On the GPU as above.
-#   tile-tests: run only by the tile library's own tests, which `--skip tile::` leaves out of A
-#     for now: under Miri most take over 5 minutes each (the GEMM, SYRK, TRSM and factorization
-#     tests), and one stops at a data race in their helper (`tile::testing::Shared::mat_mut` makes
-#     a `&mut [T]` over the whole array in every lane at once). Once the tile tests shrink under
-#     `cfg(miri)` and the helper makes operands from the raw pointer, the skip goes and these rows
-#     become `miri: A` (an instrumented run of the tile tests executes all but one of them:
-#     scripts/unsafe-coverage.sh).
 #
 #| device/src/arch/gpu.rs | special_register_u32 | 1 | not: nvptx64 (special registers)
 #| device/src/arch/gpu.rs | clock64 | 1 | not: nvptx64 (special register)
@@ -81,13 +86,37 @@
 #| device/src/sched/mod.rs | gpu_listed | 3 | not: nvptx64 (kernel entry; A runs run_listed)
 #| device/src/sched/mod.rs | gpu_levels | 2 | not: nvptx64 (kernel entry; A runs run_levels)
 #| device/src/sched/sm.rs | worker_of_block | 3 | not: nvptx64 (SM ids and slots in device memory; the CPU backend's SM plan is safe host code)
-#| device/src/sched/worker.rs | impl Sync for Runtime<'_> | 1 | miri: C (workers share the runtime's tables)
-#| device/src/sched/worker.rs | table | 2 | miri: C
-#| device/src/sched/worker.rs | from_desc | 2 | miri: A, C
-#| device/src/sched/worker.rs | task | 1 | miri: A, C
-#| device/src/sched/worker.rs | record | 1 | miri: C
-#| device/src/sched/worker.rs | place | 1 | miri: C (the priority policy)
-#| device/src/sched/worker.rs | run_worker | 10 | miri: C (traces, statistics, every policy)
+#| device/src/sched/tables.rs | impl Sync for WorkerView<'_> | 1 | miri: B, C (workers share the view of the tables)
+#| device/src/sched/tables.rs | table | 2 | miri: A, B, C
+#| device/src/sched/tables.rs | from_desc | 2 | miri: A, B, C
+#| device/src/sched/tables.rs | task | 1 | miri: A (the level-by-level entry points)
+#| device/src/sched/tables.rs | slot | 1 | not: nvptx64 (the block's table header in shared memory: ld.shared)
+#| device/src/sched/tables.rs | put | 1 | not: nvptx64 (as slot: st.shared)
+#| device/src/sched/tables.rs | slice | 1 | not: nvptx64 (as slot)
+#| device/src/sched/tables.rs | publish | 3 | not: nvptx64 (as slot; the host's workers hold a WorkerView)
+#| device/src/sched/tables.rs | publish_tables | 2 | not: nvptx64 (as publish)
+#| device/src/sched/tables.rs | publish_queues | 2 | not: nvptx64 (as publish)
+#| device/src/sched/tables.rs | publish_rest | 2 | not: nvptx64 (as publish)
+#| device/src/sched/tables.rs | published | 1 | not: nvptx64 (as publish)
+#| device/src/sched/tables.rs | completed | 1 | not: nvptx64 (as slot)
+#| device/src/sched/tables.rs | grr | 1 | not: nvptx64 (as slot)
+#| device/src/sched/tables.rs | abort | 1 | not: nvptx64 (as slot)
+#| device/src/sched/words.rs | new | 1 | miri: B, C (every worker's runtime words)
+#| device/src/sched/words.rs | prefetch | 2 | miri: B, C (the host arm: a plain read)
+#| device/src/sched/words.rs | prefetch | 1 | not: nvptx64 (cp.async)
+#| device/src/sched/words.rs | load | 1 | not: nvptx64 (ld.shared; the host's words are core atomics)
+#| device/src/sched/words.rs | store | 1 | not: nvptx64 (st.shared)
+#| device/src/sched/words.rs | fetch_add | 1 | not: nvptx64 (atom.shared)
+#| device/src/sched/words.rs | settle | 1 | not: nvptx64 (cp.async.wait_all)
+#| device/src/sched/leader.rs | row | 1 | miri: B, C (every task with children)
+#| device/src/sched/pick.rs | record | 1 | miri: B, C (every task picked)
+#| device/src/sched/release.rs | release_narrow | 3 | miri: C (fan-outs of 1 to 8 children; the affinity policy)
+#| device/src/sched/release.rs | release_wide | 1 | miri: C (fan-outs over 8 children)
+#| device/src/sched/release.rs | place | 1 | miri: C (the priority policy)
+#| device/src/sched/worker.rs | run_worker | 4 | miri: B, C (statistics)
+#| device/src/sched/worker.rs | run_body | 3 | miri: B, C
+#| device/src/sched/worker.rs | start_task | 2 | miri: C (the row's prefetch; traces, tests/sm_aware.rs)
+#| device/src/sched/worker.rs | end_task | 1 | miri: C (traces, tests/sm_aware.rs)
 #| device/src/shared.rs | dynamic | 1 | not: nvptx64 (dynamic shared memory)
 #| device/src/shared.rs | runtime_words | 1 | not: nvptx64 (static shared memory)
 #| device/src/shared.rs | array_table | 1 | not: nvptx64 (static shared memory)
@@ -100,33 +129,37 @@
 #| device/src/shared.rs | window | 1 | not: nvptx64 (cvta.to.shared)
 #| device/src/shared.rs | load | 3 | not: nvptx64 (ld.shared)
 #| device/src/shared.rs | store | 3 | not: nvptx64 (st.shared)
-#| device/src/block.rs | scratch_rest | 1 | not: tile-tests (only the tile library uses it)
-#| device/src/view.rs | operands | 1 | not: tile-tests (only the tile library and the examples built on it use it)
-#| device/src/tile/engine.rs | init | 1 | not: tile-tests
-#| device/src/tile/engine.rs | run | 4 | not: tile-tests
-#| device/src/tile/engine.rs | stage | 3 | not: tile-tests
-#| device/src/tile/engine.rs | step | 3 | not: tile-tests
-#| device/src/tile/engine.rs | multiply | 3 | not: tile-tests
-#| device/src/tile/engine.rs | finish | 4 | not: tile-tests
-#| device/src/tile/engine.rs | finish | 1 | not: no test reaches it yet, Miri or not (a paired store whose first column lies outside the kept triangle: SYRK on the upper triangle)
-#| device/src/tile/engine.rs | store_pair | 2 | not: tile-tests
-#| device/src/tile/factor.rs | load | 2 | not: tile-tests
-#| device/src/tile/factor.rs | store | 2 | not: tile-tests
-#| device/src/tile/factor.rs | diagonal | 3 | not: tile-tests
-#| device/src/tile/factor.rs | cholesky_block | 3 | not: tile-tests
-#| device/src/tile/factor.rs | lu_block | 3 | not: tile-tests
-#| device/src/tile/factor.rs | potrf | 3 | not: tile-tests
-#| device/src/tile/factor.rs | getrf | 3 | not: tile-tests
-#| device/src/tile/frag.rs | load | 3 | not: tile-tests
-#| device/src/tile/frag.rs | load_words | 2 | not: tile-tests
-#| device/src/tile/frag.rs | load_a | 15 | not: tile-tests
-#| device/src/tile/frag.rs | load_b | 15 | not: tile-tests
-#| device/src/tile/frag.rs | stage | 1 | not: tile-tests
-#| device/src/tile/frag.rs | run | 1 | not: tile-tests
+#| device/src/block.rs | scratch_rest | 1 | miri: A (the tile library's scratch)
+#| device/src/view.rs | operands | 1 | miri: A (the tile operand tests)
+#| device/src/tile/engine.rs | init | 1 | miri: A
+#| device/src/tile/engine.rs | run | 4 | miri: A
+#| device/src/tile/engine.rs | stage | 3 | miri: A
+#| device/src/tile/engine.rs | step | 3 | miri: A
+#| device/src/tile/engine.rs | multiply | 3 | miri: A
+#| device/src/tile/engine.rs | finish | 3 | miri: A
+#| device/src/tile/engine.rs | finish | 1 | not: no test reaches it, Miri or not (a paired store whose first column lies outside the kept triangle: SYRK on the upper triangle)
+#| device/src/tile/engine.rs | shared | 2 | miri: A
+#| device/src/tile/engine.rs | store_pair | 2 | miri: A
+#| device/src/tile/factor.rs | load | 2 | miri: A
+#| device/src/tile/factor.rs | store | 2 | miri: A
+#| device/src/tile/factor.rs | diagonal | 3 | miri: A
+#| device/src/tile/factor.rs | cholesky_block | 3 | miri: A
+#| device/src/tile/factor.rs | lu_block | 3 | miri: A
+#| device/src/tile/factor.rs | potrf | 1 | miri: A
+#| device/src/tile/factor.rs | cholesky | 4 | miri: A
+#| device/src/tile/factor.rs | getrf | 1 | miri: A
+#| device/src/tile/factor.rs | lu | 4 | miri: A
+#| device/src/tile/frag.rs | load | 2 | miri: A
+#| device/src/tile/frag.rs | load | 1 | not: unreachable, so no test runs it (the paired load: only accumulator layouts pair columns, and no operation loads an accumulator from shared memory)
+#| device/src/tile/frag.rs | load_words | 2 | miri: A
+#| device/src/tile/frag.rs | load_a | 15 | miri: A
+#| device/src/tile/frag.rs | load_b | 15 | miri: A
+#| device/src/tile/frag.rs | stage | 1 | miri: A
+#| device/src/tile/frag.rs | run | 1 | miri: A
 #| device/src/tile/frag.rs | fma_f32 | 1 | not: nvptx64 (fma.rn.f32)
-#| device/src/tile/gemm.rs | gemm_with | 1 | not: tile-tests
-#| device/src/tile/gemm.rs | syrk_with | 1 | not: tile-tests
-#| device/src/tile/gemm.rs | triangle | 2 | not: tile-tests
+#| device/src/tile/gemm.rs | gemm_with | 1 | miri: A
+#| device/src/tile/gemm.rs | syrk_with | 1 | miri: A
+#| device/src/tile/gemm.rs | triangle | 2 | miri: A
 #| device/src/tile/mma.rs | m8n8k4_f64 | 1 | not: nvptx64 (mma.sync)
 #| device/src/tile/mma.rs | m16n8k4_f64 | 1 | not: nvptx64 (mma.sync)
 #| device/src/tile/mma.rs | m16n8k8_f64 | 1 | not: nvptx64 (mma.sync)
@@ -135,22 +168,24 @@
 #| device/src/tile/mma.rs | half_mma | 1 | not: nvptx64 (mma.sync)
 #| device/src/tile/numeric.rs | sqrt | 2 | not: nvptx64 (sqrt.rn)
 #| device/src/tile/numeric.rs | round_tf32 | 1 | not: nvptx64 (cvt.rna.tf32)
-#| device/src/tile/operand.rs | new | 1 | not: tile-tests
-#| device/src/tile/operand.rs | operands_inside_their_ranges_are_made_from_views | 1 | not: tile-tests
-#| device/src/tile/operand.rs | a_read_operand_outside_the_ranges_panics_naming_the_rectangle | 1 | not: tile-tests
-#| device/src/tile/operand.rs | a_written_operand_is_checked_against_the_write_ranges | 1 | not: tile-tests
-#| device/src/tile/operand.rs | an_operand_past_the_array_end_is_refused_even_unchecked | 1 | not: tile-tests
-#| device/src/tile/operand.rs | unchecked_operands_skip_the_ranges | 1 | not: tile-tests
-#| device/src/tile/smem.rs | tile | 2 | not: tile-tests
-#| device/src/tile/smem.rs | word | 2 | not: tile-tests
-#| device/src/tile/smem.rs | set_word | 2 | not: tile-tests
-#| device/src/tile/smem.rs | get | 2 | not: tile-tests
+#| device/src/tile/operand.rs | new | 1 | miri: A
+#| device/src/tile/operand.rs | mat_raw | 1 | miri: A (the tests' operands)
+#| device/src/tile/operand.rs | mat_mut_raw | 1 | miri: A (as mat_raw)
+#| device/src/tile/operand.rs | operands_inside_their_ranges_are_made_from_views | 1 | miri: A
+#| device/src/tile/operand.rs | a_read_operand_outside_the_ranges_panics_naming_the_rectangle | 1 | miri: A
+#| device/src/tile/operand.rs | a_written_operand_is_checked_against_the_write_ranges | 1 | miri: A
+#| device/src/tile/operand.rs | an_operand_past_the_array_end_is_refused_even_unchecked | 1 | miri: A
+#| device/src/tile/operand.rs | unchecked_operands_skip_the_ranges | 1 | miri: A
+#| device/src/tile/smem.rs | tile | 2 | miri: A
+#| device/src/tile/smem.rs | word | 2 | miri: A
+#| device/src/tile/smem.rs | set_word | 2 | miri: A
+#| device/src/tile/smem.rs | get | 2 | miri: A
 #| device/src/tile/smem.rs | get | 1 | not: nvptx64 (ld.shared)
-#| device/src/tile/smem.rs | get2 | 2 | not: tile-tests
+#| device/src/tile/smem.rs | get2 | 2 | not: as frag.rs load's paired load, its only caller
 #| device/src/tile/smem.rs | get2 | 1 | not: nvptx64 (ld.shared)
-#| device/src/tile/smem.rs | set | 2 | not: tile-tests
+#| device/src/tile/smem.rs | set | 2 | miri: A
 #| device/src/tile/smem.rs | set | 1 | not: nvptx64 (st.shared)
-#| device/src/tile/smem.rs | copy16 | 4 | not: tile-tests
+#| device/src/tile/smem.rs | copy16 | 4 | miri: A
 #| device/src/tile/smem.rs | copy16 | 2 | not: nvptx64 (cp.async)
 #| device/src/tile/smem.rs | commit | 1 | not: nvptx64 (cp.async.commit_group)
 #| device/src/tile/smem.rs | wait | 1 | not: nvptx64 (cp.async.wait_group)
@@ -158,15 +193,15 @@
 #| device/src/tile/smem.rs | ld | 3 | not: nvptx64 (ld.shared)
 #| device/src/tile/smem.rs | ld2 | 3 | not: nvptx64 (ld.shared)
 #| device/src/tile/smem.rs | st | 3 | not: nvptx64 (st.shared)
-#| device/src/tile/testing.rs | impl <T> Send for Shared<T> | 1 | not: tile-tests
-#| device/src/tile/testing.rs | impl <T> Sync for Shared<T> | 1 | not: tile-tests
-#| device/src/tile/testing.rs | mat | 1 | not: tile-tests
-#| device/src/tile/testing.rs | mat_mut | 1 | not: tile-tests
-#| device/src/tile/testing.rs | on_block | 2 | not: tile-tests
-#| device/src/tile/trsm.rs | trsm | 1 | not: tile-tests
-#| device/src/tile/trsm.rs | scale | 2 | not: tile-tests
-#| device/src/tile/trsm.rs | solve | 4 | not: tile-tests
-#| device/src/tile/trsm.rs | solve_lines | 4 | not: tile-tests
+#| device/src/tile/testing.rs | impl <T> Send for Shared<T> | 1 | miri: A
+#| device/src/tile/testing.rs | impl <T> Sync for Shared<T> | 1 | miri: A
+#| device/src/tile/testing.rs | mat | 1 | miri: A
+#| device/src/tile/testing.rs | mat_mut | 1 | miri: A
+#| device/src/tile/testing.rs | on_block | 2 | miri: A
+#| device/src/tile/trsm.rs | trsm | 1 | miri: A
+#| device/src/tile/trsm.rs | scale | 2 | miri: A
+#| device/src/tile/trsm.rs | solve | 4 | miri: A
+#| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)
 #| device/src/view.rs | array | 2 | miri: C (every task's arrays)
 #| device/src/view.rs | contains | 1 | not: nvptx64 (volatile range loads)
@@ -185,6 +220,8 @@
 #| examples/kernels/src/selfcheck.rs | selfcheck_shared | 4 | not: nvptx64 (self-check kernels)
 #| examples/kernels/src/selfcheck.rs | selfcheck_atomics | 2 | not: nvptx64 (self-check kernels)
 #| examples/kernels/src/selfcheck.rs | selfcheck_panic | 3 | not: nvptx64 (self-check kernels)
+#| examples/benches/inspection.rs | thread_cpu | 1 | not: a benchmark (no test runs it; a libc clock read)
+#| examples/src/bin/transfer_bench.rs | run | 1 | not: driver (pinned memory for the copy probe)
 #| examples/src/bin/selfcheck.rs | run | 8 | not: driver (launches the self-check kernels)
 #| examples/src/vendor.rs | new | 1 | not: driver (probes for the cuBLAS and cuSOLVER libraries with dlopen)
 #| examples/src/vendor.rs | potrf_buffer | 3 | not: driver (cuSOLVER through cudarc)
@@ -193,31 +230,47 @@
 #| examples/src/vendor.rs | getrf_nopiv | 5 | not: driver (cuSOLVER through cudarc)
 #| examples/src/vendor.rs | gemm_strided_batched | 1 | not: driver (cuBLAS through cudarc)
 #| examples/src/vendor.rs | gemm | 1 | not: driver (cuBLAS through cudarc)
-#| host/src/cpu.rs | execute | 3 | miri: B, C
-#| host/src/cpu.rs | run | 1 | miri: B (the test's dispatch)
-#| host/src/gpu/graph.rs | impl Send for Cached | 1 | not: driver (a CUDA graph)
-#| host/src/gpu/graph.rs | drop | 1 | not: driver
-#| host/src/gpu/graph.rs | build | 4 | not: driver
-#| host/src/gpu/graph.rs | execute | 1 | not: driver
-#| host/src/gpu/levels.rs | execute | 2 | not: driver
+#| host/benches/inspection.rs | thread_cpu | 1 | not: as examples/benches/inspection.rs
+#| host/src/backend/arena.rs | upload | 1 | not: driver (the tables' device allocation)
+#| host/src/backend/arena.rs | new_slot | 1 | not: driver
+#| host/src/backend/arena.rs | reset | 1 | not: driver (a device-to-device copy)
+#| host/src/backend/cpu.rs | execute | 3 | miri: B, C
+#| host/src/backend/cpu.rs | run | 1 | miri: B (the test's dispatch)
+#| host/src/backend/cuda_graph.rs | impl Send for Cached | 1 | not: driver (a CUDA graph)
+#| host/src/backend/cuda_graph.rs | drop | 1 | not: driver
+#| host/src/backend/cuda_graph.rs | build | 4 | not: driver
+#| host/src/backend/cuda_graph.rs | execute | 1 | not: driver
+#| host/src/backend/layout.rs | bytes_of | 1 | miri: B (the host image of the GPU tables, built and checked without a GPU)
+#| host/src/backend/layout.rs | records | 1 | not: driver (the records a launch wrote)
+#| host/src/backend/levels.rs | execute | 2 | not: driver
+#| host/src/backend/persistent.rs | launch | 1 | not: driver
+#| host/src/backend/persistent.rs | peek | 1 | not: driver
+#| host/src/backend/persistent.rs | watch | 1 | not: driver
+#| host/src/backend/prestage.rs | upload | 3 | not: driver (host arrays uploaded during inspection)
+#| host/src/backend/stage.rs | allocate | 1 | not: driver
+#| host/src/backend/stage.rs | upload_arrays | 1 | not: driver
+#| host/src/backend/stage.rs | read_back_after_kernel | 2 | not: driver (pinned memory, a device-to-host copy)
+#| host/src/backend/stage.rs | finish | 2 | not: driver (as read_back_after_kernel)
+#| host/src/backend/streams.rs | execute | 3 | not: driver
+#| host/src/call.rs | bytes | 1 | miri: B, C (the snapshot a failure restores; submitted regions' copies)
+#| host/src/call.rs | write | 2 | miri: B, C (arrays restored after a failure, results written back)
 #| host/src/gpu/mod.rs | new | 2 | not: driver (the first probes for libcuda with dlopen, which Miri cannot either)
-#| host/src/gpu/persistent.rs | execute | 1 | not: driver
-#| host/src/gpu/persistent.rs | peek | 1 | not: driver
-#| host/src/gpu/persistent.rs | watch | 1 | not: driver
-#| host/src/gpu/stage.rs | bytes_of | 1 | not: driver (staging for an upload)
-#| host/src/gpu/stage.rs | records | 1 | not: driver (the records a launch wrote)
-#| host/src/gpu/stage.rs | with_sms | 1 | not: driver
-#| host/src/gpu/stage.rs | finish | 1 | not: driver
-#| host/src/gpu/streams.rs | execute | 3 | not: driver
-#| host/src/region.rs | bytes | 1 | miri: C
-#| host/src/region.rs | write | 2 | miri: C (arrays restored after a failure, results written back)
-#| host/src/region.rs | detach | 1 | miri: C (submitted regions)
+#| host/src/gpu/transfer.rs | impl Send for Staging | 1 | not: driver (pinned staging buffers)
+#| host/src/gpu/transfer.rs | check_out | 1 | not: driver (as Staging)
+#| host/src/gpu/transfer.rs | upload | 6 | not: driver (copies through pinned staging, and DMA; B tests the safe chunking and pipeline they use)
+#| host/src/gpu/transfer.rs | download | 6 | not: driver (as upload)
+#| host/src/region.rs | into_plan_uploading | 1 | not: driver (the upload during inspection, only for a GPU backend)
 #| host/src/resident.rs | impl Send for Cell | 1 | miri: C (resident arrays shared by submitted regions)
 #| host/src/resident.rs | impl Sync for Cell | 1 | miri: C (as Send)
 #| host/src/resident.rs | bytes_of | 1 | miri: B, C
 #| host/src/resident.rs | host | 1 | miri: B, C
 #| host/src/resident.rs | download | 2 | miri: B, C (host arrays)
 #| host/src/resident.rs | download | 1 | not: driver (the device-to-host copy)
+#| host/src/resident.rs | adopt | 1 | not: driver (a cudarc slice)
+#| host/src/resident.rs | cuda_view | 1 | not: driver (the arm of an array on the GPU; one in host memory has no cudarc view)
+#| host/src/resident.rs | cuda_view_mut | 1 | not: driver (as cuda_view)
+#| host/src/resident.rs | into_cuda | 1 | not: driver (as cuda_view)
+#| host/src/submit.rs | detach | 1 | miri: C (submitted regions' copies of their host arrays)
 #| host/src/submit.rs | impl Send for Job | 1 | miri: C (jobs handed to the helper threads)
 #| host/src/submit.rs | finish | 2 | miri: C
 #| macros/src/expand/kernels.rs | entries | 6 | not: nvptx64 (the `extern "ptx-kernel"` entry points the macro emits)
@@ -231,9 +284,9 @@ cd "$(dirname "$0")/.."
 python3 scripts/unsafe-sites.py check
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}"
 cargo miri setup
-cargo miri test -p taskweave-device --lib -- --skip tile::
-cargo miri test -p taskweave-host --lib -- cpu:: inspect:: gpu:: resident::
+cargo miri test -p taskweave-device --lib
+cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident::
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
     --test inferred_access --test sm_aware --test async_regions --test resident \
-    --test unsafe_task -- --test-threads=1
+    --test unsafe_task --test plans -- --test-threads=1
 cargo miri test -p taskweave-examples --test tiny -- --test-threads=1

@@ -3,7 +3,7 @@
 # execute: builds those tests natively with coverage instrumentation (into target/cov, about 10
 # minutes on 2 cores from cold), runs them, and has scripts/unsafe-sites.py compare every unsafe
 # site's lines with the counts. Natively the property tests run more cases than under `cfg(miri)`
-# and the two `cfg_attr(miri, ignore)` tests run too, so the table says which sites depend on them.
+# and the `cfg_attr(miri, ignore)` tests run too, so the table says which sites depend on them.
 # Not part of CI (the instrumented build is a second build of the workspace); run it when the table
 # changes.
 #   scripts/unsafe-coverage.sh        prints one line per site (ran / not run) and fails on a
@@ -24,10 +24,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 {
     cargo test -p taskweave-device --lib
-    cargo test -p taskweave-host --lib -- cpu:: inspect:: gpu:: resident::
+    cargo test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident::
     cargo test -p taskweave-tests --test cpu_backend --test concurrent_regions \
         --test inferred_access --test sm_aware --test async_regions --test resident \
-        --test unsafe_task
+        --test unsafe_task --test plans
     cargo test -p taskweave-examples --test tiny
 } 2>&1 | tee "$log"
 mapfile -t objects < <(sed -n 's/^ *Running .* (\(.*\))$/-object\n\1/p' "$log")

@@ -7,11 +7,12 @@ table in scripts/miri.sh that says, for each, whether Miri runs it and if not wh
     scripts/unsafe-sites.py coverage LCOV         with an lcov file of the tests Miri runs, executed
                                                   natively with coverage (scripts/unsafe-coverage.sh):
                                                   every site the table gives to Miri was executed
-                                                  (an `unsafe impl`, and code a proc macro emits,
-                                                  have no lines of their own to count)
+                                                  (an `unsafe impl`, a trait's `unsafe fn` without
+                                                  a body, and code a proc macro emits, have no
+                                                  lines of their own to count)
 
 A site belongs to the function (or `macro_rules!`) around it, by indentation, or for
-`unsafe impl` to the impl (`impl Sync for Runtime<'_>`). Table rows in scripts/miri.sh read
+`unsafe impl` to the impl (`impl Sync for WorkerView<'_>`). Table rows in scripts/miri.sh read
 
     #| FILE | FUNCTION | SITES | miri: WHERE          (Miri runs them, in the tests named)
     #| FILE | FUNCTION | SITES | not: WHY             (why Miri cannot run them)
@@ -61,8 +62,14 @@ def sites():
                 else:
                     around = [e for e in enclosing if e[0] <= indent]
                     function = around[-1][1] if around else "-"
-                # The braces of the block (or of the fn or impl body) the site opens.
+                # The braces of the block (or of the fn or impl body) the site opens; a trait's
+                # `unsafe fn` without a body ends at its `;` instead.
                 at = text.find("{", starts[i] + s.start())
+                if kind == "fn":
+                    end = declaration_end(text, starts[i] + s.start())
+                    if end is not None:
+                        found.append((name, function, i + 1, "decl", text.count("\n", 0, end) + 1))
+                        continue
                 depth, k = 0, at
                 while k < len(text):
                     depth += {"{": 1, "}": -1}.get(text[k], 0)
@@ -71,6 +78,23 @@ def sites():
                     k += 1
                 found.append((name, function, i + 1, kind, text.count("\n", 0, k) + 1))
     return found
+
+
+def declaration_end(text, at):
+    """Where the `;` that ends a bodiless `fn` declaration starting at `at` is, or None when a body
+    (`{`) comes first. A `;` inside brackets or parentheses (`[T; 2]`) does not count."""
+    depth = 0
+    for k in range(at, len(text)):
+        c = text[k]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "{" and depth == 0:
+            return None
+        elif c == ";" and depth == 0:
+            return k
+    return None
 
 
 def table():
@@ -128,7 +152,10 @@ def coverage(lcov):
         # An `unsafe impl` has no code of its own: its uses are what Miri checks. Code a proc
         # macro emits counts at the macro's call sites, not in its crate. A site without any
         # counted line is not in the host build (nvptx64 only, or another cfg).
-        unmeasured = "impl" if kind == "impl" else "emitted" if name.startswith("macros/") else None
+        # A trait's bodiless `unsafe fn` has no code either: its implementations' rows say what runs.
+        unmeasured = (
+            kind if kind in ("impl", "decl") else "emitted" if name.startswith("macros/") else None
+        )
         if ran or unmeasured:
             hit[(name, function)] += 1
         state = "ran" if ran else unmeasured or ("not run" if any(c is not None for c in counts_here) else "no code")
