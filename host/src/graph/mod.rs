@@ -71,6 +71,7 @@ mod dag;
 mod export;
 mod interval;
 mod job;
+mod log;
 pub mod oracle;
 #[cfg(test)]
 mod proptests;

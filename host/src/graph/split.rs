@@ -21,7 +21,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::dag::Dag;
 use super::job::{self, JobEdges, Limits, Part, Rec, Span};
-use super::tracker::ArrayLog;
+use super::log::ArrayLog;
 use super::{EdgeKind, LimitExceeded};
 
 /// The ranges a thread must have to track before [`Split::auto`] starts it: starting and joining

@@ -12,6 +12,7 @@ use core::ops::Range;
 use super::compress::Endpoints;
 use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
+use super::log::ArrayLog;
 use super::split::{self, Split};
 use super::{Access, LimitExceeded};
 
@@ -24,18 +25,6 @@ const MAX_TASKS: u32 = u32::MAX - 1;
 
 /// The most ranges one array may record: their ends are numbered in `u32`, two per range.
 const MAX_RANGES: usize = (u32::MAX / 2) as usize;
-
-/// The ranges recorded for one array, their ends numbered as they come.
-#[derive(Clone, Debug)]
-pub(super) struct ArrayLog {
-    pub len: usize,
-    pub recs: Vec<Rec>,
-    pub ends: Endpoints,
-    /// Some task writes the array.
-    pub written: bool,
-    /// No task may write the array (see [`DepTracker::mark_read_only`]).
-    pub read_only: bool,
-}
 
 /// Builds the task DAG from each task's declared accesses.
 ///

@@ -1,0 +1,18 @@
+//! [`ArrayLog`]: what the tracker records for one array, which the split hands to its threads. A
+//! module of its own, so that the tracker and the split both use it without using each other.
+
+use super::compress::Endpoints;
+use super::job::Rec;
+
+/// The ranges recorded for one array, their ends numbered as they come.
+#[derive(Clone, Debug)]
+pub(super) struct ArrayLog {
+    pub len: usize,
+    pub recs: Vec<Rec>,
+    pub ends: Endpoints,
+    /// Some task writes the array.
+    pub written: bool,
+    /// No task may write the array (see
+    /// [`DepTracker::mark_read_only`](super::DepTracker::mark_read_only)).
+    pub read_only: bool,
+}
