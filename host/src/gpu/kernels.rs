@@ -22,13 +22,15 @@ pub(crate) struct Picked {
 
 impl Gpu {
     /// Blocks of `function` that fit on the whole GPU at once with the block shape of `options`
-    /// (`region` names the region in the error when none fits).
+    /// (`region` names the region in the error when none fits). Binds the context to the calling
+    /// thread first: the occupancy query is a raw driver call, and a region may run on any thread.
     pub(crate) fn resident_blocks(
         &self,
         function: &CudaFunction,
         region: &'static str,
         options: &Options,
     ) -> Result<u32, Error> {
+        self.bind()?;
         let per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(
                 options.threads,
