@@ -1,12 +1,16 @@
-//! The main job: every example workload, verified against its sequential reference, on the GPU when
-//! there is one and on the CPU backend otherwise, with each GPU backend side by side.
+//! The main job: every example workload, the tile library's Cholesky, LU and GEMM, and the
+//! scheduler's wavefront and chain, each verified against its sequential reference, on the GPU
+//! when there is one and on the CPU backend otherwise, with each GPU backend side by side.
 
 use std::time::Duration;
 
 use clap::Parser;
 use taskweave::{Backend, Policy, Region, Report, Runtime};
 use taskweave_examples::{RunArgs, workloads};
-use taskweave_kernels::{dags, lud};
+use taskweave_kernels::matrix::host::{
+    check_cholesky, check_gemm, check_lu, lu_friendly, random, spd,
+};
+use taskweave_kernels::{cholesky, dags, gemm, lu, lud};
 
 #[derive(Parser, Debug)]
 #[command(about = "Runs and verifies the taskweave examples on the GPU, or on the CPU backend")]
@@ -116,6 +120,44 @@ fn run() -> Result<()> {
         let ok = dags::check_chain(&c);
         failures += usize::from(!ok);
         row("chain of 1000", &report, if ok { "PASS" } else { "FAIL" });
+    }
+    // The tile library's dense kernels: tiled Cholesky, LU without pivoting and a tiled GEMM in
+    // f64 on 4 × 4 tiles of 64, each checked by its residual probe.
+    let (nb, bs) = (4, 64);
+    for &backend in &backends {
+        let input = spd::<f64>(nb, bs, 7);
+        let mut a = input.clone();
+        let region = cholesky::cholesky_f64(&mut a, nb, bs).shared_bytes(cholesky::SHARED_BYTES);
+        let report = set(region, backend, cli.policy).run(&runtime)?;
+        let check = check_cholesky(&input, &a, nb, bs);
+        failures += usize::from(!check.passed());
+        row(
+            "Cholesky f64 256x256, tiles of 64",
+            &report,
+            &check.to_string(),
+        );
+    }
+    for &backend in &backends {
+        let input = lu_friendly::<f64>(nb, bs, 7);
+        let mut a = input.clone();
+        let region = lu::lu_f64(&mut a, nb, bs).shared_bytes(lu::SHARED_BYTES);
+        let report = set(region, backend, cli.policy).run(&runtime)?;
+        let check = check_lu(&input, &a, nb, bs);
+        failures += usize::from(!check.passed());
+        row("LU f64 256x256, tiles of 64", &report, &check.to_string());
+    }
+    for &backend in &backends {
+        let (a, b, c0) = (
+            random::<f64>(nb, bs, 1),
+            random::<f64>(nb, bs, 2),
+            random::<f64>(nb, bs, 3),
+        );
+        let mut c = c0.clone();
+        let region = gemm::gemm_f64(&mut c, &a, &b, nb, bs).shared_bytes(gemm::SHARED_BYTES);
+        let report = set(region, backend, cli.policy).run(&runtime)?;
+        let check = check_gemm(&c0, &c, &a, &b, nb, bs);
+        failures += usize::from(!check.passed());
+        row("GEMM f64 256x256, tiles of 64", &report, &check.to_string());
     }
     // A resident array: three regions in a row on data that never leaves the device.
     let mut resident = runtime.upload(&vec![0u32; 4096])?;
