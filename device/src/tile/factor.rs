@@ -28,6 +28,7 @@ use super::numeric::Element;
 use super::operand::MatMut;
 use super::shapes::Tiled;
 use super::smem::Scratch;
+use super::staged::{self, Part, Room, copy, update};
 use super::trsm::{P, solve_lines};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
@@ -219,11 +220,34 @@ unsafe fn cholesky<T: Tiled>(block: &Block, l: Gmat<T>) -> Result<(), usize> {
     let team = Team::new(block);
     let (flags, scratch) = split(block);
     let n = l.rows;
+    let room = Room::of(block, 16);
+    if room.fits::<T>(&[(n, n)]) {
+        // SAFETY: the caller's promise; the staged tile fits in the scratch after the flags.
+        return unsafe { staged_factor(block, &team, &flags, room, l, Part::Lower) };
+    }
+    // SAFETY: the caller's promise.
+    unsafe { cholesky_global(block, &team, &flags, scratch, l) }
+}
+
+/// [`cholesky`] over global memory, the trailing updates on the engine: for tiles that do not
+/// fit in the scratch.
+///
+/// # Safety
+/// As for [`cholesky`].
+#[inline(always)]
+unsafe fn cholesky_global<T: Tiled>(
+    block: &Block,
+    team: &Team,
+    flags: &Scratch,
+    scratch: Scratch,
+    l: Gmat<T>,
+) -> Result<(), usize> {
+    let n = l.rows;
     for j in (0..n).step_by(N) {
         let d = l.sub(j, j, P, P);
         // SAFETY: the caller's promise; the blocks below lie in `l`, and `diagonal` runs the
         // factorization on warp 0 alone.
-        if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| cholesky_block(d)) } {
+        if let Some(c) = unsafe { diagonal(block, team, flags, d, |d| cholesky_block(d)) } {
             return Err((j + c) as usize);
         }
         let rest = n - j - P;
@@ -233,7 +257,7 @@ unsafe fn cholesky<T: Tiled>(block: &Block, l: Gmat<T>) -> Result<(), usize> {
         let panel = l.sub(j + P, j, rest, P);
         // L₂₁ᵀ = L₁₁⁻¹·A₂₁ᵀ: each panel row is a line.
         // SAFETY: as above; the diagonal block and the panel are disjoint.
-        unsafe { solve_lines(team, l.sub(j, j, P, P), panel.t(), true, false) };
+        unsafe { solve_lines(*team, l.sub(j, j, P, P), panel.t(), true, false) };
         block.sync();
         let p = Product {
             c: l.sub(j + P, j + P, rest, rest),
@@ -278,10 +302,32 @@ unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
     let team = Team::new(block);
     let (flags, scratch) = split(block);
     let n = ga.rows;
+    let room = Room::of(block, 16);
+    if room.fits::<T>(&[(n, n)]) {
+        // SAFETY: the caller's promise; the staged tile fits in the scratch after the flags.
+        return unsafe { staged_factor(block, &team, &flags, room, ga, Part::All) };
+    }
+    // SAFETY: the caller's promise.
+    unsafe { lu_global(block, &team, &flags, scratch, ga) }
+}
+
+/// [`lu`] over global memory, the trailing updates on the engine.
+///
+/// # Safety
+/// As for [`lu`].
+#[inline(always)]
+unsafe fn lu_global<T: Tiled>(
+    block: &Block,
+    team: &Team,
+    flags: &Scratch,
+    scratch: Scratch,
+    ga: Gmat<T>,
+) -> Result<(), usize> {
+    let n = ga.rows;
     for j in (0..n).step_by(N) {
         let d = ga.sub(j, j, P, P);
         // SAFETY: as in `cholesky`.
-        if let Some(c) = unsafe { diagonal(block, &team, &flags, d, |d| lu_block(d)) } {
+        if let Some(c) = unsafe { diagonal(block, team, flags, d, |d| lu_block(d)) } {
             return Err((j + c) as usize);
         }
         let rest = n - j - P;
@@ -292,8 +338,8 @@ unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
         // SAFETY: as above; the diagonal block and the two panels are disjoint.
         unsafe {
             // U₁₂ = L₁₁⁻¹·A₁₂ (columns are lines), L₂₁ᵀ = U₁₁⁻ᵀ·A₂₁ᵀ (rows are lines).
-            solve_lines(team, d, row, true, true);
-            solve_lines(team, d.t(), col.t(), true, false);
+            solve_lines(*team, d, row, true, true);
+            solve_lines(*team, d.t(), col.t(), true, false);
         }
         block.sync();
         let p = Product {
@@ -309,11 +355,71 @@ unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
     Ok(())
 }
 
+/// POTRF (`part` [`Part::Lower`]) or GETRF ([`Part::All`]) of the tile `g` staged in shared
+/// memory: the blocked algorithm of [`cholesky`] and [`lu`], with the trailing updates done by
+/// [`update`] on the staged tile instead of the engine over global memory. The tile is copied back
+/// (only its `part`) also when a pivot fails, partly factored as the global path leaves it.
+///
+/// # Safety
+/// As for [`cholesky`]; `room` holds an `n × n` staged matrix.
+unsafe fn staged_factor<T: Tiled>(
+    block: &Block,
+    team: &Team,
+    flags: &Scratch,
+    room: Room,
+    g: Gmat<T>,
+    part: Part,
+) -> Result<(), usize> {
+    let n = g.rows;
+    // SAFETY: the caller's promises; every block below lies in the staged tile, and the barriers
+    // order each phase's writes before the next phase's reads.
+    unsafe {
+        let (s, _) = room.take::<T>(n, n);
+        copy(team, g, s, g, part, T::ONE);
+        block.sync();
+        let mut result = Ok(());
+        for j in (0..n).step_by(N) {
+            let d = s.sub(j, j, P, P);
+            let failed = if part == Part::Lower {
+                diagonal(block, team, flags, d, |d| cholesky_block(d))
+            } else {
+                diagonal(block, team, flags, d, |d| lu_block(d))
+            };
+            if let Some(c) = failed {
+                result = Err((j + c) as usize);
+                break;
+            }
+            let rest = n - j - P;
+            if rest == 0 {
+                break;
+            }
+            let (row, col) = (s.sub(j, j + P, P, rest), s.sub(j + P, j, rest, P));
+            let trailing = s.sub(j + P, j + P, rest, rest);
+            if part == Part::Lower {
+                // L₂₁ᵀ = L₁₁⁻¹·A₂₁ᵀ, then A₂₂ −= L₂₁·L₂₁ᵀ on the lower triangle.
+                staged::solve_lines(team, d, col.t(), true, false);
+                block.sync();
+                update(team, trailing, col, col.t(), Part::Lower);
+            } else {
+                // U₁₂ = L₁₁⁻¹·A₁₂, L₂₁ᵀ = U₁₁⁻ᵀ·A₂₁ᵀ, then A₂₂ −= L₂₁·U₁₂.
+                staged::solve_lines(team, d, row, true, true);
+                staged::solve_lines(team, d.t(), col.t(), true, false);
+                block.sync();
+                update(team, trailing, col, row, Part::All);
+            }
+            block.sync();
+        }
+        copy(team, s, g, g, part, T::ONE);
+        block.sync();
+        result
+    }
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
     use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, config, on_block, side};
+    use crate::tile::testing::{Shared, config, on_block_staged, side, staged_bytes};
     use proptest::prelude::*;
 
     /// `B·Bᵀ / n + I` for a random `B`: symmetric positive definite, off-diagonals of order one.
@@ -332,11 +438,20 @@ mod tests {
         m.from_fn(|i, j| v[i * n + j] + if i == j { n as f64 / 4.0 + 1.0 } else { 0.0 })
     }
 
-    fn check_potrf<T: Tiled>(n: usize, uplo: Uplo, warps: u32, seed: u64) {
+    /// The scratch for an `n`-tile: the engine's stages, and room for the staged tile if `staged`.
+    fn scratch<T: Tiled>(n: usize, warps: u32, staged: bool) -> usize {
+        let bytes = 4 * T::Shape::stage_bytes(warps) as usize;
+        16 + if staged {
+            bytes.max(staged_bytes::<T>(&[(n, n)]))
+        } else {
+            bytes
+        }
+    }
+
+    fn check_potrf<T: Tiled>(n: usize, uplo: Uplo, warps: u32, seed: u64, staged: bool) {
         let mut a = spd::<T>(n, seed);
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
-        let bytes = 16 + 4 * T::Shape::stage_bytes(warps) as usize;
-        on_block(warps, bytes, |block| {
+        on_block_staged(warps, scratch::<T>(n, warps, staged), staged, |block| {
             assert_eq!(potrf(block, uplo, sa.mat_mut(ra)), Ok(()));
         });
         // Upper: the lower triangle of the transpose; check it as such.
@@ -364,11 +479,10 @@ mod tests {
         }
     }
 
-    fn check_getrf<T: Tiled>(n: usize, warps: u32, seed: u64) {
+    fn check_getrf<T: Tiled>(n: usize, warps: u32, seed: u64, staged: bool) {
         let mut a = dominant::<T>(n, seed);
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
-        let bytes = 16 + 4 * T::Shape::stage_bytes(warps) as usize;
-        on_block(warps, bytes, |block| {
+        on_block_staged(warps, scratch::<T>(n, warps, staged), staged, |block| {
             assert_eq!(getrf(block, sa.mat_mut(ra)), Ok(()));
         });
         let (residual, scale) = reference::getrf_residual(&a);
@@ -391,9 +505,14 @@ mod tests {
             warps in 1u32..=4,
             seed in 0u64..1000,
             f32 in any::<bool>(),
+            staged in any::<bool>(),
         ) {
             let uplo = if upper { Uplo::Upper } else { Uplo::Lower };
-            if f32 { check_potrf::<f32>(n, uplo, warps, seed) } else { check_potrf::<f64>(n, uplo, warps, seed) }
+            if f32 {
+                check_potrf::<f32>(n, uplo, warps, seed, staged)
+            } else {
+                check_potrf::<f64>(n, uplo, warps, seed, staged)
+            }
         }
 
         #[test]
@@ -402,37 +521,44 @@ mod tests {
             warps in 1u32..=4,
             seed in 0u64..1000,
             f32 in any::<bool>(),
+            staged in any::<bool>(),
         ) {
-            if f32 { check_getrf::<f32>(n, warps, seed) } else { check_getrf::<f64>(n, warps, seed) }
+            if f32 { check_getrf::<f32>(n, warps, seed, staged) } else { check_getrf::<f64>(n, warps, seed, staged) }
         }
     }
 
     #[test]
     fn a_matrix_that_is_not_positive_definite_is_reported_at_its_column() {
-        // The identity with -1 at (37, 37): the first 37 pivots are 1.
+        // 4·I with -1 at (37, 37): the first 37 pivots are 4, their factors 2.
         let n = if cfg!(miri) { 48 } else { 64 };
-        let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| {
-            if i != j {
-                0.0
-            } else if i == 37 {
-                -1.0
-            } else {
-                1.0
-            }
-        });
-        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
-        on_block(2, 64 * 1024, |block| {
-            assert_eq!(potrf(block, Uplo::Lower, sa.mat_mut(ra)), Err(37));
-        });
+        for staged in [false, true] {
+            let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| {
+                if i != j {
+                    0.0
+                } else if i == 37 {
+                    -1.0
+                } else {
+                    4.0
+                }
+            });
+            let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+            on_block_staged(2, 64 * 1024, staged, |block| {
+                assert_eq!(potrf(block, Uplo::Lower, sa.mat_mut(ra)), Err(37));
+            });
+            // The pivots before the failure are factored and copied out.
+            assert_eq!(a.get(36, 36), 2.0, "staged: {staged}");
+        }
     }
 
     #[test]
     fn a_zero_pivot_is_reported_at_its_column() {
-        let mut a = Matrix::<f64>::random(32, 32, 0, 1)
-            .from_fn(|i, j| if i == j && i != 20 { 1.0 } else { 0.0 });
-        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
-        on_block(1, 64 * 1024, |block| {
-            assert_eq!(getrf(block, sa.mat_mut(ra)), Err(20));
-        });
+        for staged in [false, true] {
+            let mut a = Matrix::<f64>::random(32, 32, 0, 1)
+                .from_fn(|i, j| if i == j && i != 20 { 1.0 } else { 0.0 });
+            let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+            on_block_staged(1, 64 * 1024, staged, |block| {
+                assert_eq!(getrf(block, sa.mat_mut(ra)), Err(20));
+            });
+        }
     }
 }

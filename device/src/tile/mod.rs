@@ -28,6 +28,7 @@ pub mod operand;
 pub mod reference;
 pub mod shapes;
 pub mod smem;
+mod staged;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod testing;
 pub mod trsm;

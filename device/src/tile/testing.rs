@@ -6,6 +6,7 @@ use crate::Block;
 use crate::arch::host::{Lane, LaneGroup, enter_lane};
 use crate::tile::Rect;
 use crate::tile::operand::{MatMut, MatRef, host};
+use crate::tile::staged;
 
 /// Runs `f` on one block of `warps` warps: the calling thread when `warps` is 1, else `warps`
 /// threads that each emulate one warp, sharing a barrier and `scratch` bytes of shared scratch.
@@ -19,10 +20,12 @@ pub(crate) fn on_block(warps: u32, scratch: usize, f: impl Fn(&Block) + Sync) {
         return;
     }
     let group = LaneGroup::new(warps);
+    let staging_off = staged::tests::staging_off();
     std::thread::scope(|s| {
         for w in 0..warps {
             let (group, f) = (group.clone(), &f);
             s.spawn(move || {
+                staged::tests::set_staging_off(staging_off);
                 enter_lane(Lane {
                     thread: w,
                     block_dim: warps,
@@ -38,6 +41,22 @@ pub(crate) fn on_block(warps: u32, scratch: usize, f: impl Fn(&Block) + Sync) {
             });
         }
     });
+}
+
+/// [`on_block`] with the operations' small-tile paths turned off when `staged` is false: the
+/// tests run both the staged paths and the global-memory ones on every tile size.
+pub(crate) fn on_block_staged(warps: u32, scratch: usize, staged: bool, f: impl Fn(&Block) + Sync) {
+    staged::tests::set_staging_off(!staged);
+    on_block(warps, scratch, f);
+    staged::tests::set_staging_off(false);
+}
+
+/// The scratch bytes that stage `shapes` of `T` (padded rows, as the operations take them).
+pub(crate) fn staged_bytes<T>(shapes: &[(usize, usize)]) -> usize {
+    shapes
+        .iter()
+        .map(|&(r, c)| staged::Room::need::<T>(r as u32, c as u32))
+        .sum()
 }
 
 /// A slice that the lanes of an emulated block share, as a kernel's threads share an array.

@@ -30,6 +30,7 @@ use super::numeric::Element;
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
 use super::smem::Scratch;
+use super::staged::{self, Part, Room, copy};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
 
@@ -53,30 +54,45 @@ pub(crate) unsafe fn solve_lines<T: Element>(
     forward: bool,
     unit: bool,
 ) {
-    const N: usize = P as usize;
     team.for_each_item(x.cols, |line| {
         // SAFETY: inside `x` (the caller's promise).
         let mut v: [T; N] = array(hot!(|k| unsafe { *x.at(k as u32, line) }));
-        let at = hot!(|r: usize, c: usize| {
-            // SAFETY: inside `t` (both loops index below `P`).
-            unsafe { *t.at(r as u32, c as u32) }
-        });
-        // Right-looking: once `v[q]` is final, the later rows lose its share at once, so the
-        // dependent chain is one division and one multiply-add per row.
-        unroll::<N>(hot!(|step| {
-            let q = if forward { step } else { N - 1 - step };
-            if !unit {
-                v[q] = v[q] / at(q, q);
-            }
-            unroll::<N>(hot!(|k| {
-                if (forward && k > q) || (!forward && k < q) {
-                    v[k] = v[k] - at(k, q) * v[q];
-                }
-            }));
-        }));
+        substitute(
+            &mut v,
+            // SAFETY: inside `t` (both indices are below `P`).
+            hot!(|r: usize, c: usize| unsafe { *t.at(r as u32, c as u32) }),
+            forward,
+            unit,
+        );
         // SAFETY: inside `x`.
         unroll::<N>(hot!(|k| unsafe { *x.at(k as u32, line) = v[k] }));
     });
+}
+
+const N: usize = P as usize;
+
+/// `v := t⁻¹·v` for one line `v` of `P` values in registers, `at(r, c)` reading the triangle.
+///
+/// Right-looking: once `v[q]` is final, the later rows lose its share at once, so the dependent
+/// chain is one division and one multiply-add per row.
+#[inline(always)]
+pub(crate) fn substitute<T: Element>(
+    v: &mut [T; N],
+    at: impl Fn(usize, usize) -> T,
+    forward: bool,
+    unit: bool,
+) {
+    unroll::<N>(hot!(|step| {
+        let q = if forward { step } else { N - 1 - step };
+        if !unit {
+            v[q] = v[q] / at(q, q);
+        }
+        unroll::<N>(hot!(|k| {
+            if (forward && k > q) || (!forward && k < q) {
+                v[k] = v[k] - at(k, q) * v[q];
+            }
+        }));
+    }));
 }
 
 /// `x := α·x` over the `rows × cols` matrix `x`, spread over the block's threads.
@@ -110,6 +126,54 @@ pub(crate) unsafe fn solve<S: Shape>(
     alpha: S::Elem,
 ) {
     let team = Team::new(block);
+    let (n, w) = (t.rows, x.cols);
+    let room = Room::of(block, 0);
+    if room.fits::<S::Elem>(&[(n, w)]) {
+        // SAFETY: the caller's promise; the staged matrices fit in the scratch (and the triangle
+        // is staged too only when it fits after `x`).
+        unsafe {
+            let (sx, room) = room.take::<S::Elem>(n, w);
+            copy(&team, x, sx, x, Part::All, alpha);
+            let st = if room.fits::<S::Elem>(&[(n, n)]) {
+                let (st, _) = room.take::<S::Elem>(n, n);
+                copy(&team, t, st, t, Part::All, S::Elem::ONE);
+                st
+            } else {
+                t
+            };
+            block.sync();
+            staged::solve_lines(&team, st, sx, forward, unit);
+            block.sync();
+            copy(&team, sx, x, x, Part::All, S::Elem::ONE);
+        }
+        block.sync();
+        return;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { solve_global::<S>(block, &team, scratch, t, x, forward, unit, alpha) }
+}
+
+/// [`solve`] over global memory, the updates on the engine: for operands that do not fit in the
+/// scratch.
+///
+/// # Safety
+/// As for [`solve`].
+#[allow(
+    clippy::too_many_arguments,
+    reason = "`solve`'s arguments and the team"
+)]
+#[inline(always)]
+unsafe fn solve_global<S: Shape>(
+    block: &Block,
+    team: &Team,
+    scratch: Scratch,
+    t: Gmat<S::Elem>,
+    x: Gmat<S::Elem>,
+    forward: bool,
+    unit: bool,
+    alpha: S::Elem,
+) {
+    let team = *team;
     if alpha != S::Elem::ONE {
         // SAFETY: the caller's promise.
         unsafe { scale(&team, x, alpha) };
@@ -220,7 +284,7 @@ pub fn trsm<T: Tiled, const CHECKED: bool>(
 mod tests {
     use super::*;
     use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, config, on_block, side};
+    use crate::tile::testing::{Shared, config, on_block, on_block_staged, side, staged_bytes};
     use proptest::prelude::*;
 
     /// A well-scaled triangle: diagonal in `±[2, 3]`, the rest in `[-1, 1]`.
@@ -243,14 +307,23 @@ mod tests {
         alpha: f64,
         warps: u32,
         seed: u64,
+        staged: bool,
     ) {
         let n = if side == Side::Left { m } else { w };
         let a = triangle::<T>(n, seed);
         let mut b = Matrix::<T>::random(m, w, 1, seed + 1);
         let (sa, sb) = (Shared::of(&a.data), Shared::of_mut(&mut b.data));
         let (ra, rb) = (a.rect, b.rect);
+        // Staged: room for the right-hand side and, on odd seeds, the triangle too.
+        let shapes = [(n, if side == Side::Left { w } else { m }), (n, n)];
+        let staged_room = staged_bytes::<T>(&shapes[..1 + (seed % 2) as usize]);
         let bytes = 4 * T::Shape::stage_bytes(warps) as usize;
-        on_block(warps, bytes, |block| {
+        let bytes = if staged {
+            bytes.max(staged_room)
+        } else {
+            bytes
+        };
+        on_block_staged(warps, bytes, staged, |block| {
             trsm(
                 block,
                 side,
@@ -293,11 +366,12 @@ mod tests {
             warps in 1u32..=4,
             seed in 0u64..1000,
             f32 in any::<bool>(),
+            staged in any::<bool>(),
         ) {
             if f32 {
-                check::<f32>(dims, flags, alpha, warps, seed);
+                check::<f32>(dims, flags, alpha, warps, seed, staged);
             } else {
-                check::<f64>(dims, flags, alpha, warps, seed);
+                check::<f64>(dims, flags, alpha, warps, seed, staged);
             }
         }
     }
