@@ -343,25 +343,29 @@ pub(crate) fn watch(
 ) -> Option<Stall> {
     let mut last = u32::MAX;
     let mut since = Instant::now();
-    // A short kernel ends before a sleep would (a sleep lasts at least the thread's timer slack,
-    // 50 us on Linux): poll the event for a while first.
-    let spin = Instant::now();
-    while spin.elapsed() < Duration::from_micros(200) {
+    // Watch the end event the way the CUDA runtime's default synchronization does while a core is
+    // free: poll it, yielding the core between polls, for the first `SPIN`. A sleep lasts at least
+    // the thread's timer slack (50 us on Linux) and so sees the end of a kernel up to one nap
+    // late: a planned call of 100,000 tasks, whose 208 us kernel outlived the 200 us of polling
+    // this loop used to do before napping, came back 105 us after its kernel.
+    //
+    // Beyond `SPIN` it sleeps in short naps (about 60 us with the slack), and it reads the
+    // progress counter only at doubling intervals from 1 ms up to 10 ms: the watchdog needs no
+    // more, and each read is a copy and a wait on the control stream, during which the end would
+    // go unseen.
+    const SPIN: Duration = Duration::from_millis(20);
+    let nap = Duration::from_micros(20);
+    let mut every = Duration::from_millis(1);
+    let (start, mut peeked) = (Instant::now(), Instant::now());
+    loop {
         if end.is_complete() {
             return None;
         }
-        std::hint::spin_loop();
-    }
-    // Then sleep in short naps, so that the end is seen within one nap (about 60 us with the
-    // timer slack) whatever the kernel's length, but read the progress counter only at doubling
-    // intervals up to 10 ms: the watchdog needs no more, and each read is a copy and a wait on the
-    // control stream. (Doubling the nap itself, as before, overslept the end of a 4 ms kernel by
-    // about 2 ms.)
-    let nap = Duration::from_micros(20);
-    let mut every = Duration::from_micros(100);
-    let mut peeked = Instant::now();
-    while !end.is_complete() {
-        std::thread::sleep(nap);
+        if start.elapsed() < SPIN {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(nap);
+        }
         if peeked.elapsed() < every {
             continue;
         }
@@ -385,7 +389,6 @@ pub(crate) fn watch(
             });
         }
     }
-    None
 }
 
 /// Waits until every SM of an SM-aware launch's set has its workers (each slot counter has reached

@@ -15,7 +15,7 @@
 //! follows the kernel). A ring goes back to the pool once its DMAs are done, so that the next copy,
 //! on whichever stream, finds its slots free.
 
-use std::sync::{Barrier, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, PinnedHostSlice, result};
@@ -25,7 +25,7 @@ use crate::error::Error;
 
 /// The most bytes of one chunk: 16 MiB moved 1 GiB up and back 1.24x faster than 4 MiB (median
 /// of three interleaved rounds, `bench/results/transfer-chunk-ab-h100.txt`), since each chunk
-/// pays two thread barriers.
+/// paid two thread barriers (before the pipeline dropped them).
 pub(crate) const CHUNK: usize = 16 << 20;
 /// Pinned staging buffers in the ring.
 pub(crate) const SLOTS: usize = 4;
@@ -139,7 +139,7 @@ impl Gpu {
         }
         let chunks = split(pieces);
         let staging = self.check_out()?;
-        let outcome = pipeline(chunks.len(), |k, stage| {
+        let outcome = pipeline(chunks.len(), copy_threads(total), |k, stage| {
             let chunk = chunks[k];
             let slot = staging.base + (k % SLOTS) * CHUNK;
             match stage {
@@ -219,7 +219,7 @@ impl Gpu {
         };
         let mut outcome = (0..SLOTS.min(chunks.len())).try_for_each(queue);
         if outcome.is_ok() {
-            outcome = pipeline(chunks.len(), |k, stage| {
+            outcome = pipeline(chunks.len(), copy_threads(total), |k, stage| {
                 let chunk = chunks[k];
                 let slot = staging.base + (k % SLOTS) * CHUNK;
                 match stage {
@@ -280,17 +280,31 @@ enum Stage {
     After,
 }
 
-/// Runs `step` for chunks `0..chunks` in order: `Before`, then the host copy split over the
-/// threads (the calling thread and up to [`THREADS`]` - 1` helpers), then `After`. The first error
-/// stops the work (the helpers still pass the barriers, doing nothing) and is returned.
+/// How many threads copy `total` bytes through the ring: one per [`PER_THREAD`] bytes, at most
+/// [`THREADS`] and the machine's cores.
+fn copy_threads(total: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    total.div_ceil(PER_THREAD).clamp(1, THREADS.min(cores))
+}
+
+/// The fewest bytes worth a thread of their own (spawning one costs tens of microseconds).
+const PER_THREAD: usize = 2 << 20;
+
+/// Runs `step` for chunks `0..chunks` in order on `threads` threads (the calling thread and
+/// `threads - 1` helpers): `Before` on the calling thread, then the host copy split over all
+/// threads, then `After` on the calling thread. The first error stops the work and is returned.
+///
+/// The threads meet through two counters rather than barriers: the helpers copy their part of
+/// chunk `k` as soon as its `Before` is done (they do not wait for chunk `k - 1`'s `After`), and
+/// the calling thread runs `After` once every part is in. A barrier wakes its sleepers through
+/// the kernel, twice per chunk; here a waiting thread polls, yielding its core.
 fn pipeline(
     chunks: usize,
+    threads: usize,
     step: impl Fn(usize, Stage) -> Result<(), Error> + Sync,
 ) -> Result<(), Error> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, THREADS)
-        .min(chunks.max(1));
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let threads = threads.max(1);
     if threads == 1 {
         for k in 0..chunks {
             step(k, Stage::Before)?;
@@ -299,43 +313,77 @@ fn pipeline(
         }
         return Ok(());
     }
-    let barrier = Barrier::new(threads);
-    let failed = std::sync::atomic::AtomicBool::new(false);
+    // `ready`: the chunks whose `Before` is done; `copied[k]`: the parts of chunk `k` done (a
+    // failed part counts, so that nobody waits for it).
+    let ready = AtomicUsize::new(0);
+    let copied: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
+    let failed = AtomicBool::new(false);
     let first: Mutex<Option<Error>> = Mutex::new(None);
     let fail = |e: Error| {
-        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        failed.store(true, Ordering::Release);
         first
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get_or_insert(e);
     };
-    let alive = || !failed.load(std::sync::atomic::Ordering::Relaxed);
+    let alive = || !failed.load(Ordering::Acquire);
+    // Polls `done` until it holds or the work failed; whether it holds.
+    let wait = |done: &dyn Fn() -> bool| {
+        let mut spins = 0u32;
+        loop {
+            if done() {
+                return true;
+            }
+            if !alive() {
+                return false;
+            }
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    };
+    let copy_part = |k: usize, part: usize| {
+        if alive() {
+            step(k, Stage::Copy(part, threads)).unwrap_or_else(fail);
+        }
+        // Release: the copy's bytes are written before `After` sees the count.
+        copied[k].fetch_add(1, Ordering::Release);
+    };
     std::thread::scope(|scope| {
         for part in 1..threads {
-            let (barrier, step, fail) = (&barrier, &step, &fail);
+            let (ready, wait, copy_part) = (&ready, &wait, &copy_part);
             scope.spawn(move || {
                 for k in 0..chunks {
-                    barrier.wait();
-                    if alive() {
-                        step(k, Stage::Copy(part, threads)).unwrap_or_else(fail);
+                    if !wait(&|| ready.load(Ordering::Acquire) > k) {
+                        return;
                     }
-                    barrier.wait();
+                    copy_part(k, part);
                 }
             });
         }
         for k in 0..chunks {
-            if alive() {
-                step(k, Stage::Before).unwrap_or_else(fail);
+            if !alive() {
+                break;
             }
-            barrier.wait();
-            if alive() {
-                step(k, Stage::Copy(0, threads)).unwrap_or_else(fail);
+            if let Err(e) = step(k, Stage::Before) {
+                fail(e);
+                break;
             }
-            barrier.wait();
-            if alive() {
-                step(k, Stage::After).unwrap_or_else(fail);
+            ready.store(k + 1, Ordering::Release);
+            copy_part(k, 0);
+            if !wait(&|| copied[k].load(Ordering::Acquire) == threads) || !alive() {
+                break;
+            }
+            if let Err(e) = step(k, Stage::After) {
+                fail(e);
+                break;
             }
         }
+        // On success every helper has passed every chunk; after a failure the helpers waiting
+        // for a chunk that will not come see it and return.
     });
     match first.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(error) => Err(error),
@@ -380,6 +428,18 @@ mod tests {
     }
 
     #[test]
+    fn small_copies_stay_on_the_calling_thread_and_big_ones_spread() {
+        assert_eq!(copy_threads(1), 1);
+        assert_eq!(copy_threads(PER_THREAD), 1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            copy_threads(CHUNK),
+            (CHUNK / PER_THREAD).min(THREADS).min(cores)
+        );
+        assert!(copy_threads(1 << 30) <= THREADS);
+    }
+
+    #[test]
     fn the_shares_of_a_chunk_cover_it_without_overlap() {
         for (len, parts) in [(10, 3), (CHUNK, 8), (1, 4), (0, 2)] {
             let mut next = 0;
@@ -395,7 +455,7 @@ mod tests {
     #[test]
     fn the_pipeline_runs_every_stage_of_every_chunk_in_order_and_stops_at_the_first_error() {
         let seen = Mutex::new(Vec::new());
-        pipeline(5, |k, stage| {
+        pipeline(5, 4, |k, stage| {
             seen.lock().unwrap().push((k, format!("{stage:?}")));
             Ok(())
         })
@@ -415,7 +475,7 @@ mod tests {
         assert_eq!(afters, [0, 1, 2, 3, 4]);
 
         let after_error = Mutex::new(0);
-        let error = pipeline(6, |k, stage| {
+        let error = pipeline(6, 3, |k, stage| {
             if k == 2 && matches!(stage, Stage::After) {
                 return Err(Error::NotRun {
                     region: "t",
@@ -428,6 +488,16 @@ mod tests {
             Ok(())
         });
         assert!(matches!(error, Err(Error::NotRun { .. })));
+
+        // A helper's failed part stops the work too, and nobody waits for it forever.
+        let error = pipeline(40, 8, |k, stage| match stage {
+            Stage::Copy(3, _) if k == 7 => Err(Error::NotRun {
+                region: "t",
+                reason: "copy failed".to_owned(),
+            }),
+            _ => Ok(()),
+        });
+        assert!(matches!(error, Err(Error::NotRun { reason, .. }) if reason == "copy failed"));
         assert_eq!(
             *after_error.lock().unwrap(),
             0,
