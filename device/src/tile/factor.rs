@@ -89,9 +89,10 @@ unsafe fn cholesky_block<T: Element>(d: Gmat<T>) -> Option<u32> {
             failed = Some(c32);
         }
         let root = pivot.sqrt();
+        let inverse = T::ONE / root;
         cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
             core::cmp::Ordering::Equal => root,
-            core::cmp::Ordering::Greater => v / root,
+            core::cmp::Ordering::Greater => v * inverse,
             core::cmp::Ordering::Less => v,
         });
         unroll::<N>(hot!(|q| {
@@ -129,7 +130,8 @@ unsafe fn lu_block<T: Element>(d: Gmat<T>) -> Option<u32> {
         if pivot == T::ZERO && failed.is_none() {
             failed = Some(c32);
         }
-        cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v / pivot } else { v });
+        let inverse = T::ONE / pivot;
+        cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v * inverse } else { v });
         unroll::<N>(hot!(|q| {
             if q > c {
                 // A[r][q] -= L[r][c]·U[c][q] for the rows r > c.
