@@ -88,8 +88,8 @@ unsafe fn cholesky_block<T: Element>(d: Gmat<T>) -> Option<u32> {
         if !positive && failed.is_none() {
             failed = Some(c32);
         }
-        let root = pivot.sqrt();
-        let inverse = T::ONE / root;
+        let inverse = pivot.rsqrt();
+        let root = pivot * inverse;
         cols[c] = cols[c].map_lane(|lane, v| match lane.cmp(&c32) {
             core::cmp::Ordering::Equal => root,
             core::cmp::Ordering::Greater => v * inverse,
@@ -101,11 +101,13 @@ unsafe fn cholesky_block<T: Element>(d: Gmat<T>) -> Option<u32> {
                 let lqc = cols[c].broadcast(q as u32);
                 cols[q] = cols[q]
                     .zip(cols[c], |v, lrc| (v, lrc))
-                    .map_lane(
-                        |lane, (v, lrc)| {
-                            if lane >= q as u32 { v - lrc * lqc } else { v }
-                        },
-                    );
+                    .map_lane(|lane, (v, lrc)| {
+                        if lane >= q as u32 {
+                            (-lrc).fma(lqc, v)
+                        } else {
+                            v
+                        }
+                    });
             }
         }));
     }));
@@ -130,7 +132,7 @@ unsafe fn lu_block<T: Element>(d: Gmat<T>) -> Option<u32> {
         if pivot == T::ZERO && failed.is_none() {
             failed = Some(c32);
         }
-        let inverse = T::ONE / pivot;
+        let inverse = pivot.recip();
         cols[c] = cols[c].map_lane(|lane, v| if lane > c32 { v * inverse } else { v });
         unroll::<N>(hot!(|q| {
             if q > c {
@@ -138,7 +140,7 @@ unsafe fn lu_block<T: Element>(d: Gmat<T>) -> Option<u32> {
                 let ucq = cols[q].broadcast(c32);
                 cols[q] = cols[q]
                     .zip(cols[c], |v, lrc| (v, lrc))
-                    .map_lane(|lane, (v, lrc)| if lane > c32 { v - lrc * ucq } else { v });
+                    .map_lane(|lane, (v, lrc)| if lane > c32 { (-lrc).fma(ucq, v) } else { v });
             }
         }));
     }));

@@ -31,6 +31,16 @@ pub trait Element:
     const EPSILON: f64;
     /// The square root, correctly rounded.
     fn sqrt(self) -> Self;
+    /// `self · a + b`: fused (one rounding) on the GPU; on the host, a multiply and an add, so that
+    /// the CPU backend needs no FMA hardware.
+    fn fma(self, a: Self, b: Self) -> Self;
+    /// `1 / √self` for a positive normal `self`, within a few units in the last place. On the GPU
+    /// the hardware's approximation refined by Newton steps: a chain of a few multiply-adds, where
+    /// a correctly rounded square root and then a division are each a sequence of their own (with
+    /// a branch to a slow path). On the host, `1 / self.sqrt()`.
+    fn rsqrt(self) -> Self;
+    /// `1 / self` for a normal `self`, within a few units in the last place, as [`rsqrt`](Self::rsqrt).
+    fn recip(self) -> Self;
     /// `self` as `f64`.
     fn to_f64(self) -> f64;
     /// `v` rounded to `Self`.
@@ -59,6 +69,58 @@ impl Element for f64 {
         }
         #[cfg(not(target_arch = "nvptx64"))]
         f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn fma(self, a: Self, b: Self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        return core::f64::math::mul_add(self, a, b);
+        #[cfg(not(target_arch = "nvptx64"))]
+        return self * a + b;
+    }
+    #[inline(always)]
+    fn rsqrt(self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut y: f64;
+            // SAFETY: a register-to-register instruction.
+            unsafe {
+                core::arch::asm!("rsqrt.approx.ftz.f64 {0}, {1};", out(reg64) y, in(reg64) self,
+                    options(pure, nomem, nostack, preserves_flags))
+            };
+            // Two Newton steps, y += y·(1/2 − (x/2)·y²): each doubles the correct bits.
+            let half = 0.5 * self;
+            for _ in 0..2 {
+                let e = core::f64::math::mul_add(-(half * y), y, 0.5);
+                y = core::f64::math::mul_add(y, e, y);
+            }
+            y
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            1.0 / f64::sqrt(self)
+        }
+    }
+    #[inline(always)]
+    fn recip(self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut y: f64;
+            // SAFETY: a register-to-register instruction.
+            unsafe {
+                core::arch::asm!("rcp.approx.ftz.f64 {0}, {1};", out(reg64) y, in(reg64) self,
+                    options(pure, nomem, nostack, preserves_flags))
+            };
+            // Two Newton steps, y += y·(1 − x·y).
+            for _ in 0..2 {
+                let e = core::f64::math::mul_add(-self, y, 1.0);
+                y = core::f64::math::mul_add(y, e, y);
+            }
+            y
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            1.0 / self
+        }
     }
     #[inline(always)]
     fn to_f64(self) -> f64 {
@@ -96,6 +158,58 @@ impl Element for f32 {
         }
         #[cfg(not(target_arch = "nvptx64"))]
         f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn fma(self, a: Self, b: Self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        return core::f32::math::mul_add(self, a, b);
+        #[cfg(not(target_arch = "nvptx64"))]
+        return self * a + b;
+    }
+    #[inline(always)]
+    fn rsqrt(self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut y: f32;
+            // SAFETY: a register-to-register instruction.
+            unsafe {
+                core::arch::asm!("rsqrt.approx.ftz.f32 {0}, {1};", out(reg32) y, in(reg32) self,
+                    options(pure, nomem, nostack, preserves_flags))
+            };
+            // One Newton step, y += y·(1/2 − (x/2)·y²): each doubles the correct bits.
+            let half = 0.5 * self;
+            for _ in 0..1 {
+                let e = core::f32::math::mul_add(-(half * y), y, 0.5);
+                y = core::f32::math::mul_add(y, e, y);
+            }
+            y
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            1.0 / f32::sqrt(self)
+        }
+    }
+    #[inline(always)]
+    fn recip(self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut y: f32;
+            // SAFETY: a register-to-register instruction.
+            unsafe {
+                core::arch::asm!("rcp.approx.ftz.f32 {0}, {1};", out(reg32) y, in(reg32) self,
+                    options(pure, nomem, nostack, preserves_flags))
+            };
+            // One Newton step, y += y·(1 − x·y).
+            for _ in 0..1 {
+                let e = core::f32::math::mul_add(-self, y, 1.0);
+                y = core::f32::math::mul_add(y, e, y);
+            }
+            y
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            1.0 / self
+        }
     }
     #[inline(always)]
     fn to_f64(self) -> f64 {

@@ -118,12 +118,14 @@ pub(crate) unsafe fn copy<T: Element>(
     alpha: T,
 ) {
     let (rows, cols) = (src.rows, src.cols);
-    team.for_each_item(rows * cols, |e| {
-        let (r, c) = if along.trans {
-            (e % rows, e / rows)
-        } else {
-            (e / cols, e % cols)
-        };
+    // Cells numbered along the global operand's stored rows.
+    let (outer, inner) = if along.trans {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    };
+    team.for_each_cell(outer, inner, |o, i| {
+        let (r, c) = if along.trans { (i, o) } else { (o, i) };
         if part == Part::All || c <= r {
             // SAFETY: inside both matrices (the caller's promise).
             unsafe {
@@ -161,7 +163,7 @@ pub(crate) unsafe fn update<T: Element>(
             // SAFETY: inside `a` and `c`.
             unsafe {
                 let mut acc = *c.at(row, col);
-                unroll::<N>(hot!(|q| acc = acc - *a.at(row, q as u32) * bq[q]));
+                unroll::<N>(hot!(|q| acc = (-*a.at(row, q as u32)).fma(bq[q], acc)));
                 *c.at(row, col) = acc;
             }
             row += groups;
@@ -209,7 +211,7 @@ pub(crate) unsafe fn solve_lines<T: Element>(
                 // SAFETY: inside `t` and `x`.
                 unsafe {
                     let mut acc = *x.at(row, line);
-                    unroll::<N>(hot!(|q| acc = acc - *t.at(row, r0 + q as u32) * v[q]));
+                    unroll::<N>(hot!(|q| acc = (-*t.at(row, r0 + q as u32)).fma(v[q], acc)));
                     *x.at(row, line) = acc;
                 }
                 row += 1;

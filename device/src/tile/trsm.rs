@@ -85,17 +85,42 @@ pub(crate) fn substitute<T: Element>(
     forward: bool,
     unit: bool,
 ) {
-    let inverse: [T; N] = array(hot!(|q| if unit { T::ONE } else { T::ONE / at(q, q) }));
-    unroll::<N>(hot!(|step| {
-        let q = if forward { step } else { N - 1 - step };
-        if !unit {
-            v[q] = v[q] * inverse[q];
+    let inverse: [T; N] = array(hot!(|q| if unit { T::ONE } else { at(q, q).recip() }));
+    // One loop per direction, so that every index into `v` is a constant once unrolled: an index
+    // that depends on the runtime `forward` put `v` in local memory (Nsight Compute showed the
+    // solve's loads and stores going to `LDL`/`STL`).
+    if forward {
+        unroll::<N>(hot!(|q| eliminate(v, q, true, unit, &inverse, &at)));
+    } else {
+        unroll::<N>(hot!(|s| eliminate(
+            v,
+            N - 1 - s,
+            false,
+            unit,
+            &inverse,
+            &at
+        )));
+    }
+}
+
+/// Step `q` of [`substitute`]: `v[q]` becomes final, and the later rows lose its share.
+#[inline(always)]
+fn eliminate<T: Element>(
+    v: &mut [T; N],
+    q: usize,
+    forward: bool,
+    unit: bool,
+    inverse: &[T; N],
+    at: &impl Fn(usize, usize) -> T,
+) {
+    if !unit {
+        v[q] = v[q] * inverse[q];
+    }
+    let vq = v[q];
+    unroll::<N>(hot!(|k| {
+        if (forward && k > q) || (!forward && k < q) {
+            v[k] = (-at(k, q)).fma(vq, v[k]);
         }
-        unroll::<N>(hot!(|k| {
-            if (forward && k > q) || (!forward && k < q) {
-                v[k] = v[k] - at(k, q) * v[q];
-            }
-        }));
     }));
 }
 
@@ -105,8 +130,7 @@ pub(crate) fn substitute<T: Element>(
 /// `x` is valid memory that no other thread accesses during the call.
 #[inline(always)]
 pub(crate) unsafe fn scale<T: Element>(team: &Team, x: Gmat<T>, alpha: T) {
-    team.for_each_item(x.rows * x.cols, |e| {
-        let (r, c) = (e / x.cols, e % x.cols);
+    team.for_each_cell(x.rows, x.cols, |r, c| {
         // SAFETY: inside `x`.
         unsafe { *x.at(r, c) = alpha * *x.at(r, c) };
     });

@@ -20,6 +20,9 @@ pub(crate) struct Picked {
     pub resident: u32,
 }
 
+/// The dynamic shared memory a kernel may use per block without opting in.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 << 10;
+
 impl Gpu {
     /// Blocks of `function` that fit on the whole GPU at once with the block shape of `options`
     /// (`region` names the region in the error when none fits). Binds the context to the calling
@@ -31,6 +34,23 @@ impl Gpu {
         options: &Options,
     ) -> Result<u32, Error> {
         self.bind()?;
+        // Beyond 48 KiB a block's dynamic shared memory must be allowed per function first (up to
+        // the SM's opt-in limit, 227 KiB on the H100); without it no block fits, and the launch
+        // would fail with an invalid argument.
+        if options.shared_bytes > DEFAULT_DYNAMIC_SHARED {
+            function
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    i32::try_from(options.shared_bytes).unwrap_or(i32::MAX),
+                )
+                .map_err(|e| Error::Cuda {
+                    context: format!(
+                        "sizing region `{region}`: {} bytes of shared memory per block are more than this GPU allows",
+                        options.shared_bytes
+                    ),
+                    source: e,
+                })?;
+        }
         let per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(
                 options.threads,
