@@ -206,20 +206,13 @@ impl Team {
             return;
         }
         #[cfg(target_arch = "nvptx64")]
-        {
-            let (stride, start) = (self.threads(), self.warp * arch::WARP_SIZE + lane());
-            let (dr, dc) = (stride / cols, stride % cols);
-            let (mut r, mut c) = (start / cols, start % cols);
-            while r < rows {
-                f(r, c);
-                c += dc;
-                r += dr;
-                if c >= cols {
-                    c -= cols;
-                    r += 1;
-                }
-            }
-        }
+        step_cells(
+            self.warp * arch::WARP_SIZE + lane(),
+            self.threads(),
+            rows,
+            cols,
+            f,
+        );
         #[cfg(not(target_arch = "nvptx64"))]
         self.for_each_item(rows * cols, |i| f(i / cols, i % cols));
     }
@@ -250,9 +243,73 @@ impl Team {
     }
 }
 
+/// Calls `f(r, c)` for cells `start`, `start + stride`, … of a `rows × cols` grid numbered row by
+/// row (`cols > 0`), stepping from one to the next instead of dividing each.
+#[inline(always)]
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(dead_code, reason = "the GPU's; tested here")
+)]
+fn step_cells(start: u32, stride: u32, rows: u32, cols: u32, mut f: impl FnMut(u32, u32)) {
+    let (dr, dc) = (stride / cols, stride % cols);
+    let (mut r, mut c) = (start / cols, start % cols);
+    while r < rows {
+        f(r, c);
+        c += dc;
+        r += dr;
+        if c >= cols {
+            c -= cols;
+            r += 1;
+        }
+    }
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
-    use super::{Lanes, Team};
+    use super::{Lanes, Team, step_cells};
+
+    #[test]
+    fn cells_are_handed_out_once_each_as_items_are() {
+        for (warps, rows, cols) in [(4, 64, 64), (4, 48, 17), (1, 3, 100), (2, 0, 5), (3, 7, 0)] {
+            let mut seen = std::vec![0u32; (rows * cols) as usize];
+            for warp in 0..warps {
+                let team = Team::emulated(warps, warp);
+                let mut items = std::vec::Vec::new();
+                team.for_each_item(rows * cols, |i| items.push(i));
+                let mut cells = std::vec::Vec::new();
+                team.for_each_cell(rows, cols, |r, c| cells.push(r * cols + c));
+                assert_eq!(cells, items, "warp {warp} of {warps}, {rows} x {cols}");
+                for i in cells {
+                    seen[i as usize] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1));
+        }
+    }
+
+    #[test]
+    fn the_gpu_steps_through_the_cells_a_division_would_give() {
+        for (stride, rows, cols) in [
+            (128, 64, 64),
+            (128, 48, 48),
+            (96, 5, 256),
+            (32, 9, 7),
+            (64, 1, 1),
+        ] {
+            for start in 0..stride {
+                let mut stepped = std::vec::Vec::new();
+                step_cells(start, stride, rows, cols, |r, c| stepped.push((r, c)));
+                let divided: std::vec::Vec<_> = (start..rows * cols)
+                    .step_by(stride as usize)
+                    .map(|i| (i / cols, i % cols))
+                    .collect();
+                assert_eq!(
+                    stepped, divided,
+                    "start {start}, stride {stride}, {rows} x {cols}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn lanes_hold_one_value_per_lane_on_the_host() {

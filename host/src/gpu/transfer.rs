@@ -364,7 +364,7 @@ fn pipeline(
                 }
             });
         }
-        for k in 0..chunks {
+        for (k, parts_in) in copied.iter().enumerate() {
             if !alive() {
                 break;
             }
@@ -374,7 +374,7 @@ fn pipeline(
             }
             ready.store(k + 1, Ordering::Release);
             copy_part(k, 0);
-            if !wait(&|| copied[k].load(Ordering::Acquire) == threads) || !alive() {
+            if !wait(&|| parts_in.load(Ordering::Acquire) == threads) || !alive() {
                 break;
             }
             if let Err(e) = step(k, Stage::After) {
