@@ -1,13 +1,12 @@
-//! The small-tile paths of TRSM, POTRF and GETRF: the whole operand in shared memory.
+//! The small-tile paths of POTRF and GETRF: the whole tile in shared memory.
 //!
-//! One tile's factorization or solve sits on a blocked algorithm's critical path (Cholesky's
-//! POTRF → TRSM → SYRK chain), so what counts there is its latency, not its rate. Walked over
-//! global memory, each `16`-wide step of the blocked algorithms pays global latencies and one
-//! call of the multiply [`engine`](super::engine) whose staging and epilogue cost more than the
-//! `K = 16` product itself: on the H100 a 64-tile POTRF took 85 µs and a TRSM 79 µs where the
-//! 64³ GEMM took 13 µs (bench/results/panel-h100/).
+//! One tile's factorization sits on a blocked algorithm's critical path (Cholesky's POTRF → TRSM
+//! → SYRK chain), so what counts there is its latency, not its rate. Walked over global memory,
+//! each `16`-wide step of the blocked algorithm pays global latencies and one call of the
+//! multiply [`engine`](super::engine) for a `K = 16` trailing update whose staging and epilogue
+//! cost more than the product itself.
 //!
-//! When the operands fit in the block's scratch, the operations here copy them in once, run the
+//! When the tile fits in the block's scratch, the factorizations here copy it in once, run the
 //! same blocked algorithm on shared memory with plain multiply-adds, and copy the result out
 //! once:
 //!
@@ -18,6 +17,10 @@
 //! - [`solve_lines`] solves whole lines (columns of `X'` in `T·X' = B'`), a thread per line, with
 //!   no barrier: a line's blocks are substituted in registers and the rest of the line updated
 //!   at once.
+//!
+//! TRSM does not stage: a whole 64-tile solve this way, a thread per line, took 83 µs on the H100
+//! with both operands in shared memory and 123 µs with the triangle in global memory, against
+//! 67 µs for the engine's updates (bench/results/panel-h100/).
 //!
 //! The staged matrices are stored row-major with one element of padding per row, so that a warp
 //! walking down a column (the line solves, the diagonal block's loads) touches every bank once.

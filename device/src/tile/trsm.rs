@@ -30,7 +30,6 @@ use super::numeric::Element;
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
 use super::smem::Scratch;
-use super::staged::{self, Part, Room, copy};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
 
@@ -154,50 +153,6 @@ pub(crate) unsafe fn solve<S: Shape>(
     alpha: S::Elem,
 ) {
     let team = Team::new(block);
-    let (n, w) = (t.rows, x.cols);
-    let room = Room::of(block, 0);
-    // Only with the triangle staged too: read from global memory by every line's thread, it made
-    // the 64-tile solve 1.9x slower than the engine's updates (bench/results/panel-h100/).
-    if room.fits::<S::Elem>(&[(n, w), (n, n)]) {
-        // SAFETY: the caller's promise; the staged matrices fit in the scratch.
-        unsafe {
-            let (sx, room) = room.take::<S::Elem>(n, w);
-            let (st, _) = room.take::<S::Elem>(n, n);
-            copy(&team, x, sx, x, Part::All, alpha);
-            copy(&team, t, st, t, Part::All, S::Elem::ONE);
-            block.sync();
-            staged::solve_lines(&team, st, sx, forward, unit);
-            block.sync();
-            copy(&team, sx, x, x, Part::All, S::Elem::ONE);
-        }
-        block.sync();
-        return;
-    }
-    // SAFETY: the caller's promise.
-    unsafe { solve_global::<S>(block, &team, scratch, t, x, forward, unit, alpha) }
-}
-
-/// [`solve`] over global memory, the updates on the engine: for operands that do not fit in the
-/// scratch.
-///
-/// # Safety
-/// As for [`solve`].
-#[allow(
-    clippy::too_many_arguments,
-    reason = "`solve`'s arguments and the team"
-)]
-#[inline(always)]
-unsafe fn solve_global<S: Shape>(
-    block: &Block,
-    team: &Team,
-    scratch: Scratch,
-    t: Gmat<S::Elem>,
-    x: Gmat<S::Elem>,
-    forward: bool,
-    unit: bool,
-    alpha: S::Elem,
-) {
-    let team = *team;
     if alpha != S::Elem::ONE {
         // SAFETY: the caller's promise.
         unsafe { scale(&team, x, alpha) };
@@ -308,7 +263,7 @@ pub fn trsm<T: Tiled, const CHECKED: bool>(
 mod tests {
     use super::*;
     use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, config, on_block, on_block_staged, side, staged_bytes};
+    use crate::tile::testing::{Shared, config, on_block, side};
     use proptest::prelude::*;
 
     /// A well-scaled triangle: diagonal in `±[2, 3]`, the rest in `[-1, 1]`.
@@ -331,22 +286,14 @@ mod tests {
         alpha: f64,
         warps: u32,
         seed: u64,
-        staged: bool,
     ) {
         let n = if side == Side::Left { m } else { w };
         let a = triangle::<T>(n, seed);
         let mut b = Matrix::<T>::random(m, w, 1, seed + 1);
         let (sa, sb) = (Shared::of(&a.data), Shared::of_mut(&mut b.data));
         let (ra, rb) = (a.rect, b.rect);
-        // Staged: room for the right-hand side and the triangle.
-        let staged_room = staged_bytes::<T>(&[(n, if side == Side::Left { w } else { m }), (n, n)]);
         let bytes = 4 * T::Shape::stage_bytes(warps) as usize;
-        let bytes = if staged {
-            bytes.max(staged_room)
-        } else {
-            bytes
-        };
-        on_block_staged(warps, bytes, staged, |block| {
+        on_block(warps, bytes, |block| {
             trsm(
                 block,
                 side,
@@ -389,12 +336,11 @@ mod tests {
             warps in 1u32..=4,
             seed in 0u64..1000,
             f32 in any::<bool>(),
-            staged in any::<bool>(),
         ) {
             if f32 {
-                check::<f32>(dims, flags, alpha, warps, seed, staged);
+                check::<f32>(dims, flags, alpha, warps, seed);
             } else {
-                check::<f64>(dims, flags, alpha, warps, seed, staged);
+                check::<f64>(dims, flags, alpha, warps, seed);
             }
         }
     }
