@@ -147,9 +147,12 @@
 #| device/src/tile/factor.rs | cholesky_block | 3 | miri: A
 #| device/src/tile/factor.rs | lu_block | 3 | miri: A
 #| device/src/tile/factor.rs | potrf | 1 | miri: A
-#| device/src/tile/factor.rs | cholesky | 4 | miri: A
+#| device/src/tile/factor.rs | cholesky | 3 | miri: A
+#| device/src/tile/factor.rs | cholesky_global | 4 | miri: A
 #| device/src/tile/factor.rs | getrf | 1 | miri: A
-#| device/src/tile/factor.rs | lu | 4 | miri: A
+#| device/src/tile/factor.rs | lu | 3 | miri: A
+#| device/src/tile/factor.rs | lu_global | 4 | miri: A
+#| device/src/tile/factor.rs | staged_factor | 2 | miri: A
 #| device/src/tile/frag.rs | load | 2 | miri: A
 #| device/src/tile/frag.rs | load | 1 | not: unreachable, so no test runs it (the paired load: only accumulator layouts pair columns, and no operation loads an accumulator from shared memory)
 #| device/src/tile/frag.rs | load_words | 2 | miri: A
@@ -168,6 +171,8 @@
 #| device/src/tile/mma.rs | m16n8k8_tf32 | 1 | not: nvptx64 (mma.sync)
 #| device/src/tile/mma.rs | half_mma | 1 | not: nvptx64 (mma.sync)
 #| device/src/tile/numeric.rs | sqrt | 2 | not: nvptx64 (sqrt.rn)
+#| device/src/tile/numeric.rs | rsqrt | 2 | not: nvptx64 (rsqrt.approx)
+#| device/src/tile/numeric.rs | recip | 2 | not: nvptx64 (rcp.approx)
 #| device/src/tile/numeric.rs | round_tf32 | 1 | not: nvptx64 (cvt.rna.tf32)
 #| device/src/tile/operand.rs | new | 1 | miri: A
 #| device/src/tile/operand.rs | mat_raw | 1 | miri: A (the tests' operands)
@@ -199,6 +204,10 @@
 #| device/src/tile/testing.rs | mat | 1 | miri: A
 #| device/src/tile/testing.rs | mat_mut | 1 | miri: A
 #| device/src/tile/testing.rs | on_block | 2 | miri: A
+#| device/src/tile/staged.rs | take | 1 | miri: A
+#| device/src/tile/staged.rs | copy | 2 | miri: A
+#| device/src/tile/staged.rs | update | 3 | miri: A
+#| device/src/tile/staged.rs | solve_lines | 5 | miri: A
 #| device/src/tile/trsm.rs | trsm | 1 | miri: A
 #| device/src/tile/trsm.rs | scale | 2 | miri: A
 #| device/src/tile/trsm.rs | solve | 4 | miri: A
