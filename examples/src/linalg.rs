@@ -169,6 +169,9 @@ pub fn vendor_case<T: Scalar>(
     ))
 }
 
+/// The threads per block a variant gets unless it names a count (`@256`).
+pub const DEFAULT_THREADS: u32 = 128;
+
 /// One way of running the DSL's region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
@@ -178,6 +181,8 @@ pub struct Variant {
     pub policy: Policy,
     /// Index checks on.
     pub checked: bool,
+    /// Threads per task block.
+    pub threads: u32,
 }
 
 impl Variant {
@@ -188,6 +193,9 @@ impl Variant {
             label.push('/');
             label.push_str(self.policy.name());
         }
+        if self.threads != DEFAULT_THREADS {
+            label.push_str(&format!(" {}thr", self.threads));
+        }
         if self.checked {
             label.push_str(" checked");
         }
@@ -197,11 +205,18 @@ impl Variant {
 
 impl std::str::FromStr for Variant {
     type Err = String;
-    /// `persistent/static`, `barrier`, `graph:checked`, ...
+    /// `persistent/static`, `barrier`, `graph:checked`, `persistent/static@256:checked`, ...
     fn from_str(s: &str) -> Result<Self, String> {
         let (s, checked) = match s.strip_suffix(":checked") {
             Some(rest) => (rest, true),
             None => (s, false),
+        };
+        let (s, threads) = match s.split_once('@') {
+            Some((rest, t)) => match t.parse::<u32>() {
+                Ok(t) if t > 0 && t % 32 == 0 => (rest, t),
+                _ => return Err(format!("`{t}` is not a thread count (a multiple of 32)")),
+            },
+            None => (s, DEFAULT_THREADS),
         };
         let (backend, policy) = match s.split_once('/') {
             Some((b, p)) => (b, p.parse::<Policy>()?),
@@ -211,6 +226,7 @@ impl std::str::FromStr for Variant {
             backend: backend.parse::<Backend>()?,
             policy,
             checked,
+            threads,
         })
     }
 }
@@ -251,6 +267,7 @@ pub fn dsl_case<T: Scalar>(
             .backend(variant.backend)
             .policy(variant.policy)
             .checked(variant.checked)
+            .threads(variant.threads)
             .shared_bytes(shared_bytes);
         let report = region.run(runtime)?;
         walls.push(start.elapsed());

@@ -44,7 +44,8 @@ struct Cli {
     /// Tile side for --dsl, per size in --sizes order (one value: every size).
     #[arg(long, value_delimiter = ',', default_values_t = [64usize])]
     bs: Vec<usize>,
-    /// DSL variants: BACKEND[/POLICY][:checked], e.g. persistent/static, barrier:checked.
+    /// DSL variants: BACKEND[/POLICY][@THREADS][:checked], e.g. persistent/static,
+    /// persistent/static@256, barrier:checked.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("persistent/static"), String::from("persistent/grr"), String::from("barrier"), String::from("persistent/static:checked")])]
     variants: Vec<String>,
     /// Shared scratch per block for the tile operations (bytes).
