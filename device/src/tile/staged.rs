@@ -1,4 +1,4 @@
-//! The small-tile paths of POTRF and GETRF: the whole tile in shared memory.
+//! The small-tile paths of POTRF, GETRF and TRSM: the operands in shared memory.
 //!
 //! One tile's factorization sits on a blocked algorithm's critical path (Cholesky's POTRF → TRSM
 //! → SYRK chain), so what counts there is its latency, not its rate. Walked over global memory,
@@ -12,15 +12,17 @@
 //!
 //! - [`copy`] moves a matrix between global and shared memory, walking the global side along its
 //!   contiguous direction;
-//! - [`update`] is the `K = 16` trailing update `C −= A·B`, each thread keeping a column of `B`
-//!   in registers;
+//! - [`update`] is the `K = 16` trailing update `C −= A·B`, each thread multiplying `4 × 4`
+//!   blocks of `C` in registers;
 //! - [`solve_lines`] solves whole lines (columns of `X'` in `T·X' = B'`), a thread per line, with
 //!   no barrier: a line's blocks are substituted in registers and the rest of the line updated
 //!   at once.
 //!
-//! TRSM does not stage: a whole 64-tile solve this way, a thread per line, took 83 µs on the H100
-//! with both operands in shared memory and 123 µs with the triangle in global memory, against
-//! 67 µs for the engine's updates (bench/results/panel-h100/).
+//! TRSM stages its right-hand side (and its triangle, when both fit) and runs the blocked solve
+//! with [`update`] between the line solves ([`trsm`](super::trsm())). Its first staged version
+//! solved each whole line by one thread, with no blocking: the 64-tile solve then took 83 µs on
+//! the H100 with both operands in shared memory and 123 µs with the triangle in global memory,
+//! against 67 µs for the engine's updates (bench/results/panel-h100/).
 //!
 //! The staged matrices are stored row-major with one element of padding per row, so that a warp
 //! walking down a column (the line solves, the diagonal block's loads) touches every bank once.
@@ -103,6 +105,8 @@ pub(crate) enum Part {
     All,
     /// On and below the diagonal.
     Lower,
+    /// On and above the diagonal.
+    Upper,
 }
 
 /// `dst := α·src` over the elements `part` names, spread over the block's threads and walked
@@ -129,7 +133,12 @@ pub(crate) unsafe fn copy<T: Element>(
     };
     team.for_each_cell(outer, inner, |o, i| {
         let (r, c) = if along.trans { (i, o) } else { (o, i) };
-        if part == Part::All || c <= r {
+        let kept = match part {
+            Part::All => true,
+            Part::Lower => c <= r,
+            Part::Upper => r <= c,
+        };
+        if kept {
             // SAFETY: inside both matrices (the caller's promise).
             unsafe {
                 let v = *src.at(r, c);
@@ -139,12 +148,20 @@ pub(crate) unsafe fn copy<T: Element>(
     });
 }
 
+/// Side of the square block of `c` each thread updates in [`update`].
+const R: u32 = 4;
+const RU: usize = R as usize;
+
 /// `c −= a·b` for `a` of `c.rows × 16` and `b` of `16 × c.cols` (only `c`'s lower triangle when
-/// `part` is [`Part::Lower`]), spread over the block's threads: each keeps a column of `b` in
-/// registers and walks its share of the column's rows. No barrier.
+/// `part` is [`Part::Lower`]; `c` is then square), spread over the block's threads. Each thread
+/// updates `4 × 4` blocks of `c` in registers: per step of the sum it loads four values of `a`
+/// and four of `b` for sixteen independent multiply-adds. (A thread per column of `c`, one
+/// accumulator walking down its rows, made every update a chain of dependent multiply-adds: on
+/// the H100 each of the 64-tile POTRF's steps took about 7 µs.) No barrier.
 ///
 /// # Safety
-/// The matrices are valid, `c` overlaps neither operand, and no other thread accesses `c`.
+/// The matrices are valid, `c` overlaps neither operand, no other thread accesses `c`, and `c`'s
+/// sides are multiples of 16.
 #[inline(always)]
 pub(crate) unsafe fn update<T: Element>(
     team: &Team,
@@ -153,25 +170,45 @@ pub(crate) unsafe fn update<T: Element>(
     b: Gmat<T>,
     part: Part,
 ) {
-    let (rows, cols) = (c.rows, c.cols);
-    // Enough row groups that every thread has a column to work on.
-    let groups = team.threads().div_ceil(cols).max(1);
-    team.for_each_item(cols * groups, |item| {
-        let (col, group) = (item % cols, item / cols);
-        // SAFETY: inside `b` (the caller's promise).
-        let bq: [T; N] = array(hot!(|q| unsafe { *b.at(q as u32, col) }));
-        let first = if part == Part::Lower { col } else { 0 };
-        let mut row = first + group;
-        while row < rows {
-            // SAFETY: inside `a` and `c`.
-            unsafe {
-                let mut acc = *c.at(row, col);
-                unroll::<N>(hot!(|q| acc = (-*a.at(row, q as u32)).fma(bq[q], acc)));
-                *c.at(row, col) = acc;
+    let (rows, cols) = (c.rows / R, c.cols / R);
+    let block = |i: u32, j: u32| {
+        let (r0, c0) = (i * R, j * R);
+        // On a diagonal block of the lower triangle, only the cells on and below the diagonal.
+        let kept = |x: usize, y: usize| part != Part::Lower || c0 + y as u32 <= r0 + x as u32;
+        let mut acc: [[T; RU]; RU] = array(hot!(|x| array(hot!(|y| if kept(x, y) {
+            // SAFETY: inside `c` (the caller's promise).
+            unsafe { *c.at(r0 + x as u32, c0 + y as u32) }
+        } else {
+            T::ZERO
+        }))));
+        unroll::<N>(hot!(|q| {
+            // SAFETY: inside `a` and `b`.
+            let av: [T; RU] = array(hot!(|x| unsafe { *a.at(r0 + x as u32, q as u32) }));
+            // SAFETY: as above.
+            let bv: [T; RU] = array(hot!(|y| unsafe { *b.at(q as u32, c0 + y as u32) }));
+            unroll::<RU>(hot!(|x| unroll::<RU>(hot!(
+                |y| acc[x][y] = (-av[x]).fma(bv[y], acc[x][y])
+            ))));
+        }));
+        unroll::<RU>(hot!(|x| unroll::<RU>(hot!(|y| if kept(x, y) {
+            // SAFETY: inside `c`.
+            unsafe { *c.at(r0 + x as u32, c0 + y as u32) = acc[x][y] };
+        }))));
+    };
+    if part == Part::Lower {
+        // The triangle's blocks folded into a rectangle, so that no thread draws a block above
+        // the diagonal: row `i < rows / 2` holds block row `i` (`i + 1` blocks) and block row
+        // `rows - 1 - i` (`rows - i` blocks). `rows` is even (a side of 16k is 4k blocks).
+        team.for_each_cell(rows / 2, rows + 1, |i, j| {
+            if j <= i {
+                block(i, j)
+            } else {
+                block(rows - 1 - i, j - i - 1)
             }
-            row += groups;
-        }
-    });
+        });
+    } else {
+        team.for_each_cell(rows, cols, block);
+    }
 }
 
 /// `x := t⁻¹·x` for the `n × n` triangular `t` (lower and solved forward, or upper and solved
