@@ -206,11 +206,12 @@
 #| device/src/tile/testing.rs | on_block | 2 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A
 #| device/src/tile/staged.rs | copy | 2 | miri: A
-#| device/src/tile/staged.rs | update | 3 | miri: A
+#| device/src/tile/staged.rs | update | 5 | miri: A
 #| device/src/tile/staged.rs | solve_lines | 5 | miri: A
 #| device/src/tile/trsm.rs | trsm | 1 | miri: A
 #| device/src/tile/trsm.rs | scale | 2 | miri: A
-#| device/src/tile/trsm.rs | solve | 4 | miri: A
+#| device/src/tile/trsm.rs | solve | 5 | miri: A
+#| device/src/tile/trsm.rs | solve_staged | 2 | miri: A
 #| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)
 #| device/src/view.rs | array | 2 | miri: C (every task's arrays)

@@ -452,6 +452,21 @@ mod tests {
         }
     }
 
+    /// Every path on fixed small cases, so that Miri (one property case) runs each of them.
+    #[test]
+    fn every_path_solves_the_cholesky_and_lu_cases() {
+        for staged in [Staged::No, Staged::Rhs, Staged::Both] {
+            let cases = [
+                (Side::Right, Uplo::Lower, Op::T, Diag::NonUnit),
+                (Side::Left, Uplo::Lower, Op::N, Diag::Unit),
+                (Side::Left, Uplo::Upper, Op::T, Diag::NonUnit),
+            ];
+            for flags in cases {
+                check::<f64>((32, 16), flags, -0.5, 2, 7, staged);
+            }
+        }
+    }
+
     #[test]
     #[should_panic(expected = "tile::trsm: the output overlaps an input")]
     fn trsm_refuses_a_right_hand_side_over_its_triangle() {
