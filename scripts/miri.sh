@@ -206,7 +206,7 @@
 #| device/src/tile/testing.rs | on_block | 2 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A
 #| device/src/tile/staged.rs | copy | 2 | miri: A
-#| device/src/tile/staged.rs | update | 5 | miri: A
+#| device/src/tile/staged.rs | update | 4 | miri: A
 #| device/src/tile/staged.rs | solve_lines | 5 | miri: A
 #| device/src/tile/trsm.rs | trsm | 1 | miri: A
 #| device/src/tile/trsm.rs | scale | 2 | miri: A

@@ -12,8 +12,8 @@
 //!    registers and the block's coefficients read by every thread at once.
 //! 2. **Update**: the rows of `X'` still to solve lose the product of `T`'s column block and the
 //!    rows just solved, a `K = 16` multiply: when `X'` fits in the block's scratch it is staged
-//!    there (with `T` beside it if that fits too) and every thread multiplies `4 × 4` blocks in
-//!    registers ([`staged::update`](super::staged)); otherwise on the tensor cores (the
+//!    there (with `T` beside it if that fits too) and updated with multiply-adds on shared memory
+//!    ([`staged::update`](super::staged)); otherwise on the tensor cores (the
 //!    [`engine`](super::engine)) over global memory, written on `X` itself so that its stores
 //!    stay row-major.
 //!
@@ -222,9 +222,9 @@ pub(crate) unsafe fn solve<S: Shape>(
 
 /// [`solve`] on the right-hand side staged in shared memory, and the triangle too when it fits
 /// beside it (else read from global memory, where the cache keeps it after the first step). The
-/// same blocked algorithm with the updates done by [`update`]: every thread multiplies a
-/// `4 × 4` block in registers, where the engine's `K = 16` calls paid staging and an epilogue
-/// for each step (about 10 µs each on the H100; one 64-tile solve took 67 µs).
+/// same blocked algorithm with the updates done by [`update`] on shared memory, where the engine's
+/// `K = 16` calls paid staging and an epilogue for each step (about 10 µs each on the H100; one
+/// 64-tile solve took 67 µs).
 ///
 /// # Safety
 /// As for [`solve`]; `room` holds an `n × w` staged matrix.
