@@ -40,9 +40,10 @@ pub struct FactorArgs {
     /// call on device memory is timed (GPU backends; the CPU backend keeps it in host memory).
     #[arg(long)]
     pub resident: bool,
-    /// Shared scratch per block for the tile operations (bytes).
-    #[arg(long, default_value_t = cholesky::SHARED_BYTES)]
-    pub shared_bytes: u32,
+    /// Shared scratch per block for the tile operations (bytes; default: the example's own,
+    /// `cholesky::SHARED_BYTES` or `lu::SHARED_BYTES`).
+    #[arg(long)]
+    pub shared_bytes: Option<u32>,
     /// Also compare every element with the sequential reference factorization (O(n³) on the
     /// host: for small matrices).
     #[arg(long)]
@@ -56,6 +57,16 @@ pub enum Which {
     Cholesky,
     /// `A = L·U` without pivoting.
     Lu,
+}
+
+impl Which {
+    /// The shared scratch its example's tasks ask for.
+    pub fn shared_bytes(self) -> u32 {
+        match self {
+            Self::Cholesky => cholesky::SHARED_BYTES,
+            Self::Lu => lu::SHARED_BYTES,
+        }
+    }
 }
 
 /// The regions of one element type.
@@ -123,6 +134,7 @@ fn factor<T: Tiled>(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let (nb, bs) = (args.nb, args.bs);
     let n = nb * bs;
+    let shared_bytes = args.shared_bytes.unwrap_or(which.shared_bytes());
     let (input, flops, tasks): (Vec<T>, f64, usize) = match which {
         Which::Cholesky => (
             spd(nb, bs, 42),
@@ -139,7 +151,7 @@ fn factor<T: Tiled>(
         "{which:?} {}: n = {n} ({nb} x {nb} tiles of {bs}), {tasks} tasks, {} matrix, {} bytes of shared scratch",
         T::NAME,
         if args.resident { "resident" } else { "host" },
-        args.shared_bytes
+        shared_bytes
     );
     let mut a = input.clone();
     let (mut kernel, mut wall) = (Vec::new(), Vec::new());
@@ -147,7 +159,7 @@ fn factor<T: Tiled>(
         let (report, took) = if args.resident {
             let mut dev = runtime.upload(&input)?;
             let start = Instant::now();
-            let region = T::resident(which, &mut dev, nb, bs).shared_bytes(args.shared_bytes);
+            let region = T::resident(which, &mut dev, nb, bs).shared_bytes(shared_bytes);
             let report = run.apply(region).run(runtime)?;
             let took = start.elapsed();
             a = dev.download()?;
@@ -155,7 +167,7 @@ fn factor<T: Tiled>(
         } else {
             a.copy_from_slice(&input);
             let start = Instant::now();
-            let region = T::host(which, &mut a, nb, bs).shared_bytes(args.shared_bytes);
+            let region = T::host(which, &mut a, nb, bs).shared_bytes(shared_bytes);
             let report = run.apply(region).run(runtime)?;
             (report, start.elapsed())
         };

@@ -29,6 +29,14 @@ pub enum Which {
 }
 
 impl Which {
+    /// The shared scratch its example's tasks ask for.
+    pub fn shared_bytes(self) -> u32 {
+        match self {
+            Self::Cholesky => cholesky::SHARED_BYTES,
+            Self::Lu => lu::SHARED_BYTES,
+        }
+    }
+
     /// Its name in tables.
     pub fn name(self) -> &'static str {
         match self {

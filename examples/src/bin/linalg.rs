@@ -48,9 +48,10 @@ struct Cli {
     /// persistent/static@256, barrier:checked.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("persistent/static"), String::from("persistent/grr"), String::from("barrier"), String::from("persistent/static:checked")])]
     variants: Vec<String>,
-    /// Shared scratch per block for the tile operations (bytes).
-    #[arg(long, default_value_t = taskweave_kernels::cholesky::SHARED_BYTES)]
-    shared_bytes: u32,
+    /// Shared scratch per block for the tile operations (bytes; default: each example's own,
+    /// `cholesky::SHARED_BYTES` and `lu::SHARED_BYTES`).
+    #[arg(long)]
+    shared_bytes: Option<u32>,
     /// Tile sides for the batched GEMM, each with as many tiles as make 2^28 bytes of f64.
     #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256])]
     tiles: Vec<usize>,
@@ -291,7 +292,7 @@ where
                     runtime,
                     &case,
                     variant,
-                    cli.shared_bytes,
+                    cli.shared_bytes.unwrap_or(which.shared_bytes()),
                     &a,
                     &factor,
                     cli.reps,
