@@ -340,3 +340,32 @@ pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variant_names_its_backend_policy_threads_plan_and_checks() {
+        let v: Variant = "persistent/static@256+plan:checked".parse().unwrap();
+        assert_eq!(
+            (v.backend, v.policy, v.threads, v.planned, v.checked),
+            (Backend::Persistent, Policy::Static, 256, true, true)
+        );
+        assert_eq!(v.label(), "persistent/static 256thr checked planned");
+        let v: Variant = "barrier".parse().unwrap();
+        assert_eq!(
+            (v.backend, v.threads, v.planned, v.checked),
+            (Backend::Barrier, DEFAULT_THREADS, false, false)
+        );
+        assert_eq!(v.label(), "barrier");
+    }
+
+    #[test]
+    fn a_thread_count_that_is_not_whole_warps_is_refused() {
+        for bad in ["persistent/static@100", "barrier@0", "barrier@many"] {
+            let err = bad.parse::<Variant>().unwrap_err();
+            assert!(err.contains("is not a thread count"), "{bad}: {err}");
+        }
+    }
+}
