@@ -26,6 +26,7 @@ use super::gemm::triangle;
 use super::lanes::{Lanes, Team};
 use super::numeric::Element;
 use super::operand::MatMut;
+use super::regs::{self, Kind};
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::staged::{self, Part, Room, copy, update};
@@ -225,6 +226,10 @@ unsafe fn cholesky<T: Tiled>(block: &Block, l: Gmat<T>) -> Result<(), usize> {
     let (flags, scratch) = split(block);
     let n = l.rows;
     let room = Room::of(block, 16);
+    // SAFETY: the caller's promise; the room is the scratch after the flags.
+    if let Some(result) = unsafe { regs::factor(block, &team, room, l, Kind::Cholesky) } {
+        return result;
+    }
     if room.fits::<T>(&[(n, n)]) {
         // SAFETY: the caller's promise; the staged tile fits in the scratch after the flags.
         return unsafe { staged_factor(block, &team, &flags, room, l, Part::Lower) };
@@ -307,6 +312,10 @@ unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
     let (flags, scratch) = split(block);
     let n = ga.rows;
     let room = Room::of(block, 16);
+    // SAFETY: as in `cholesky`.
+    if let Some(result) = unsafe { regs::factor(block, &team, room, ga, Kind::Lu) } {
+        return result;
+    }
     if room.fits::<T>(&[(n, n)]) {
         // SAFETY: the caller's promise; the staged tile fits in the scratch after the flags.
         return unsafe { staged_factor(block, &team, &flags, room, ga, Part::All) };

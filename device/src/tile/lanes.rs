@@ -119,6 +119,25 @@ impl<T: Copy> Lanes<T> {
 }
 
 impl<T: super::numeric::Element> Lanes<T> {
+    /// Lane `src(l)`'s value in each lane `l`: a warp shuffle (`shfl.sync.idx` with a source per
+    /// lane, one per 32 bits) on the GPU, where every lane of the warp must call it.
+    #[inline(always)]
+    pub fn gather(self, src: impl Fn(u32) -> u32) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (bits, from) = (self.0.to_bits64(), src(lane()));
+            let lo = arch::shfl_idx(bits as u32, from);
+            let hi = if size_of::<T>() > 4 {
+                arch::shfl_idx((bits >> 32) as u32, from)
+            } else {
+                0
+            };
+            Self(T::from_bits64(u64::from(lo) | (u64::from(hi) << 32)))
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        Self(core::array::from_fn(|l| self.0[src(l as u32) as usize]))
+    }
+
     /// Lane `src`'s value, in every lane: a warp shuffle (`shfl.sync.idx`, one per 32 bits) on
     /// the GPU, where every lane of the warp must call it with the same `src`.
     #[inline(always)]

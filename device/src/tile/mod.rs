@@ -26,6 +26,7 @@ pub mod numeric;
 pub mod operand;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod reference;
+mod regs;
 pub mod shapes;
 pub mod smem;
 mod staged;

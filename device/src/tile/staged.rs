@@ -76,6 +76,20 @@ impl Room {
             <= self.bytes
     }
 
+    /// `len` elements of `T` at the start of the room and the room after it (rounded up to 16
+    /// bytes), or `None` when they do not fit.
+    #[inline(always)]
+    pub(crate) fn take_array<T>(self, len: usize) -> Option<(*mut T, Self)> {
+        let need = (len * size_of::<T>()).next_multiple_of(16);
+        (need <= self.bytes).then(|| {
+            let rest = Self {
+                base: self.base.wrapping_add(need),
+                bytes: self.bytes - need,
+            };
+            (self.base.cast(), rest)
+        })
+    }
+
     /// A padded `rows × cols` matrix at the start of the room, and the room after it.
     ///
     /// # Safety

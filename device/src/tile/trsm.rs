@@ -31,6 +31,7 @@ use super::flags::{Diag, Op, Side, Uplo};
 use super::lanes::Team;
 use super::numeric::Element;
 use super::operand::{MatMut, MatRef};
+use super::regs;
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::staged::{Part, Room, copy, update};
@@ -159,6 +160,10 @@ pub(crate) unsafe fn solve<S: Shape>(
     let team = Team::new(block);
     let (n, w) = (t.rows, x.cols);
     let room = Room::of(block, 0);
+    // SAFETY: the caller's promise; the room is the block's scratch.
+    if unsafe { regs::solve(block, &team, room, t, x, forward, unit, alpha) } {
+        return;
+    }
     if room.fits::<S::Elem>(&[(n, w)]) {
         // SAFETY: the caller's promise; the staged matrices fit in the scratch.
         unsafe { solve_staged(block, &team, room, t, x, forward, unit, alpha) };

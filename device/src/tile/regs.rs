@@ -1,0 +1,765 @@
+//! The small tiles of a factorization's critical path held in registers: TRSM, POTRF and GETRF of
+//! tiles of side 16, 32 or 64.
+//!
+//! A blocked Cholesky or LU waits, at every block column, on one tile's factorization and one
+//! tile's triangular solve: their latency, not their rate, sets the factorization's span. The
+//! blocked paths ([`staged`](super::staged), the [`engine`](super::engine)) walk the tile in
+//! 16-wide steps, each a line solve, a barrier and a `K = 16` update over shared memory, and one
+//! 64-tile took 46–49 µs on the H100 inside a factorization (bench/results/panel-h100/).
+//!
+//! Here the tile never leaves registers. It is cut into **lines** (the rows of the tile being
+//! factored; the independent right-hand sides of a solve), and each line into four quarters of
+//! [`E`] = 16 entries (two for 32-tiles, one for 16-tiles): a lane holds one quarter of [`R`] = 2
+//! lines, 32 values, and the lanes that hold one line's quarters are neighbours in a warp. Each
+//! step of the unblocked algorithm then is:
+//!
+//! - **TRSM**: the lane holding entry `q` of a line scales it by the pivot's reciprocal and hands
+//!   it to the line's other lanes with a warp shuffle; every lane subtracts its multiple from the
+//!   entries after `q`, reading the triangle's column `q` from shared memory. The lines are
+//!   independent, so the solve has no barrier at all.
+//! - **POTRF and GETRF**: column `j` (and, for GETRF, row `j`) is needed by every line, so the
+//!   lanes that hold it write it to a small exchange buffer and the block meets at one barrier
+//!   per column; then every lane updates its own entries after `j`.
+//!
+//! The step index selects a register, and a register array stays in registers only when every
+//! index into it is a constant: each 16-step block is unrolled, so the register a step reads is
+//! fixed, and only which quarter owns it is a runtime question (a predicate).
+//!
+//! | operation | shared memory (elements of `T`) | threads |
+//! | --- | --- | --- |
+//! | TRSM, side `n` | `4·(16n + 1) + n` for `n = 64` (`(n/16)·(16n + 1) + n`) | any multiple of 32 |
+//! | POTRF, GETRF, side `n` | `2·(n + n/16)` (POTRF), twice that (GETRF) | at least `n²/32` |
+//!
+//! The operations fall back to the blocked paths for other sides, too little scratch or (the
+//! factorizations) too few threads.
+
+use super::engine::Gmat;
+use super::lanes::{Lanes, Team};
+use super::numeric::Element;
+use super::staged::Room;
+use super::unroll::{array, hot, unroll};
+use crate::Block;
+use crate::arch;
+
+/// Entries of one line that one lane holds.
+pub(crate) const E: usize = 16;
+/// Lines that one lane holds.
+const R: usize = 2;
+
+/// What one lane holds: entries `16·h + k` of its lines, `regs[i][k]` for line `i` (`h` is the
+/// lane's quarter).
+type Regs<T> = [[Lanes<T>; E]; R];
+
+/// How an `n`-line tile maps onto the lanes of a block.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Lanes per line (`n / 16`): a power of two, so that they are neighbours in one warp.
+    parts: u32,
+    /// The line groups (of [`R`] lines) before the calling warp's first.
+    warp_first: u32,
+}
+
+impl Layout {
+    /// The layout of lines of `n` entries for `team`, if `n` is 16, 32 or 64.
+    #[inline(always)]
+    fn of(n: u32, team: &Team) -> Option<Self> {
+        matches!(n, 16 | 32 | 64).then(|| {
+            let parts = n / E as u32;
+            Self {
+                parts,
+                warp_first: team.warp() * (arch::WARP_SIZE / parts),
+            }
+        })
+    }
+
+    /// The line groups a block of `team`'s size holds at once.
+    #[inline(always)]
+    fn groups(self, team: &Team) -> u32 {
+        team.warps() * (arch::WARP_SIZE / self.parts)
+    }
+
+    /// The quarter of its lines that `lane` holds.
+    #[inline(always)]
+    fn part(self, lane: u32) -> u32 {
+        lane & (self.parts - 1)
+    }
+
+    /// The line group that `lane` of the calling warp holds.
+    #[inline(always)]
+    fn group(self, lane: u32) -> u32 {
+        self.warp_first + lane / self.parts
+    }
+
+    /// The first lane of `lane`'s group.
+    #[inline(always)]
+    fn leader(self, lane: u32) -> u32 {
+        lane & !(self.parts - 1)
+    }
+}
+
+/// Where entry `c` of a line sits in an exchange buffer: a gap after each quarter, so that the
+/// four quarters' lanes reading one entry each hit four different banks.
+#[inline(always)]
+fn pos(c: u32) -> usize {
+    (c + c / E as u32) as usize
+}
+
+/// `x := α·t⁻¹·x` for the `n × n` triangular `t` (lower and solved forward, or upper and solved
+/// backward; a unit diagonal when `unit`) and each column (line) of the `n × w` matrix `x`, in
+/// registers (module docs). Returns `false`, having done nothing, when `n` is not 16, 32 or 64 or
+/// `room` cannot hold the staged triangle. Every thread of the block calls it; it ends with a
+/// barrier when it returns `true`.
+///
+/// # Safety
+/// `t` and `x` are valid memory that no other thread accesses during the call, and they do not
+/// overlap; `room` is the block's and unused until the call returns.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the solve's operands and its room"
+)]
+#[inline(always)]
+pub(crate) unsafe fn solve<T: Element>(
+    block: &Block,
+    team: &Team,
+    room: Room,
+    t: Gmat<T>,
+    x: Gmat<T>,
+    forward: bool,
+    unit: bool,
+    alpha: T,
+) -> bool {
+    let (n, w) = (t.rows, x.cols);
+    let Some(layout) = Layout::of(n, team) else {
+        return false;
+    };
+    // The triangle by quarters of its rows: plane `h` holds `t[16h + k][q]` at `q·16 + k`, one
+    // element of padding after each plane; then the diagonal's reciprocals.
+    let plane = n as usize * E + 1;
+    let Some((tt, room)) = room.take_array::<T>(layout.parts as usize * plane) else {
+        return false;
+    };
+    let Some((inverse, _)) = room.take_array::<T>(n as usize) else {
+        return false;
+    };
+    // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
+    unsafe {
+        stage_triangle(team, t, tt, plane, forward);
+        if !unit {
+            team.for_each_item(n, |q| *inverse.add(q as usize) = (*t.at(q, q)).recip());
+        }
+    }
+    block.sync();
+    let per_round = layout.groups(team) * R as u32;
+    let mut first = 0;
+    while first < w {
+        let line = |lane: u32, i: usize| first + R as u32 * layout.group(lane) + i as u32;
+        // Warp-uniform: a warp with no line this round skips its shuffles as a whole.
+        if line(0, 0) < w {
+            let entry = |lane: u32, k: usize| E as u32 * layout.part(lane) + k as u32;
+            let mut regs: Regs<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+                let l = line(lane, i);
+                if l < w {
+                    // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
+                    let v = unsafe { *x.at(entry(lane, k), l) };
+                    if alpha == T::ONE { v } else { alpha * v }
+                } else {
+                    T::ZERO
+                }
+            })))));
+            let step = |regs: &mut Regs<T>, b: u32, k0: usize| {
+                // SAFETY: inside the staged triangle and the reciprocals.
+                unsafe { substitute(regs, layout, tt, plane, inverse, b, k0, forward, unit) }
+            };
+            if forward {
+                for b in 0..layout.parts {
+                    unroll::<E>(hot!(|k0| step(&mut regs, b, k0)));
+                }
+            } else {
+                for b in (0..layout.parts).rev() {
+                    unroll::<E>(hot!(|s| step(&mut regs, b, E - 1 - s)));
+                }
+            }
+            unroll::<R>(hot!(|i| unroll::<E>(hot!(|k| regs[i][k].for_each(
+                |lane, v| {
+                    let l = line(lane, i);
+                    if l < w {
+                        // SAFETY: as for the loads.
+                        unsafe { *x.at(entry(lane, k), l) = v };
+                    }
+                }
+            )))));
+        }
+        first += per_round;
+    }
+    block.sync();
+    true
+}
+
+/// Copies the `forward` (lower) or backward (upper) triangle of `t` into quarter planes at `tt`
+/// (see [`solve`]), walking `t`'s stored rows so that the global reads coalesce. No barrier.
+///
+/// # Safety
+/// `t` is valid; `tt` holds `n / 16` planes of `plane` elements that no other thread accesses.
+#[inline(always)]
+unsafe fn stage_triangle<T: Element>(
+    team: &Team,
+    t: Gmat<T>,
+    tt: *mut T,
+    plane: usize,
+    forward: bool,
+) {
+    let n = t.rows;
+    team.for_each_cell(n, n, |o, i| {
+        let (k, q) = if t.trans { (i, o) } else { (o, i) };
+        if (forward && k >= q) || (!forward && k <= q) {
+            let (h, kk) = (k as usize / E, k as usize % E);
+            // SAFETY: inside `t` and the planes (the caller's promise).
+            unsafe { *tt.add(h * plane + q as usize * E + kk) = *t.at(k, q) };
+        }
+    });
+}
+
+/// Step `q = 16·b + k0` of [`solve`]: entry `q` of every line becomes final, and the entries after
+/// it (before it, backward) lose its multiple.
+///
+/// # Safety
+/// `tt` and `inverse` hold the staged triangle and its reciprocals.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one step's registers, place and triangle"
+)]
+#[inline(always)]
+unsafe fn substitute<T: Element>(
+    regs: &mut Regs<T>,
+    layout: Layout,
+    tt: *const T,
+    plane: usize,
+    inverse: *const T,
+    b: u32,
+    k0: usize,
+    forward: bool,
+    unit: bool,
+) {
+    let q = E as u32 * b + k0 as u32;
+    let scale = if unit {
+        T::ONE
+    } else {
+        // SAFETY: inside the reciprocals (the caller's promise); one address for the whole warp.
+        unsafe { *inverse.add(q as usize) }
+    };
+    let owner = |lane: u32| layout.leader(lane) | b;
+    let solved: [Lanes<T>; R] = array(hot!(|i| {
+        let mine = if unit {
+            regs[i][k0]
+        } else {
+            regs[i][k0].map(|v| v * scale)
+        };
+        mine.gather(owner)
+    }));
+    unroll::<R>(hot!(|i| {
+        regs[i][k0] = regs[i][k0]
+            .zip(solved[i], |old, v| (old, v))
+            .map_lane(|lane, (old, v)| if layout.part(lane) == b { v } else { old });
+    }));
+    unroll::<E>(hot!(|k| {
+        // Entry 16·h + k comes after q (forward) when h > b, or h == b and k > k0.
+        let later = if forward { k > k0 } else { k < k0 };
+        let coefficient = Lanes::from_fn(|lane| {
+            let h = layout.part(lane) as usize;
+            // SAFETY: inside plane `h` (the caller's promise).
+            unsafe { *tt.add(h * plane + q as usize * E + k) }
+        });
+        unroll::<R>(hot!(|i| {
+            regs[i][k] = regs[i][k]
+                .zip(coefficient, |x, c| (x, c))
+                .zip(solved[i], |(x, c), v| (x, c, v))
+                .map_lane(|lane, (x, c, v)| {
+                    let h = layout.part(lane);
+                    let after = match (forward, later) {
+                        (true, true) => h >= b,
+                        (true, false) => h > b,
+                        (false, true) => h <= b,
+                        (false, false) => h < b,
+                    };
+                    if after { (-c).fma(v, x) } else { x }
+                });
+        }));
+    }));
+}
+
+/// Which factorization [`factor`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// POTRF: `A = L·Lᵀ` in the lower triangle.
+    Cholesky,
+    /// GETRF without pivoting: unit-lower `L` below the diagonal, `U` on and above.
+    Lu,
+}
+
+/// POTRF or GETRF of the square tile `a` in registers (module docs): the lines are `a`'s rows.
+/// Returns `None`, having done nothing, when the side is not 16, 32 or 64, the block has fewer
+/// than `n²/32` threads, or `room` cannot hold the exchange buffers; else the factorization's
+/// result as [`potrf`](super::potrf()) and [`getrf`](super::getrf()) give it. Every thread of the
+/// block calls it and gets the same result; it ends with a barrier.
+///
+/// # Safety
+/// `a` is valid memory that only this block accesses during the call; `room` is the block's and
+/// unused until the call returns.
+#[inline(always)]
+pub(crate) unsafe fn factor<T: Element>(
+    block: &Block,
+    team: &Team,
+    room: Room,
+    a: Gmat<T>,
+    kind: Kind,
+) -> Option<Result<(), usize>> {
+    let n = a.rows;
+    let layout = Layout::of(n, team)?;
+    if layout.groups(team) * (R as u32) < n {
+        return None;
+    }
+    // Two exchange buffers (a step's column, and for LU its row), alternating by step parity so
+    // that one barrier per step suffices: a buffer is written again two steps later, after every
+    // thread has passed the barrier that ends the reads of the step between.
+    let stride = pos(n);
+    let buffers = if kind == Kind::Lu { 4 } else { 2 };
+    let (exchange, _) = room.take_array::<T>(buffers * stride)?;
+    let row = |lane: u32, i: usize| R as u32 * layout.group(lane) + i as u32;
+    let entry = |lane: u32, k: usize| E as u32 * layout.part(lane) + k as u32;
+    // Lower triangle only for Cholesky: the upper one is neither read nor written.
+    let kept = |r: u32, c: u32| r < n && (kind == Kind::Lu || c <= r);
+    let mut regs: Regs<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+        let (r, c) = (row(lane, i), entry(lane, k));
+        if kept(r, c) {
+            // SAFETY: inside `a` (the caller's promise).
+            unsafe { *a.at(r, c) }
+        } else {
+            T::ZERO
+        }
+    })))));
+    let mut failed = None;
+    for b in 0..layout.parts {
+        unroll::<E>(hot!(|k0| {
+            if failed.is_none() {
+                // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
+                // step is k0's, 16 being even.
+                let column = unsafe { exchange.add((k0 % 2) * stride) };
+                let pivots = exchange.wrapping_add((2 + k0 % 2) * stride);
+                // SAFETY: as above; `a` is held in the registers.
+                failed =
+                    unsafe { eliminate(block, layout, &mut regs, column, pivots, n, b, k0, kind) };
+            }
+        }));
+        if failed.is_some() {
+            break;
+        }
+    }
+    unroll::<R>(hot!(|i| unroll::<E>(hot!(|k| regs[i][k].for_each(
+        |lane, v| {
+            let (r, c) = (row(lane, i), entry(lane, k));
+            if kept(r, c) {
+                // SAFETY: as for the loads.
+                unsafe { *a.at(r, c) = v };
+            }
+        }
+    )))));
+    block.sync();
+    Some(failed.map_or(Ok(()), Err))
+}
+
+/// Step `j = 16·b + k0` of [`factor`]: column `j` (and row `j`, LU) is published, the block meets,
+/// and every lane finishes column `j` of its lines and updates its entries after `j`. Returns the
+/// step when its pivot fails (not positive, Cholesky; zero, LU), the same in every thread.
+///
+/// # Safety
+/// `column` and `pivots` are this step's exchange buffers ([`pos`]`(n)` elements each; `pivots`
+/// only for LU).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one step's registers, place and buffers"
+)]
+#[inline(always)]
+unsafe fn eliminate<T: Element>(
+    block: &Block,
+    layout: Layout,
+    regs: &mut Regs<T>,
+    column: *mut T,
+    pivots: *mut T,
+    n: u32,
+    b: u32,
+    k0: usize,
+    kind: Kind,
+) -> Option<usize> {
+    let j = E as u32 * b + k0 as u32;
+    let row = |lane: u32, i: usize| R as u32 * layout.group(lane) + i as u32;
+    // Publish column j (rows j and after) from the lanes holding quarter b.
+    unroll::<R>(hot!(|i| regs[i][k0].for_each(|lane, v| {
+        let r = row(lane, i);
+        if layout.part(lane) == b && r >= j && r < n {
+            // SAFETY: inside the buffer (`r < n`).
+            unsafe { *column.add(pos(r)) = v };
+        }
+    })));
+    // LU: and row j (columns after j) from the lanes holding line j, in one warp.
+    let (group, groups) = (j / R as u32, arch::WARP_SIZE / layout.parts);
+    if kind == Kind::Lu && group >= layout.warp_first && group < layout.warp_first + groups {
+        let i = (j % R as u32) as usize;
+        unroll::<R>(hot!(|ii| {
+            if ii == i {
+                unroll::<E>(hot!(|k| regs[ii][k].for_each(|lane, v| {
+                    let c = E as u32 * layout.part(lane) + k as u32;
+                    if row(lane, ii) == j && c > j {
+                        // SAFETY: inside the buffer (`c < n`).
+                        unsafe { *pivots.add(pos(c)) = v };
+                    }
+                })));
+            }
+        }));
+    }
+    block.sync();
+    // SAFETY: written before the barrier by the lane holding (j, j).
+    let d = unsafe { *column.add(pos(j)) };
+    let (scale, factor) = match kind {
+        Kind::Cholesky => {
+            // Not positive, NaN included.
+            if d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater) {
+                return Some(j as usize);
+            }
+            let s = d.rsqrt();
+            // L[r][j] = a[r][j]·s; the update subtracts a[r][j]·a[c][j]·s².
+            (s, s * s)
+        }
+        Kind::Lu => {
+            if d == T::ZERO {
+                return Some(j as usize);
+            }
+            let inverse = d.recip();
+            (inverse, inverse)
+        }
+    };
+    // Each lane's multiplier per line: its row's entry of column j, times `factor` (zero for rows
+    // not after j, whose entries after j stay: LU's U, Cholesky's unused upper triangle).
+    let multipliers: [Lanes<T>; R] = array(hot!(|i| Lanes::from_fn(|lane| {
+        let r = row(lane, i);
+        if r > j && r < n {
+            // SAFETY: written before the barrier (rows j and after).
+            unsafe { *column.add(pos(r)) * factor }
+        } else {
+            T::ZERO
+        }
+    })));
+    // Finish column j: L[r][j] (and Cholesky's pivot, √d).
+    unroll::<R>(hot!(|i| {
+        regs[i][k0] = regs[i][k0].map_lane(|lane, v| {
+            let r = row(lane, i);
+            if layout.part(lane) != b || r < j {
+                v
+            } else if r == j {
+                if kind == Kind::Cholesky { d * scale } else { v }
+            } else {
+                v * scale
+            }
+        });
+    }));
+    // The entries after j: a[r][c] −= m_r·x_c, x_c being column j's entry at row c (Cholesky) or
+    // row j's entry at column c (LU).
+    let source = if kind == Kind::Cholesky {
+        column
+    } else {
+        pivots
+    };
+    unroll::<E>(hot!(|k| {
+        let later = k > k0;
+        let x = Lanes::from_fn(|lane| {
+            let c = E as u32 * layout.part(lane) + k as u32;
+            // SAFETY: inside the buffer; entries before j are stale and not used.
+            unsafe { *source.add(pos(c)) }
+        });
+        unroll::<R>(hot!(|i| {
+            regs[i][k] = regs[i][k]
+                .zip(x, |v, x| (v, x))
+                .zip(multipliers[i], |(v, x), m| (v, x, m))
+                .map_lane(|lane, (v, x, m)| {
+                    let h = layout.part(lane);
+                    let after = if later { h >= b } else { h > b };
+                    if after { (-m).fma(x, v) } else { v }
+                });
+        }));
+    }));
+    None
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::tile::args::{gmat, gmat_mut};
+    use crate::tile::flags::{Diag, Op, Side, Uplo};
+    use crate::tile::reference::{self, Matrix};
+    use crate::tile::testing::{Shared, on_block};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Scratch enough for every operation here.
+    const SCRATCH: usize = 40 * 1024;
+
+    /// A triangle with its diagonal in `±[2, 3]` (the rest in `[-1, 1]`).
+    fn triangle<T: Element>(n: usize, seed: u64) -> Matrix<T> {
+        let m = Matrix::<T>::random(n, n, 3, seed);
+        let v = m.dense();
+        m.from_fn(|i, j| {
+            let x = v[i * n + j];
+            if i == j {
+                x.signum() * (2.0 + x.abs())
+            } else {
+                x
+            }
+        })
+    }
+
+    /// Runs [`solve`] on `T·X = α·B` (`X` stored as is, or as the transpose of a `w × n` matrix)
+    /// in `scratch` bytes and checks the residual; returns whether the registers took it (when
+    /// they did not, checks that nothing moved).
+    fn solve_in<T: Element>(
+        scratch: usize,
+        n: usize,
+        w: usize,
+        warps: u32,
+        forward: bool,
+        unit: bool,
+        trans: bool,
+    ) -> bool {
+        let a = triangle::<T>(n, n as u64 + w as u64);
+        let (rows, cols) = if trans { (w, n) } else { (n, w) };
+        let mut b = Matrix::<T>::random(rows, cols, 1, 5 + warps as u64);
+        let (sa, sb, ra, rb) = (
+            Shared::of(&a.data),
+            Shared::of_mut(&mut b.data),
+            a.rect,
+            b.rect,
+        );
+        let taken = AtomicBool::new(true);
+        let alpha = -0.5;
+        on_block(warps, scratch, |block| {
+            let team = Team::new(block);
+            let t = gmat(&sa.mat(ra), Op::N);
+            let x = gmat_mut(&sb.mat_mut(rb));
+            let x = if trans { x.t() } else { x };
+            // SAFETY: the test's matrices, disjoint; the scratch is the block's.
+            let done = unsafe {
+                solve(
+                    block,
+                    &team,
+                    Room::of(block, 0),
+                    t,
+                    x,
+                    forward,
+                    unit,
+                    T::from_f64(alpha),
+                )
+            };
+            taken.fetch_and(done, Ordering::Relaxed);
+        });
+        if !taken.load(Ordering::Relaxed) {
+            assert_eq!(
+                b.data, b.before,
+                "a declined solve leaves the right-hand side alone"
+            );
+            return false;
+        }
+        let uplo = if forward { Uplo::Lower } else { Uplo::Upper };
+        let diag = if unit { Diag::Unit } else { Diag::NonUnit };
+        // X stored as Xᵀ: B·Tᵀ = α·B₀, a right-side solve with the transpose.
+        let (side, op) = if trans {
+            (Side::Right, Op::T)
+        } else {
+            (Side::Left, Op::N)
+        };
+        let (residual, scale) = reference::trsm_residual(side, uplo, op, diag, alpha, &a, &b);
+        let what = std::format!(
+            "registers' trsm n {n} w {w} warps {warps} forward {forward} unit {unit} trans {trans}"
+        );
+        reference::assert_small(
+            &b,
+            &residual,
+            &scale,
+            4.0 * (n as f64 + 2.0) * T::EPSILON,
+            &what,
+        );
+        true
+    }
+
+    fn check_solve<T: Element>(
+        n: usize,
+        w: usize,
+        warps: u32,
+        forward: bool,
+        unit: bool,
+        trans: bool,
+    ) -> bool {
+        solve_in::<T>(SCRATCH, n, w, warps, forward, unit, trans)
+    }
+
+    #[test]
+    fn the_registers_solve_every_direction_and_orientation() {
+        let sizes: &[(usize, usize, u32)] = if cfg!(miri) {
+            &[(16, 16, 1), (32, 48, 2)]
+        } else {
+            &[
+                (16, 16, 1),
+                (16, 40, 2),
+                (32, 48, 1),
+                (32, 16, 3),
+                (64, 64, 4),
+                (64, 96, 2),
+                (64, 16, 1),
+            ]
+        };
+        for &(n, w, warps) in sizes {
+            for (forward, unit, trans) in [
+                (true, false, false),
+                (true, true, false),
+                (false, false, true),
+                (false, true, false),
+                (true, false, true),
+            ] {
+                assert!(check_solve::<f64>(n, w, warps, forward, unit, trans));
+                assert!(check_solve::<f32>(n, w, warps, forward, unit, trans));
+            }
+        }
+    }
+
+    /// `B·Bᵀ / n + I`: symmetric positive definite.
+    fn spd(n: usize, seed: u64) -> Matrix<f64> {
+        let b = Matrix::<f64>::random(n, n, 0, seed).dense();
+        Matrix::<f64>::random(n, n, 2, seed + 1).from_fn(|i, j| {
+            let dot: f64 = (0..n).map(|q| b[i * n + q] * b[j * n + q]).sum();
+            dot / n as f64 + if i == j { 1.0 } else { 0.0 }
+        })
+    }
+
+    fn run_factor(
+        a: &mut Matrix<f64>,
+        warps: u32,
+        scratch: usize,
+        kind: Kind,
+    ) -> Option<Result<(), usize>> {
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        let result = std::sync::Mutex::new(std::vec::Vec::new());
+        on_block(warps, scratch, |block| {
+            let team = Team::new(block);
+            // SAFETY: the test's matrix; the scratch is the block's.
+            let r = unsafe {
+                factor(
+                    block,
+                    &team,
+                    Room::of(block, 0),
+                    gmat_mut(&sa.mat_mut(ra)),
+                    kind,
+                )
+            };
+            result.lock().unwrap().push(r);
+        });
+        let all = result.into_inner().unwrap();
+        assert!(
+            all.windows(2).all(|p| p[0] == p[1]),
+            "threads disagree: {all:?}"
+        );
+        all[0]
+    }
+
+    #[test]
+    fn the_registers_factor_like_the_reference() {
+        let cases: &[(usize, u32)] = if cfg!(miri) {
+            &[(16, 1), (32, 2)]
+        } else {
+            &[(16, 1), (32, 1), (32, 3), (64, 4)]
+        };
+        for &(n, warps) in cases {
+            let mut a = spd(n, n as u64);
+            assert_eq!(
+                run_factor(&mut a, warps, SCRATCH, Kind::Cholesky),
+                Some(Ok(()))
+            );
+            let (residual, scale) = reference::potrf_residual(&a);
+            reference::assert_small(
+                &a,
+                &residual,
+                &scale,
+                4.0 * (n as f64 + 2.0) * f64::EPSILON,
+                "registers' potrf",
+            );
+            for i in 0..n {
+                for j in i + 1..n {
+                    assert_eq!(a.get(i, j), a.original(i, j), "potrf wrote ({i}, {j})");
+                }
+            }
+            let m = Matrix::<f64>::random(n, n, 1, 3);
+            let v = m.dense();
+            let mut a =
+                m.from_fn(|i, j| v[i * n + j] + if i == j { n as f64 / 4.0 + 1.0 } else { 0.0 });
+            assert_eq!(run_factor(&mut a, warps, SCRATCH, Kind::Lu), Some(Ok(())));
+            let (residual, scale) = reference::getrf_residual(&a);
+            reference::assert_small(
+                &a,
+                &residual,
+                &scale,
+                4.0 * (n as f64 + 2.0) * f64::EPSILON,
+                "registers' getrf",
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_pivot_stops_every_thread_at_its_column() {
+        let (n, warps) = if cfg!(miri) { (32, 1) } else { (64, 4) };
+        let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| match (i == j, i) {
+            (false, _) => 0.0,
+            (true, 21) => -1.0,
+            (true, _) => 4.0,
+        });
+        assert_eq!(
+            run_factor(&mut a, warps, SCRATCH, Kind::Cholesky),
+            Some(Err(21))
+        );
+        assert_eq!(
+            a.get(20, 20),
+            2.0,
+            "the columns before the failure are factored"
+        );
+        let mut a = Matrix::<f64>::random(n, n, 0, 1)
+            .from_fn(|i, j| if i == j && i != 9 { 1.0 } else { 0.0 });
+        assert_eq!(run_factor(&mut a, warps, SCRATCH, Kind::Lu), Some(Err(9)));
+    }
+
+    #[test]
+    fn the_registers_decline_what_they_cannot_hold() {
+        // A side they do not cut, too few threads for a 64-tile's lines, too little scratch.
+        assert!(!check_solve::<f64>(48, 16, 1, true, false, false));
+        let mut a = spd(64, 1);
+        assert_eq!(run_factor(&mut a, 3, SCRATCH, Kind::Cholesky), None);
+        assert_eq!(
+            a.data, a.before,
+            "a declined factorization leaves the tile alone"
+        );
+        let mut a = spd(32, 1);
+        assert_eq!(run_factor(&mut a, 1, 16, Kind::Lu), None);
+        // The 64-triangle's planes and reciprocals: 4·1025 + 64 elements.
+        assert!(!solve_in::<f64>(
+            (4 * 1025 + 64) * 8 - 16,
+            64,
+            16,
+            4,
+            true,
+            false,
+            false
+        ));
+        assert!(solve_in::<f64>(
+            (4 * 1025 + 64) * 8,
+            64,
+            16,
+            4,
+            true,
+            false,
+            false
+        ));
+    }
+}
