@@ -27,8 +27,8 @@
 //!
 //! | operation | shared memory (elements of `T`) | threads |
 //! | --- | --- | --- |
-//! | TRSM, side `n` | `4·(16n + 1) + n` for `n = 64` (`(n/16)·(16n + 1) + n`) | any multiple of 32 |
-//! | POTRF, GETRF, side `n` | `2·(n + n/16)` (POTRF), twice that (GETRF) | at least `n²/32` |
+//! | TRSM, side `n` | `(n/16)·16n + n`, and 16 bytes per `n/16` (33.3 KiB for an f64 64-tile) | any multiple of 32 |
+//! | POTRF, GETRF, side `n` | two buffers of `n` (POTRF), four (GETRF), and 16 bytes per `n/16` | at least `n²/32` |
 //!
 //! The operations fall back to the blocked paths for other sides, too little scratch or (the
 //! factorizations) too few threads.
@@ -55,6 +55,9 @@ type Regs<T> = [[Lanes<T>; E]; R];
 struct Layout {
     /// Lanes per line (`n / 16`): a power of two, so that they are neighbours in one warp.
     parts: u32,
+    /// `log2(parts)`: lanes are divided by shifts (a 32-bit division is about twenty
+    /// instructions, and a check for zero).
+    shift: u32,
     /// The line groups (of [`R`] lines) before the calling warp's first.
     warp_first: u32,
 }
@@ -65,9 +68,11 @@ impl Layout {
     fn of(n: u32, team: &Team) -> Option<Self> {
         matches!(n, 16 | 32 | 64).then(|| {
             let parts = n / E as u32;
+            let shift = parts.trailing_zeros();
             Self {
                 parts,
-                warp_first: team.warp() * (arch::WARP_SIZE / parts),
+                shift,
+                warp_first: team.warp() * (arch::WARP_SIZE >> shift),
             }
         })
     }
@@ -75,7 +80,7 @@ impl Layout {
     /// The line groups a block of `team`'s size holds at once.
     #[inline(always)]
     fn groups(self, team: &Team) -> u32 {
-        team.warps() * (arch::WARP_SIZE / self.parts)
+        team.warps() * (arch::WARP_SIZE >> self.shift)
     }
 
     /// The quarter of its lines that `lane` holds.
@@ -87,7 +92,7 @@ impl Layout {
     /// The line group that `lane` of the calling warp holds.
     #[inline(always)]
     fn group(self, lane: u32) -> u32 {
-        self.warp_first + lane / self.parts
+        self.warp_first + (lane >> self.shift)
     }
 
     /// The first lane of `lane`'s group.
@@ -97,11 +102,36 @@ impl Layout {
     }
 }
 
-/// Where entry `c` of a line sits in an exchange buffer: a gap after each quarter, so that the
-/// four quarters' lanes reading one entry each hit four different banks.
+/// Elements in 16 bytes: the gap after each quarter of a buffer, which keeps the quarters'
+/// starts 16-byte aligned and puts the four quarters' lanes, reading one pair of entries each,
+/// on four different sets of banks.
 #[inline(always)]
-fn pos(c: u32) -> usize {
-    (c + c / E as u32) as usize
+fn gap<T>() -> usize {
+    16 / size_of::<T>()
+}
+
+/// Where entry `c` of a line sits in an exchange buffer: quarters [`gap`] elements apart.
+#[inline(always)]
+fn pos<T>(c: u32) -> usize {
+    c as usize + (c as usize / E) * gap::<T>()
+}
+
+/// Two elements from 16-byte aligned `p` (an f64 pair) or 8-byte aligned `p` (f32): one vector
+/// load of shared memory for f64 where two scalar loads would each take an issue slot.
+///
+/// # Safety
+/// `p` and `p + 1` are valid, and `p` is aligned as said.
+#[inline(always)]
+unsafe fn pair<T: Element>(p: *const T) -> [T; 2] {
+    #[repr(C, align(16))]
+    struct Pair16<T>([T; 2]);
+    if size_of::<T>() == 8 {
+        // SAFETY: the caller's promise (16-byte aligned for an 8-byte `T`).
+        unsafe { (*p.cast::<Pair16<T>>()).0 }
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { [*p, *p.add(1)] }
+    }
 }
 
 /// `x := α·t⁻¹·x` for the `n × n` triangular `t` (lower and solved forward, or upper and solved
@@ -132,9 +162,9 @@ pub(crate) unsafe fn solve<T: Element>(
     let Some(layout) = Layout::of(n, team) else {
         return false;
     };
-    // The triangle by quarters of its rows: plane `h` holds `t[16h + k][q]` at `q·16 + k`, one
-    // element of padding after each plane; then the diagonal's reciprocals.
-    let plane = n as usize * E + 1;
+    // The triangle by quarters of its rows: plane `h` holds `t[16h + k][q]` at `q·16 + k`, 16
+    // bytes of padding after each plane (see [`gap`]); then the diagonal's reciprocals.
+    let plane = n as usize * E + gap::<T>();
     let Some((tt, room)) = room.take_array::<T>(layout.parts as usize * plane) else {
         return false;
     };
@@ -196,7 +226,8 @@ pub(crate) unsafe fn solve<T: Element>(
 }
 
 /// Copies the `forward` (lower) or backward (upper) triangle of `t` into quarter planes at `tt`
-/// (see [`solve`]), walking `t`'s stored rows so that the global reads coalesce. No barrier.
+/// (see [`solve`]), and zeros for the other triangle (the steps multiply them by zero, which must
+/// not be a NaN), walking `t`'s stored rows so that the global reads coalesce. No barrier.
 ///
 /// # Safety
 /// `t` is valid; `tt` holds `n / 16` planes of `plane` elements that no other thread accesses.
@@ -211,10 +242,15 @@ unsafe fn stage_triangle<T: Element>(
     let n = t.rows;
     team.for_each_cell(n, n, |o, i| {
         let (k, q) = if t.trans { (i, o) } else { (o, i) };
-        if (forward && k >= q) || (!forward && k <= q) {
-            let (h, kk) = (k as usize / E, k as usize % E);
-            // SAFETY: inside `t` and the planes (the caller's promise).
-            unsafe { *tt.add(h * plane + q as usize * E + kk) = *t.at(k, q) };
+        let (h, kk) = (k as usize / E, k as usize % E);
+        // SAFETY: inside `t` and the planes (the caller's promise).
+        unsafe {
+            *tt.add(h * plane + q as usize * E + kk) =
+                if (forward && k >= q) || (!forward && k <= q) {
+                    *t.at(k, q)
+                } else {
+                    T::ZERO
+                };
         }
     });
 }
@@ -261,28 +297,39 @@ unsafe fn substitute<T: Element>(
             .zip(solved[i], |old, v| (old, v))
             .map_lane(|lane, (old, v)| if layout.part(lane) == b { v } else { old });
     }));
-    unroll::<E>(hot!(|k| {
-        // Entry 16·h + k comes after q (forward) when h > b, or h == b and k > k0.
-        let later = if forward { k > k0 } else { k < k0 };
-        let coefficient = Lanes::from_fn(|lane| {
+    // Entry 16·h + k comes after q (forward) when h > b, or h == b and k > k0. The solved value
+    // is masked to zero for the lanes whose entry does not: a multiply-add of zero leaves an entry
+    // as it is, and needs no select per entry.
+    let masked = |later: bool| -> [Lanes<T>; R] {
+        array(hot!(|i| solved[i].map_lane(|lane, v| {
+            let h = layout.part(lane);
+            let after = match (forward, later) {
+                (true, true) => h >= b,
+                (true, false) => h > b,
+                (false, true) => h <= b,
+                (false, false) => h < b,
+            };
+            if after { v } else { T::ZERO }
+        })))
+    };
+    let (late, early) = (masked(true), masked(false));
+    unroll::<{ E / 2 }>(hot!(|p| {
+        let k = 2 * p;
+        let coefficients = Lanes::from_fn(|lane| {
             let h = layout.part(lane) as usize;
-            // SAFETY: inside plane `h` (the caller's promise).
-            unsafe { *tt.add(h * plane + q as usize * E + k) }
+            // SAFETY: inside plane `h` (the caller's promise), `k` even and the planes 16-byte
+            // aligned.
+            unsafe { pair(tt.add(h * plane + q as usize * E + k)) }
         });
-        unroll::<R>(hot!(|i| {
-            regs[i][k] = regs[i][k]
-                .zip(coefficient, |x, c| (x, c))
-                .zip(solved[i], |(x, c), v| (x, c, v))
-                .map_lane(|lane, (x, c, v)| {
-                    let h = layout.part(lane);
-                    let after = match (forward, later) {
-                        (true, true) => h >= b,
-                        (true, false) => h > b,
-                        (false, true) => h <= b,
-                        (false, false) => h < b,
-                    };
-                    if after { (-c).fma(v, x) } else { x }
-                });
+        unroll::<2>(hot!(|d| {
+            let kd = k + d;
+            let later = if forward { kd > k0 } else { kd < k0 };
+            let v = if later { &late } else { &early };
+            unroll::<R>(hot!(|i| {
+                regs[i][kd] = regs[i][kd]
+                    .zip(coefficients, |x, c| (x, c[d]))
+                    .zip(v[i], |(x, c), v| (-c).fma(v, x));
+            }));
         }));
     }));
 }
@@ -321,9 +368,15 @@ pub(crate) unsafe fn factor<T: Element>(
     // Two exchange buffers (a step's column, and for LU its row), alternating by step parity so
     // that one barrier per step suffices: a buffer is written again two steps later, after every
     // thread has passed the barrier that ends the reads of the step between.
-    let stride = pos(n);
+    let stride = pos::<T>(n);
     let buffers = if kind == Kind::Lu { 4 } else { 2 };
     let (exchange, _) = room.take_array::<T>(buffers * stride)?;
+    // Zeros first: the steps multiply entries they do not use by zero, which must not be a NaN.
+    // SAFETY: inside the buffers, which only this block uses until the call returns.
+    team.for_each_item((buffers * stride) as u32, |e| unsafe {
+        *exchange.add(e as usize) = T::ZERO
+    });
+    block.sync();
     let row = |lane: u32, i: usize| R as u32 * layout.group(lane) + i as u32;
     let entry = |lane: u32, k: usize| E as u32 * layout.part(lane) + k as u32;
     // Lower triangle only for Cholesky: the upper one is neither read nor written.
@@ -397,11 +450,11 @@ unsafe fn eliminate<T: Element>(
         let r = row(lane, i);
         if layout.part(lane) == b && r >= j && r < n {
             // SAFETY: inside the buffer (`r < n`).
-            unsafe { *column.add(pos(r)) = v };
+            unsafe { *column.add(pos::<T>(r)) = v };
         }
     })));
     // LU: and row j (columns after j) from the lanes holding line j, in one warp.
-    let (group, groups) = (j / R as u32, arch::WARP_SIZE / layout.parts);
+    let (group, groups) = (j / R as u32, arch::WARP_SIZE >> layout.shift);
     if kind == Kind::Lu && group >= layout.warp_first && group < layout.warp_first + groups {
         let i = (j % R as u32) as usize;
         unroll::<R>(hot!(|ii| {
@@ -410,7 +463,7 @@ unsafe fn eliminate<T: Element>(
                     let c = E as u32 * layout.part(lane) + k as u32;
                     if row(lane, ii) == j && c > j {
                         // SAFETY: inside the buffer (`c < n`).
-                        unsafe { *pivots.add(pos(c)) = v };
+                        unsafe { *pivots.add(pos::<T>(c)) = v };
                     }
                 })));
             }
@@ -418,7 +471,7 @@ unsafe fn eliminate<T: Element>(
     }
     block.sync();
     // SAFETY: written before the barrier by the lane holding (j, j).
-    let d = unsafe { *column.add(pos(j)) };
+    let d = unsafe { *column.add(pos::<T>(j)) };
     let (scale, factor) = match kind {
         Kind::Cholesky => {
             // Not positive, NaN included.
@@ -443,7 +496,7 @@ unsafe fn eliminate<T: Element>(
         let r = row(lane, i);
         if r > j && r < n {
             // SAFETY: written before the barrier (rows j and after).
-            unsafe { *column.add(pos(r)) * factor }
+            unsafe { *column.add(pos::<T>(r)) * factor }
         } else {
             T::ZERO
         }
@@ -468,22 +521,35 @@ unsafe fn eliminate<T: Element>(
     } else {
         pivots
     };
-    unroll::<E>(hot!(|k| {
-        let later = k > k0;
+    // Entry 16·h + k of a line comes after j when h > b, or h == b and k > k0: the multipliers
+    // are masked to zero for the lanes whose entry does not (a multiply-add of zero leaves the
+    // entry, with no select per entry; the buffers' stale entries are finite).
+    let masked = |later: bool| -> [Lanes<T>; R] {
+        array(hot!(|i| multipliers[i].map_lane(|lane, m| {
+            let h = layout.part(lane);
+            if (later && h >= b) || h > b {
+                m
+            } else {
+                T::ZERO
+            }
+        })))
+    };
+    let (late, early) = (masked(true), masked(false));
+    unroll::<{ E / 2 }>(hot!(|p| {
+        let k = 2 * p;
         let x = Lanes::from_fn(|lane| {
             let c = E as u32 * layout.part(lane) + k as u32;
-            // SAFETY: inside the buffer; entries before j are stale and not used.
-            unsafe { *source.add(pos(c)) }
+            // SAFETY: inside the buffer, `c` even and the quarters 16-byte aligned.
+            unsafe { pair(source.add(pos::<T>(c))) }
         });
-        unroll::<R>(hot!(|i| {
-            regs[i][k] = regs[i][k]
-                .zip(x, |v, x| (v, x))
-                .zip(multipliers[i], |(v, x), m| (v, x, m))
-                .map_lane(|lane, (v, x, m)| {
-                    let h = layout.part(lane);
-                    let after = if later { h >= b } else { h > b };
-                    if after { (-m).fma(x, v) } else { v }
-                });
+        unroll::<2>(hot!(|d| {
+            let kd = k + d;
+            let m = if kd > k0 { &late } else { &early };
+            unroll::<R>(hot!(|i| {
+                regs[i][kd] = regs[i][kd]
+                    .zip(x, |v, x| (v, x[d]))
+                    .zip(m[i], |(v, x), m| (-m).fma(x, v));
+            }));
         }));
     }));
     None
@@ -742,9 +808,9 @@ mod tests {
         );
         let mut a = spd(32, 1);
         assert_eq!(run_factor(&mut a, 1, 16, Kind::Lu), None);
-        // The 64-triangle's planes and reciprocals: 4·1025 + 64 elements.
+        // The 64-triangle's planes and reciprocals: 4·(1024 + 2) + 64 elements.
         assert!(!solve_in::<f64>(
-            (4 * 1025 + 64) * 8 - 16,
+            (4 * 1026 + 64) * 8 - 16,
             64,
             16,
             4,
@@ -753,7 +819,7 @@ mod tests {
             false
         ));
         assert!(solve_in::<f64>(
-            (4 * 1025 + 64) * 8,
+            (4 * 1026 + 64) * 8,
             64,
             16,
             4,
