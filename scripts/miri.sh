@@ -147,10 +147,10 @@
 #| device/src/tile/factor.rs | cholesky_block | 3 | miri: A
 #| device/src/tile/factor.rs | lu_block | 3 | miri: A
 #| device/src/tile/factor.rs | potrf | 1 | miri: A
-#| device/src/tile/factor.rs | cholesky | 3 | miri: A
+#| device/src/tile/factor.rs | cholesky | 4 | miri: A
 #| device/src/tile/factor.rs | cholesky_global | 4 | miri: A
 #| device/src/tile/factor.rs | getrf | 1 | miri: A
-#| device/src/tile/factor.rs | lu | 3 | miri: A
+#| device/src/tile/factor.rs | lu | 4 | miri: A
 #| device/src/tile/factor.rs | lu_global | 4 | miri: A
 #| device/src/tile/factor.rs | staged_factor | 2 | miri: A
 #| device/src/tile/frag.rs | load | 2 | miri: A
@@ -204,13 +204,21 @@
 #| device/src/tile/testing.rs | mat | 1 | miri: A
 #| device/src/tile/testing.rs | mat_mut | 1 | miri: A
 #| device/src/tile/testing.rs | on_block | 2 | miri: A
+#| device/src/tile/regs.rs | pair | 3 | miri: A
+#| device/src/tile/regs.rs | solve | 5 | miri: A
+#| device/src/tile/regs.rs | stage_triangle | 2 | miri: A
+#| device/src/tile/regs.rs | substitute | 3 | miri: A
+#| device/src/tile/regs.rs | factor | 6 | miri: A
+#| device/src/tile/regs.rs | eliminate | 6 | miri: A
+#| device/src/tile/regs.rs | solve_in | 1 | miri: A
+#| device/src/tile/regs.rs | run_factor | 1 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A
 #| device/src/tile/staged.rs | copy | 2 | miri: A
 #| device/src/tile/staged.rs | update | 4 | miri: A
 #| device/src/tile/staged.rs | solve_lines | 5 | miri: A
 #| device/src/tile/trsm.rs | trsm | 1 | miri: A
 #| device/src/tile/trsm.rs | scale | 2 | miri: A
-#| device/src/tile/trsm.rs | solve | 5 | miri: A
+#| device/src/tile/trsm.rs | solve | 6 | miri: A
 #| device/src/tile/trsm.rs | solve_staged | 2 | miri: A
 #| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)
