@@ -667,7 +667,9 @@ mod tests {
     #[test]
     fn the_registers_solve_every_direction_and_orientation() {
         let sizes: &[(usize, usize, u32)] = if cfg!(miri) {
-            &[(16, 16, 1), (32, 48, 2)]
+            // Every emulated lane is interpreted: one small case per path (below, f32 only on
+            // the first).
+            &[(16, 16, 1), (32, 16, 2)]
         } else {
             &[
                 (16, 16, 1),
@@ -688,7 +690,9 @@ mod tests {
                 (true, false, true),
             ] {
                 assert!(check_solve::<f64>(n, w, warps, forward, unit, trans));
-                assert!(check_solve::<f32>(n, w, warps, forward, unit, trans));
+                if !cfg!(miri) || n == 16 {
+                    assert!(check_solve::<f32>(n, w, warps, forward, unit, trans));
+                }
             }
         }
     }
@@ -808,24 +812,11 @@ mod tests {
         );
         let mut a = spd(32, 1);
         assert_eq!(run_factor(&mut a, 1, 16, Kind::Lu), None);
-        // The 64-triangle's planes and reciprocals: 4·(1024 + 2) + 64 elements.
-        assert!(!solve_in::<f64>(
-            (4 * 1026 + 64) * 8 - 16,
-            64,
-            16,
-            4,
-            true,
-            false,
-            false
-        ));
-        assert!(solve_in::<f64>(
-            (4 * 1026 + 64) * 8,
-            64,
-            16,
-            4,
-            true,
-            false,
-            false
-        ));
+        // The triangle's planes and reciprocals: (n/16)·(16n + 2) + n elements (a 32-tile under
+        // Miri, which interprets every emulated lane).
+        let n = if cfg!(miri) { 32 } else { 64 };
+        let need = ((n / 16) * (16 * n + 2) + n) * 8;
+        assert!(!solve_in::<f64>(need - 16, n, 16, 4, true, false, false));
+        assert!(solve_in::<f64>(need, n, 16, 4, true, false, false));
     }
 }
