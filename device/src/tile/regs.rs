@@ -667,8 +667,8 @@ mod tests {
     #[test]
     fn the_registers_solve_every_direction_and_orientation() {
         let sizes: &[(usize, usize, u32)] = if cfg!(miri) {
-            // Every emulated lane is interpreted: one small case per path (below, f32 only on
-            // the first).
+            // Every emulated lane is interpreted: the 16-tile on every path (f32 too), and a
+            // 32-tile of two lanes per line on two warps, f64 forward only (below).
             &[(16, 16, 1), (32, 16, 2)]
         } else {
             &[
@@ -689,6 +689,9 @@ mod tests {
                 (false, true, false),
                 (true, false, true),
             ] {
+                if cfg!(miri) && n > 16 && !(forward && !unit && !trans) {
+                    continue;
+                }
                 assert!(check_solve::<f64>(n, w, warps, forward, unit, trans));
                 if !cfg!(miri) || n == 16 {
                     assert!(check_solve::<f32>(n, w, warps, forward, unit, trans));
@@ -739,7 +742,7 @@ mod tests {
     #[test]
     fn the_registers_factor_like_the_reference() {
         let cases: &[(usize, u32)] = if cfg!(miri) {
-            &[(16, 1), (32, 2)]
+            &[(16, 1), (32, 1)]
         } else {
             &[(16, 1), (32, 1), (32, 3), (64, 4)]
         };
@@ -804,7 +807,8 @@ mod tests {
     fn the_registers_decline_what_they_cannot_hold() {
         // A side they do not cut, too few threads for a 64-tile's lines, too little scratch.
         assert!(!check_solve::<f64>(48, 16, 1, true, false, false));
-        let mut a = spd(64, 1);
+        // (Declined before any read: any values do.)
+        let mut a = Matrix::<f64>::random(64, 64, 1, 2);
         assert_eq!(run_factor(&mut a, 3, SCRATCH, Kind::Cholesky), None);
         assert_eq!(
             a.data, a.before,
