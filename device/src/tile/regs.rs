@@ -23,7 +23,11 @@
 //!
 //! The step index selects a register, and a register array stays in registers only when every
 //! index into it is a constant: each 16-step block is unrolled, so the register a step reads is
-//! fixed, and only which quarter owns it is a runtime question (a predicate).
+//! fixed, and only which quarter owns it is a runtime question (a predicate). The lanes whose
+//! entries do not come after a step get the step's value (or multiplier) masked to zero once per
+//! line, and their multiply-adds leave the entries as they are: a select per entry made the first
+//! version issue twice the instructions (bench/results/panel-h100/registers/). The unused
+//! triangle and the exchange buffers therefore hold zeros, never stale NaNs.
 //!
 //! | operation | shared memory (elements of `T`) | threads |
 //! | --- | --- | --- |
