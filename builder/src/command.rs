@@ -26,14 +26,20 @@ const SCRUBBED_VARS: &[&str] = &[
 ];
 
 /// The nested target directory: `<outer target dir>/taskweave-device`, found from `OUT_DIR`.
+///
+/// The outer target directory is the outermost of directly nested ones that carry cargo's
+/// `CACHEDIR.TAG`: `cargo miri` builds in `target/miri`, whose parent `target` is tagged too, and
+/// both then share one device build (the same command on the same sources, so the second finds
+/// it fresh) instead of compiling the kernels crate for the GPU twice.
 pub(crate) fn nested_target_dir(out_dir: &Path) -> PathBuf {
-    out_dir
-        .ancestors()
-        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
-        .map_or_else(
-            || out_dir.join("device-target"),
-            |root| root.join("taskweave-device"),
-        )
+    let tagged = |dir: &Path| dir.join("CACHEDIR.TAG").is_file();
+    let Some(mut root) = out_dir.ancestors().find(|dir| tagged(dir)) else {
+        return out_dir.join("device-target");
+    };
+    while let Some(parent) = root.parent().filter(|dir| tagged(dir)) {
+        root = parent;
+    }
+    root.join("taskweave-device")
 }
 
 pub(crate) struct DeviceBuild<'a> {
@@ -185,6 +191,26 @@ fn read_dep_info(path: &Path, sysroot: &Path) -> Result<Vec<PathBuf>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn miri_and_the_plain_build_share_the_outer_target_dir() {
+        let root = std::env::temp_dir().join(format!("taskweave-nested-{}", std::process::id()));
+        let plain = root.join("target/debug/build/k-1/out");
+        let miri = root.join("target/miri/x86_64-unknown-linux-gnu/debug/build/k-2/out");
+        let lone = root.join("elsewhere/out");
+        for dir in [&plain, &miri, &lone] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        for dir in ["target", "target/miri"] {
+            std::fs::write(root.join(dir).join("CACHEDIR.TAG"), "Signature").unwrap();
+        }
+        let shared = root.join("target/taskweave-device");
+        assert_eq!(nested_target_dir(&plain), shared);
+        assert_eq!(nested_target_dir(&miri), shared);
+        // No tagged ancestor at all: a directory of its own under OUT_DIR.
+        assert_eq!(nested_target_dir(&lone), lone.join("device-target"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn dep_info_skips_the_sysroot_and_unescapes_spaces() {
