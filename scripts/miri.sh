@@ -259,16 +259,23 @@
 #| host/src/backend/cuda_graph.rs | drop | 1 | not: driver
 #| host/src/backend/cuda_graph.rs | build | 4 | not: driver
 #| host/src/backend/cuda_graph.rs | execute | 1 | not: driver
+#| host/src/backend/replay.rs | impl Send for Replay | 1 | not: driver (a CUDA graph)
+#| host/src/backend/replay.rs | drop | 1 | not: driver
+#| host/src/backend/replay.rs | build | 8 | not: driver
+#| host/src/backend/replay.rs | launch | 2 | not: driver
+#| host/src/backend/replay.rs | memcpy_params | 1 | not: driver (a zeroed driver struct, filled by safe code; its only use is the graph)
 #| host/src/backend/layout.rs | bytes_of | 1 | miri: B (the host image of the GPU tables, built and checked without a GPU)
 #| host/src/backend/layout.rs | records | 1 | not: driver (the records a launch wrote)
 #| host/src/backend/levels.rs | execute | 2 | not: driver
 #| host/src/backend/persistent.rs | launch | 1 | not: driver
+#| host/src/backend/persistent.rs | replay_call | 1 | not: driver (a CUDA graph launch)
 #| host/src/backend/persistent.rs | peek | 1 | not: driver
 #| host/src/backend/persistent.rs | watch | 1 | not: driver
 #| host/src/backend/prestage.rs | upload | 3 | not: driver (host arrays uploaded during inspection)
 #| host/src/backend/stage.rs | allocate | 1 | not: driver
 #| host/src/backend/stage.rs | upload_arrays | 1 | not: driver
-#| host/src/backend/stage.rs | read_back_after_kernel | 2 | not: driver (pinned memory, a device-to-host copy)
+#| host/src/backend/stage.rs | read_back_after_kernel | 1 | not: driver (a device-to-host copy)
+#| host/src/backend/stage.rs | read_back_copy | 1 | not: driver (pinned memory)
 #| host/src/backend/stage.rs | finish | 2 | not: driver (as read_back_after_kernel)
 #| host/src/backend/streams.rs | execute | 3 | not: driver
 #| host/src/call.rs | bytes | 1 | miri: B, C (the snapshot a failure restores; submitted regions' copies)

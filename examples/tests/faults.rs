@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// The checks that run on the CPU backend: all but those that need a GPU.
-const CPU_CHECKS: usize = 10;
+const CPU_CHECKS: usize = 11;
 
 #[test]
 fn every_fault_is_reported_and_loses_nothing() {
@@ -69,7 +69,7 @@ fn the_program_counts_the_checks_it_ran() {
     );
     let (ok, out) = faults(&["panics", "--expect", "1"]);
     assert!(!ok, "{out}");
-    assert!(out.contains("2 checks ran, not the 1 expected"), "{out}");
+    assert!(out.contains("3 checks ran, not the 1 expected"), "{out}");
     let (ok, out) = faults(&["--list"]);
     assert!(ok, "{out}");
     assert_eq!(

@@ -37,7 +37,7 @@ mod tables;
 pub use error::{Error, TaskRef};
 pub use meta::RegionMeta;
 pub use options::{Backend, Options, Policy};
-pub use plan::{Plan, VERIFY_PLANS_ENV};
+pub use plan::{Plan, REPLAY_PLANS_ENV, VERIFY_PLANS_ENV};
 pub use region::Region;
 pub use report::Report;
 pub use resident::DeviceArray;

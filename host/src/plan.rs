@@ -27,6 +27,10 @@ use crate::options::{Backend, Options};
 /// The environment variable that turns plan verification on (`1`) or off (`0`) whatever the build.
 pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
 
+/// The environment variable that turns graph replay off (`0`) for the plans made afterwards: see
+/// [`Plan::replay`].
+pub const REPLAY_PLANS_ENV: &str = "TASKWEAVE_REPLAY_PLANS";
+
 /// A region inspected once: its DAG, its options and the backends' tables, ready to run again on
 /// new arrays of the same shapes. Made by [`Region::plan`](crate::Region::plan).
 ///
@@ -49,6 +53,7 @@ pub struct Plan {
     options: Options,
     inspection: Inspection,
     verify: bool,
+    replay: bool,
     /// The DAG's widest level and its critical path, computed on first use.
     widest: OnceLock<usize>,
     critical_path: OnceLock<u32>,
@@ -64,6 +69,7 @@ impl std::fmt::Debug for Plan {
             .field("edges", &self.inspection.dag.edge_count())
             .field("options", &self.options)
             .field("verify", &self.verify)
+            .field("replay", &self.replay)
             .finish_non_exhaustive()
     }
 }
@@ -85,6 +91,7 @@ impl Plan {
             options,
             inspection,
             verify: verify_by_default(),
+            replay: std::env::var(REPLAY_PLANS_ENV).as_deref() != Ok("0"),
             widest: OnceLock::new(),
             critical_path: OnceLock::new(),
             caches: Vec::new(),
@@ -116,6 +123,23 @@ impl Plan {
     /// costs an inspection per call; it is on by default in debug builds (see [`VERIFY_PLANS_ENV`]).
     pub fn verify(mut self, on: bool) -> Self {
         self.verify = on;
+        self
+    }
+
+    /// Whether the persistent backend replays this plan's calls as CUDA graphs.
+    pub fn replays(&self) -> bool {
+        self.replay
+    }
+
+    /// Turns graph replay on or off. With it on (the default, unless [`REPLAY_PLANS_ENV`] is
+    /// `0`), each call of the plan on the persistent backend, from the first, is one CUDA graph
+    /// launch of five nodes: the reset of the scheduler's tables, the kernel between its two
+    /// timing events, and the copy of the error record and statistics. The graph is built once
+    /// per set of arrays the plan runs on. Off, the call issues the same five operations one by
+    /// one, which costs the host more driver calls before the kernel starts. The results do not
+    /// change either way.
+    pub fn replay(mut self, on: bool) -> Self {
+        self.replay = on;
         self
     }
 

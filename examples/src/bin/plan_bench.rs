@@ -48,29 +48,37 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Runs `call` `reps` times after 3 warm-up calls; the medians of what it reports.
-fn measure(
-    reps: usize,
-    mut call: impl FnMut() -> Result<Report, taskweave::Error>,
-) -> Result<Row, taskweave::Error> {
-    for _ in 0..3 {
-        call()?;
-    }
-    let mut rows = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = Instant::now();
-        let report = call()?;
-        rows.push((start.elapsed(), report));
-    }
+/// The medians of what `rows` (wall time, report) say.
+fn medians(rows: &[(Duration, Report)]) -> Row {
     let pick = |f: &dyn Fn(&(Duration, Report)) -> Duration| {
         median(rows.iter().map(|r| us(f(r))).collect())
     };
-    Ok(Row {
+    Row {
         wall: pick(&|r| r.0),
         execute: pick(&|r| r.1.execute_time),
         inspect: pick(&|r| r.1.inspect_time),
         host: pick(&|r| r.1.host_time),
-    })
+    }
+}
+
+/// Calls `call(k)` for each of `variants` in turn, `reps` rounds after 3 warm-up rounds (so that
+/// the variants meet the same machine state); the medians of each variant's reports.
+fn measure(
+    reps: usize,
+    variants: usize,
+    mut call: impl FnMut(usize) -> Result<Report, taskweave::Error>,
+) -> Result<Vec<Row>, taskweave::Error> {
+    let mut rows: Vec<Vec<(Duration, Report)>> = (0..variants).map(|_| Vec::new()).collect();
+    for round in 0..reps + 3 {
+        for (k, rows) in rows.iter_mut().enumerate() {
+            let start = Instant::now();
+            let report = call(k)?;
+            if round >= 3 {
+                rows.push((start.elapsed(), report));
+            }
+        }
+    }
+    Ok(rows.iter().map(|r| medians(r)).collect())
 }
 
 fn main() -> std::process::ExitCode {
@@ -83,7 +91,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("# plan_bench on {}", rt.describe());
     println!(
         "# {} timed calls per case after 3 warm-up calls, medians in microseconds; one task per \
-         element of a resident u32 array; host = Report::host_time",
+         element of a resident u32 array; host = Report::host_time; the two plan.run rows \
+         interleaved",
         cli.reps
     );
     println!();
@@ -91,20 +100,27 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for &tasks in &cli.tasks {
         let mut x = rt.upload(&vec![0u32; tasks])?;
-        let fresh = measure(cli.reps, || cli.run.apply(bump_resident(&mut x)).run(&rt))?;
-        let mut plan = cli
-            .run
-            .apply(bump_resident(&mut x))
-            .plan(&rt)?
-            .verify(false);
-        let planned = measure(cli.reps, || plan.run(bump_resident(&mut x), &rt))?;
+        let fresh = measure(cli.reps, 1, |_| {
+            cli.run.apply(bump_resident(&mut x)).run(&rt)
+        })?;
+        // A plan replayed as CUDA graphs (the default) and one issuing its calls' operations one
+        // by one, interleaved.
+        let mut plans = Vec::new();
+        for replay in [true, false] {
+            let plan = cli.run.apply(bump_resident(&mut x)).plan(&rt)?;
+            plans.push(plan.verify(false).replay(replay));
+        }
+        let planned = measure(cli.reps, plans.len(), |k| {
+            plans[k].run(bump_resident(&mut x), &rt)
+        })?;
         // Every call added one to every element.
-        let calls = 2 * (cli.reps + 3) as u32;
+        let calls = 3 * (cli.reps + 3) as u32;
         let out = x.download()?;
         if let Some(i) = out.iter().position(|&v| v != calls) {
             return Err(format!("{tasks} tasks: element {i} is {}, not {calls}", out[i]).into());
         }
-        for (name, row) in [("region.run", fresh), ("plan.run", planned)] {
+        let names = ["region.run", "plan.run", "plan.run, replay off"];
+        for (name, row) in names.into_iter().zip(fresh.into_iter().chain(planned)) {
             println!(
                 "| {tasks} | {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
                 row.wall,

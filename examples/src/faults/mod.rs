@@ -219,6 +219,11 @@ const CHECKS: &[Check] = &[
         run: |rt, _| empty_region(rt),
     },
     Check::Custom {
+        name: "a plan's task panics on every call, replayed or not, and the plan goes on",
+        needs: Needs::Any,
+        run: planned_panic,
+    },
+    Check::Custom {
         name: "a task panics under the static policy while other workers wait for it",
         needs: Needs::Any,
         run: static_waiters,
@@ -309,6 +314,51 @@ fn empty_region(rt: &Runtime) -> Result<String, String> {
     }
     let names: Vec<&str> = backends.iter().map(|b| b.name()).collect();
     Ok(format!("ok: 0 tasks on {}", names.join(", ")))
+}
+
+/// A plan whose victim panics, run three times with graph replay and once without: each call
+/// fails naming the victim and leaves the array as it was (the tables a faulted call leaves behind
+/// are reset for the next). Then a clean plan on the same array runs twice, on the tables of a
+/// plan that already ran.
+fn planned_panic(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
+    fn region(x: &mut [u32], how: u32, backend: Option<Backend>) -> Region<'_> {
+        on(faulty(x, VICTIM, how, 0), backend)
+    }
+    let mut x = initial();
+    let mut plan = region(&mut x, mode::PANIC, backend)
+        .plan(rt)
+        .map_err(|e| format!("making the plan: {e}"))?;
+    for call in 0..4 {
+        plan = plan.replay(call < 3);
+        let result = plan.run(region(&mut x, mode::PANIC, backend), rt);
+        let named = failure(&result)
+            .is_some_and(|(t, m)| names_victim(t) && m.contains("deliberate failure"));
+        if !named || !untouched(&x) {
+            return Err(format!(
+                "call {call}: {result:?}, array untouched: {}",
+                untouched(&x)
+            ));
+        }
+    }
+    let mut clean = region(&mut x, 0, backend)
+        .plan(rt)
+        .map_err(|e| format!("making the clean plan: {e}"))?;
+    for call in 0..2 {
+        clean
+            .run(region(&mut x, 0, backend), rt)
+            .map_err(|e| format!("clean call {call}: {e}"))?;
+    }
+    let twice = x[..N - 1]
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as u32 * 10 + 2);
+    if !twice {
+        return Err(format!("after two clean calls: {:?}", &x[..8]));
+    }
+    Ok(
+        "ok: 4 failing calls named the victim and left the array; 2 clean calls stepped it twice"
+            .into(),
+    )
 }
 
 /// Four threads run regions on one runtime at once, each with a task that takes 0.4 s and a

@@ -8,6 +8,7 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use taskweave_device::abi::{ArrayDesc, RegionDesc};
 
 use super::layout::{DescSlot, Layout, slot_bytes, tables_bytes, write_slot};
+use super::replay::Copy;
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -129,6 +130,18 @@ impl DeviceTables {
             )
         }
         .map_err(Error::cuda("resetting the region's tables"))
+    }
+
+    /// The copy [`DeviceTables::reset`] queues, for a graph node.
+    pub fn reset_copy(&self) -> Copy {
+        let from = self
+            .pristine
+            .expect("tables that are reset keep a pristine copy");
+        Copy {
+            dst: self.base + self.written.start as u64,
+            src: self.base + from as u64,
+            len: self.written.len(),
+        }
     }
 
     /// The device address of byte `offset` of the tables.

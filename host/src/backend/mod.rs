@@ -20,6 +20,7 @@ mod layout;
 mod levels;
 mod persistent;
 pub(crate) mod prestage;
+mod replay;
 mod stage;
 mod streams;
 

@@ -20,6 +20,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result};
 use taskweave_device::abi::RegionDesc;
 
+use super::replay::{Replay, Sequence};
 use super::stage::Staged;
 use crate::call::{Call, Prestaged};
 use crate::error::Error;
@@ -84,7 +85,12 @@ struct Prepared {
     /// Recorded around each launch.
     start: Arc<CudaEvent>,
     end: Arc<CudaEvent>,
+    /// The calls replayed as CUDA graphs, one per descriptor (set of arrays), oldest first.
+    replays: Vec<Replay>,
 }
+
+/// Graphs kept for the descriptors a plan runs on, as many as the descriptors [`Staged`] keeps.
+const REPLAYS: usize = 8;
 
 /// Chooses the kernel and the launch's shape for the call, and stages it; `keep` when the plan
 /// runs again.
@@ -134,6 +140,7 @@ fn prepare(
         staged,
         start,
         end,
+        replays: Vec::new(),
     })
 }
 
@@ -144,9 +151,11 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         .plan
         .take_cache::<Prepared>(Backend::Persistent)
         .filter(|p| p.device == gpu.device_id());
+    // A plan that runs again replays its calls as CUDA graphs, which reset the tables themselves.
+    let replay = call.reused && call.plan.replays();
     let mut prepared = match kept {
         Some(mut prepared) => {
-            prepared.staged.restage(gpu, call)?;
+            prepared.staged.restage(gpu, call, !replay)?;
             prepared
         }
         // A plan's first call, or a region run once: the tables get a pristine copy only when
@@ -156,7 +165,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
             prepare(gpu, call, call.reused, prestaged)?
         }
     };
-    let outcome = launch(gpu, call, &mut prepared, call.reused);
+    let outcome = launch(gpu, call, &mut prepared, call.reused, replay);
     match outcome {
         Err(Launched::Stuck(error)) => {
             // A task body ignores the abort flag and never returns: the kernel still uses the
@@ -205,12 +214,14 @@ impl From<Error> for Launched {
 /// Launches the prepared kernel after the runs the call follows, watches it, and returns its
 /// time.
 /// A plan that runs again (`keep`) has the error record and statistics copied into pinned memory
-/// right after the kernel.
+/// right after the kernel; with `replay`, the tables' reset, the events, the kernel and that copy
+/// are one CUDA graph ([`replay`]).
 fn launch(
     gpu: &Gpu,
     call: &Call<'_, '_>,
     prepared: &mut Prepared,
     keep: bool,
+    replay: bool,
 ) -> Result<Duration, Launched> {
     let (meta, options) = (call.plan.meta(), call.plan.options());
     if call.plan.inspection().task_count() == 0 {
@@ -244,25 +255,32 @@ fn launch(
     }
     let desc = prepared.staged.desc();
     let desc_ptr = prepared.staged.desc_ptr();
-    let (start, end) = (&prepared.start, &prepared.end);
     // SM-aware launches fill one at a time: a launch's blocks must reach every SM of its set
     // before they run out, which another filling launch churning through the same SMs could
     // prevent.
     let filling = prepared.layout.as_ref().map(|_| gpu.filling());
-    start
-        .record(gpu.stream())
-        .map_err(Error::cuda("recording an event"))?;
-    let mut builder = gpu.stream().launch_builder(&prepared.function);
-    builder.arg(&desc_ptr);
-    // SAFETY: the kernel's one parameter is `*const RegionDesc`; `desc_ptr` points at a staged
-    // descriptor whose tables live until `prepared` is dropped or abandoned.
-    unsafe { builder.launch(config) }
-        .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
-    end.record(gpu.stream())
-        .map_err(Error::cuda("recording an event"))?;
-    if keep {
-        prepared.staged.read_back_after_kernel(gpu)?;
+    if replay {
+        replay_call(gpu, prepared, config, desc_ptr)?;
+    } else {
+        prepared
+            .start
+            .record(gpu.stream())
+            .map_err(Error::cuda("recording an event"))?;
+        let mut builder = gpu.stream().launch_builder(&prepared.function);
+        builder.arg(&desc_ptr);
+        // SAFETY: the kernel's one parameter is `*const RegionDesc`; `desc_ptr` points at a
+        // staged descriptor whose tables live until `prepared` is dropped or abandoned.
+        unsafe { builder.launch(config) }
+            .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
+        prepared
+            .end
+            .record(gpu.stream())
+            .map_err(Error::cuda("recording an event"))?;
+        if keep {
+            prepared.staged.read_back_after_kernel(gpu)?;
+        }
     }
+    let (start, end) = (&prepared.start, &prepared.end);
     if filling.is_some() {
         wait_filled(gpu, end, &desc, options.watchdog);
     }
@@ -292,6 +310,46 @@ fn launch(
         .elapsed_ms(end)
         .map_err(Error::cuda("timing the kernel"))?;
     Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+}
+
+/// Replays the call as the CUDA graph of its descriptor, built on the descriptor's first call:
+/// the tables' reset, the start event, the kernel, the end event and the read-back of the error
+/// record and statistics.
+fn replay_call(
+    gpu: &Gpu,
+    prepared: &mut Prepared,
+    config: LaunchConfig,
+    desc_ptr: u64,
+) -> Result<(), Error> {
+    let at = match prepared.replays.iter().position(|r| r.desc_ptr == desc_ptr) {
+        Some(at) => at,
+        None => {
+            let read_back = prepared.staged.read_back_copy(gpu)?;
+            let built = Replay::build(
+                gpu,
+                &Sequence {
+                    reset: prepared.staged.reset_copy(),
+                    start: &prepared.start,
+                    function: &prepared.function,
+                    config,
+                    desc_ptr,
+                    end: &prepared.end,
+                    read_back,
+                },
+            )?;
+            if prepared.replays.len() == REPLAYS {
+                prepared.replays.remove(0);
+            }
+            prepared.replays.push(built);
+            prepared.replays.len() - 1
+        }
+    };
+    // SAFETY: the graph's addresses are the kept tables and pinned memory, and a descriptor of
+    // this plan (a graph outlives its descriptor only when the address is reused by another of
+    // this plan's descriptors, which the graph then passes: the kernel reads the address alone).
+    unsafe { prepared.replays[at].launch(gpu) }?;
+    prepared.staged.expect_read_back();
+    Ok(())
 }
 
 /// What the watchdog saw when it gave up.

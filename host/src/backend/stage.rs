@@ -19,6 +19,7 @@ use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 use super::arena::{DeviceTables, staging_bytes};
 pub(crate) use super::layout::bytes_of;
 use super::layout::{DescSlot, records};
+use super::replay::Copy;
 use crate::call::{Binding, Call, Prestaged};
 use crate::error::{Error, TaskRef};
 use crate::gpu::transfer::Piece;
@@ -116,12 +117,14 @@ impl Staged {
         })
     }
 
-    /// Stages the next call of a kept plan (same shapes): the tables put back as they started,
-    /// the call's host arrays copied into the buffers of the last call, and the descriptor of the
-    /// call's arrays picked (made when they are new).
-    pub fn restage(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<(), Error> {
+    /// Stages the next call of a kept plan (same shapes): the tables put back as they started
+    /// (unless the caller does it, `reset` false), the call's host arrays copied into the buffers
+    /// of the last call, and the descriptor of the call's arrays picked (made when they are new).
+    pub fn restage(&mut self, gpu: &Gpu, call: &Call<'_, '_>, reset: bool) -> Result<(), Error> {
         let start = Instant::now();
-        self.tables.reset(gpu)?;
+        if reset {
+            self.tables.reset(gpu)?;
+        }
         for (binding, copy) in call.arrays.iter().zip(&mut self.copies) {
             if binding.device.is_none() && copy.is_none() {
                 // A host array where the plan's first call had a resident one.
@@ -173,15 +176,21 @@ impl Staged {
         (error_at, stats_at + stats_len - error_at)
     }
 
-    /// Queues, after the kernel, the copy of the error record and statistics into pinned host
-    /// memory (allocated on the first call), so that [`Staged::finish`] finds them there when the
-    /// stream is done: no copy of its own, and no wait for one, after the kernel.
-    pub fn read_back_after_kernel(&mut self, gpu: &Gpu) -> Result<(), Error> {
+    /// The copy that resets the tables (see [`Staged::restage`]): the pristine tables over the
+    /// written ones.
+    pub fn reset_copy(&self) -> Copy {
+        self.tables.reset_copy()
+    }
+
+    /// The copy of the error record and statistics into pinned host memory (allocated on the first
+    /// call), for [`Staged::read_back_after_kernel`] or a graph node that does it. The caller
+    /// must have it done after the kernel and call [`Staged::expect_read_back`].
+    pub fn read_back_copy(&mut self, gpu: &Gpu) -> Result<Copy, Error> {
         let (offset, len) = self.record_and_stats();
         let base = match &mut self.readback {
             Some((_, base)) => *base,
             slot @ None => {
-                // SAFETY: the copy below writes every byte before anything reads them.
+                // SAFETY: the copy writes every byte before anything reads them.
                 let mut pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len, 0) }
                     .map_err(gpu.alloc_error("allocating pinned host memory", len))?;
                 let base = pinned
@@ -191,16 +200,34 @@ impl Staged {
                 slot.insert((pinned, base)).1
             }
         };
+        Ok(Copy {
+            dst: base as u64,
+            src: self.tables.address(offset),
+            len,
+        })
+    }
+
+    /// Says that the copy of [`Staged::read_back_copy`] is queued after the kernel, so that
+    /// [`Staged::finish`] reads the pinned memory instead of copying.
+    pub fn expect_read_back(&mut self) {
+        self.read_back = true;
+    }
+
+    /// Queues, after the kernel, the copy of the error record and statistics into pinned host
+    /// memory, so that [`Staged::finish`] finds them there when the stream is done: no copy of its
+    /// own, and no wait for one, after the kernel.
+    pub fn read_back_after_kernel(&mut self, gpu: &Gpu) -> Result<(), Error> {
+        let copy = self.read_back_copy(gpu)?;
         // One raw copy: the pinned memory is this call's alone, and `finish` reads it only after
         // the stream is synchronized.
-        // SAFETY: `base` holds `len` bytes of pinned memory; the source is that range of the
-        // tables' allocation, which lives as long as `self`.
+        // SAFETY: `copy.dst` holds `copy.len` bytes of pinned memory; the source is that range
+        // of the tables' allocation, which lives as long as `self`.
         unsafe {
-            let into = std::slice::from_raw_parts_mut(base as *mut u8, len);
-            result::memcpy_dtoh_async(into, self.tables.address(offset), gpu.stream().cu_stream())
+            let into = std::slice::from_raw_parts_mut(copy.dst as usize as *mut u8, copy.len);
+            result::memcpy_dtoh_async(into, copy.src, gpu.stream().cu_stream())
         }
         .map_err(Error::cuda("reading the error record and statistics"))?;
-        self.read_back = true;
+        self.expect_read_back();
         Ok(())
     }
 

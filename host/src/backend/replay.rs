@@ -1,0 +1,180 @@
+//! A kept plan's call on the persistent backend as one CUDA graph: the tables put back as they
+//! started, the start event, the scheduler's kernel, the end event, and the copy of the error record
+//! and statistics into pinned host memory, instantiated once per descriptor and replayed with one
+//! `cuGraphLaunch`.
+//!
+//! Issued one by one, those five operations cost the host about 14 us of driver calls per call on
+//! the H100, 11 of them before the kernel can start (`bench/results/replay-h100/`). The graph is
+//! what CUDA Graphs users get for their own launch sequences, applied to the persistent kernel's:
+//! the DAG itself stays in the kernel, so the graph has five nodes whatever the task count.
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig};
+
+use crate::error::Error;
+use crate::gpu::Gpu;
+
+/// A copy between two addresses of the context (device memory, or pinned host memory mapped into
+/// the device's address space): `len` bytes from `src` to `dst`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Copy {
+    pub dst: u64,
+    pub src: u64,
+    pub len: usize,
+}
+
+/// What the replayed call does, in order; the addresses stay valid as long as the graph.
+pub(super) struct Sequence<'a> {
+    /// The pristine tables over the ones the workers write.
+    pub reset: Copy,
+    pub start: &'a CudaEvent,
+    pub function: &'a CudaFunction,
+    pub config: LaunchConfig,
+    /// The kernel's one argument: the device address of its descriptor.
+    pub desc_ptr: u64,
+    pub end: &'a CudaEvent,
+    /// The error record and statistics into pinned host memory.
+    pub read_back: Copy,
+}
+
+/// An instantiated graph of one [`Sequence`], for the descriptor at `desc_ptr`.
+pub(super) struct Replay {
+    pub desc_ptr: u64,
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+}
+
+// SAFETY: the handles are used by the plan's owner only, on the GPU handle's stream.
+unsafe impl Send for Replay {}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        // SAFETY: the handles were created in `Replay::build` and are destroyed once, here; a
+        // graph that is still running finishes first (the driver defers the destruction).
+        unsafe {
+            if !self.exec.is_null() {
+                sys::cuGraphExecDestroy(self.exec);
+            }
+            sys::cuGraphDestroy(self.graph);
+        }
+    }
+}
+
+fn check(result: sys::CUresult, context: &str) -> Result<(), Error> {
+    result.result().map_err(Error::cuda(context.to_owned()))
+}
+
+/// The parameters of a one-dimensional copy of `copy.len` bytes.
+fn memcpy_params(copy: Copy) -> sys::CUDA_MEMCPY3D {
+    // SAFETY: all-zero is a valid `CUDA_MEMCPY3D` (null handles, zero offsets).
+    let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+    // Unified addressing: the driver finds out whether each address is device or host memory.
+    p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    p.srcDevice = copy.src;
+    p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    p.dstDevice = copy.dst;
+    p.WidthInBytes = copy.len;
+    p.Height = 1;
+    p.Depth = 1;
+    p
+}
+
+/// Adds a node after `last` (none when it is null) with `add(node, dependencies, count)`, and
+/// makes it the new `last`.
+fn chain(
+    last: &mut sys::CUgraphNode,
+    what: &str,
+    add: impl FnOnce(*mut sys::CUgraphNode, *const sys::CUgraphNode, usize) -> sys::CUresult,
+) -> Result<(), Error> {
+    let mut node: sys::CUgraphNode = std::ptr::null_mut();
+    let deps = usize::from(!last.is_null());
+    check(add(&raw mut node, &raw const *last, deps), what)?;
+    *last = node;
+    Ok(())
+}
+
+impl Replay {
+    /// Builds and instantiates the graph of `seq`: five nodes in a chain.
+    pub fn build(gpu: &Gpu, seq: &Sequence<'_>) -> Result<Self, Error> {
+        gpu.bind()?;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: creates an empty graph into `graph`.
+        let created = unsafe { sys::cuGraphCreate(&mut graph, 0) };
+        check(created, "creating a CUDA graph")?;
+        // Dropped on any error below, which destroys the graph.
+        let mut replay = Self {
+            desc_ptr: seq.desc_ptr,
+            graph,
+            exec: std::ptr::null_mut(),
+        };
+        let ctx = gpu.context().cu_ctx();
+        let (reset, read_back) = (memcpy_params(seq.reset), memcpy_params(seq.read_back));
+        let mut arg = seq.desc_ptr;
+        let mut args: [*mut std::ffi::c_void; 1] = [(&raw mut arg).cast()];
+        // SAFETY: all-zero is a valid `CUDA_KERNEL_NODE_PARAMS` (null handles, zero sizes).
+        let mut kernel: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+        kernel.func = seq.function.cu_function();
+        (kernel.gridDimX, kernel.gridDimY, kernel.gridDimZ) = seq.config.grid_dim;
+        (kernel.blockDimX, kernel.blockDimY, kernel.blockDimZ) = seq.config.block_dim;
+        kernel.sharedMemBytes = seq.config.shared_mem_bytes;
+        kernel.kernelParams = args.as_mut_ptr();
+        let last = &mut std::ptr::null_mut();
+        // Each node: `graph` is the graph made above, and `deps` its last node (or nothing); the
+        // driver copies the parameters during the call.
+        chain(
+            last,
+            "adding the tables' reset to a graph",
+            |node, deps, n| {
+                // SAFETY: as said above; `reset` is a copy between live addresses of the context.
+                unsafe { sys::cuGraphAddMemcpyNode(node, graph, deps, n, &reset, ctx) }
+            },
+        )?;
+        chain(
+            last,
+            "adding the start event to a graph",
+            |node, deps, n| {
+                // SAFETY: as said above; the start event is live.
+                unsafe {
+                    sys::cuGraphAddEventRecordNode(node, graph, deps, n, seq.start.cu_event())
+                }
+            },
+        )?;
+        chain(
+            last,
+            "adding the scheduler's kernel to a graph",
+            |node, deps, n| {
+                // SAFETY: as said above; the kernel's one parameter is `*const RegionDesc`, the
+                // descriptor address that `arg` holds.
+                unsafe { sys::cuGraphAddKernelNode_v2(node, graph, deps, n, &kernel) }
+            },
+        )?;
+        chain(last, "adding the end event to a graph", |node, deps, n| {
+            // SAFETY: as said above; the end event is live.
+            unsafe { sys::cuGraphAddEventRecordNode(node, graph, deps, n, seq.end.cu_event()) }
+        })?;
+        chain(last, "adding the read-back to a graph", |node, deps, n| {
+            // SAFETY: as said above; `read_back` is a copy between live addresses of the context.
+            unsafe { sys::cuGraphAddMemcpyNode(node, graph, deps, n, &read_back, ctx) }
+        })?;
+        // SAFETY: instantiates the complete graph into `replay.exec`.
+        let instantiated =
+            unsafe { sys::cuGraphInstantiateWithFlags(&mut replay.exec, replay.graph, 0) };
+        check(instantiated, "instantiating a call's CUDA graph")?;
+        Ok(replay)
+    }
+
+    /// Launches the graph on the GPU handle's stream.
+    ///
+    /// # Safety
+    /// Every address of the [`Sequence`] it was built from must still be live, and the kernel's
+    /// descriptor and tables ready to run.
+    pub unsafe fn launch(&self, gpu: &Gpu) -> Result<(), Error> {
+        gpu.bind()?;
+        // SAFETY: `exec` is an instantiated graph of this context; the caller vouches for its
+        // addresses.
+        check(
+            unsafe { sys::cuGraphLaunch(self.exec, gpu.stream().cu_stream()) },
+            "launching the call's CUDA graph",
+        )
+    }
+}
