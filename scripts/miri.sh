@@ -263,7 +263,6 @@
 #| host/src/backend/replay.rs | drop | 1 | not: driver
 #| host/src/backend/replay.rs | build | 8 | not: driver
 #| host/src/backend/replay.rs | launch | 2 | not: driver
-#| host/src/backend/replay.rs | memcpy_params | 1 | not: driver (a zeroed driver struct, filled by safe code; its only use is the graph)
 #| host/src/backend/layout.rs | bytes_of | 1 | miri: B (the host image of the GPU tables, built and checked without a GPU)
 #| host/src/backend/layout.rs | records | 1 | not: driver (the records a launch wrote)
 #| host/src/backend/levels.rs | execute | 2 | not: driver

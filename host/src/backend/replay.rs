@@ -64,19 +64,38 @@ fn check(result: sys::CUresult, context: &str) -> Result<(), Error> {
     result.result().map_err(Error::cuda(context.to_owned()))
 }
 
-/// The parameters of a one-dimensional copy of `copy.len` bytes.
+/// The parameters of a one-dimensional copy of `copy.len` bytes. (Not `mem::zeroed`: the memory
+/// types are enums without a zero.)
 fn memcpy_params(copy: Copy) -> sys::CUDA_MEMCPY3D {
-    // SAFETY: all-zero is a valid `CUDA_MEMCPY3D` (null handles, zero offsets).
-    let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
     // Unified addressing: the driver finds out whether each address is device or host memory.
-    p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
-    p.srcDevice = copy.src;
-    p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
-    p.dstDevice = copy.dst;
-    p.WidthInBytes = copy.len;
-    p.Height = 1;
-    p.Depth = 1;
-    p
+    let unified = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: unified,
+        srcHost: std::ptr::null(),
+        srcDevice: copy.src,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: unified,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: copy.dst,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: copy.len,
+        Height: 1,
+        Depth: 1,
+    }
 }
 
 /// Adds a node after `last` (none when it is null) with `add(node, dependencies, count)`, and
@@ -176,5 +195,24 @@ impl Replay {
             unsafe { sys::cuGraphLaunch(self.exec, gpu.stream().cu_stream()) },
             "launching the call's CUDA graph",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Copy, memcpy_params};
+    use cudarc::driver::sys::CUmemorytype;
+
+    #[test]
+    fn a_copy_is_one_row_of_unified_addresses() {
+        let p = memcpy_params(Copy {
+            dst: 0x7000,
+            src: 0x9000,
+            len: 300,
+        });
+        assert_eq!((p.srcDevice, p.dstDevice), (0x9000, 0x7000));
+        assert_eq!((p.WidthInBytes, p.Height, p.Depth), (300, 1, 1));
+        assert_eq!(p.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+        assert_eq!(p.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
     }
 }
