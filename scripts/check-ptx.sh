@@ -16,7 +16,8 @@ if [ "$#" -gt 0 ]; then
 else
     # The PTX the host binaries embed: the device build's output after the builder's tuning. Each
     # distinct file once: the Miri build and older builds of the same sources hold copies, and one
-    # assembly of the examples' module takes ptxas about half a minute of CPU.
+    # assembly of the examples' module (16 MB of PTX, 355 kernels) takes ptxas about 9 minutes on
+    # a 2-core machine, with or without `-split-compile 0` (9 min 11 s wall for 11 min 45 s of CPU).
     mapfile -t files < <(find target -path '*/build/*/out/taskweave-kernels.ptx' -not -path 'target/taskweave-device/*' 2>/dev/null |
         xargs -r sha256sum | sort -k1,1 -u | awk '{ print $2 }' | sort)
 fi
