@@ -6,8 +6,9 @@
 //!    With SM-aware workers (`crate::sm`) every block that fits is launched, and each claims a
 //!    worker on its SM or retreats at kernel entry.
 //! 2. Stage the arrays and tables (`Staged`) and launch. A plan that runs again keeps all of it
-//!    (`Prepared`): its next call resets the tables on the device with one copy, copies its host
-//!    arrays in, and launches.
+//!    (`Prepared`): its next call copies its host arrays in and replays one CUDA graph (`replay`)
+//!    that resets the tables on the device, launches between the timing events and reads the error
+//!    record and statistics back; with `Plan::replay(false)` it issues those one by one.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when
 //!    it stops moving for the watchdog timeout the host raises the abort flag.
 //! 4. `Staged::finish`: a faulting task becomes an error naming it, with the host arrays left
