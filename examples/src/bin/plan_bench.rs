@@ -48,37 +48,49 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// The medians of what `rows` (wall time, report) say.
-fn medians(rows: &[(Duration, Report)]) -> Row {
-    let pick = |f: &dyn Fn(&(Duration, Report)) -> Duration| {
-        median(rows.iter().map(|r| us(f(r))).collect())
-    };
+/// What one call cost: its wall time, and its report's execute, inspection and host times.
+type Sample = [Duration; 4];
+
+/// The medians of `samples`.
+fn medians(samples: &[Sample]) -> Row {
+    let pick = |k: usize| median(samples.iter().map(|s| us(s[k])).collect());
     Row {
-        wall: pick(&|r| r.0),
-        execute: pick(&|r| r.1.execute_time),
-        inspect: pick(&|r| r.1.inspect_time),
-        host: pick(&|r| r.1.host_time),
+        wall: pick(0),
+        execute: pick(1),
+        inspect: pick(2),
+        host: pick(3),
     }
 }
 
 /// Calls `call(k)` for each of `variants` in turn, `reps` rounds after 3 warm-up rounds (so that
 /// the variants meet the same machine state); the medians of each variant's reports.
+///
+/// Each report is dropped once its times are taken, as a caller's loop would: keeping them all
+/// (each holds a record per worker, 33 KB for 1,056 workers) made every call allocate fresh heap
+/// pages for its statistics, and the page faults cost up to 20 us a call on the H100
+/// (`bench/results/replay-h100/README.md`).
 fn measure(
     reps: usize,
     variants: usize,
     mut call: impl FnMut(usize) -> Result<Report, taskweave::Error>,
 ) -> Result<Vec<Row>, taskweave::Error> {
-    let mut rows: Vec<Vec<(Duration, Report)>> = (0..variants).map(|_| Vec::new()).collect();
+    let mut samples: Vec<Vec<Sample>> = (0..variants).map(|_| Vec::with_capacity(reps)).collect();
     for round in 0..reps + 3 {
-        for (k, rows) in rows.iter_mut().enumerate() {
+        for (k, samples) in samples.iter_mut().enumerate() {
             let start = Instant::now();
             let report = call(k)?;
+            let wall = start.elapsed();
             if round >= 3 {
-                rows.push((start.elapsed(), report));
+                samples.push([
+                    wall,
+                    report.execute_time,
+                    report.inspect_time,
+                    report.host_time,
+                ]);
             }
         }
     }
-    Ok(rows.iter().map(|r| medians(r)).collect())
+    Ok(samples.iter().map(|s| medians(s)).collect())
 }
 
 fn main() -> std::process::ExitCode {
