@@ -25,6 +25,42 @@ pub(crate) fn find_ptxas() -> Option<PathBuf> {
     on_path.chain(cuda).find(|p| p.is_file())
 }
 
+/// [`assemble`], unless `cache` (a folder the builds of a workspace share) holds the cubin of the
+/// same PTX text for `arch` already: then that one is copied. A kernels crate's PTX takes
+/// `ptxas` minutes, and a change that leaves the device code as it was (host code, tests, the
+/// macros' host half) reruns the build script all the same.
+pub(crate) fn assemble_cached(
+    ptxas: &Path,
+    arch: &str,
+    ptx: &Path,
+    cubin: &Path,
+    cache: &Path,
+) -> Result<(), String> {
+    let text = std::fs::read(ptx).map_err(|e| format!("could not read {}: {e}", ptx.display()))?;
+    let kept = cache.join(format!("{:016x}.cubin", key(arch, &text)));
+    if std::fs::copy(&kept, cubin).is_ok_and(|bytes| bytes > 0) {
+        return Ok(());
+    }
+    assemble(ptxas, arch, ptx, cubin)?;
+    // A cache that cannot be written only costs the next build its assembly. The copy goes in
+    // under a name of its own and is renamed, so that a build beside this one never copies half
+    // of it.
+    let partial = cache.join(format!("{}.partial", std::process::id()));
+    if std::fs::create_dir_all(cache).is_ok() && std::fs::copy(cubin, &partial).is_ok() {
+        let _ = std::fs::rename(&partial, &kept);
+    }
+    Ok(())
+}
+
+/// The cache key of PTX `text` assembled for `arch`.
+fn key(arch: &str, text: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    arch.hash(&mut hasher);
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Assembles `ptx` for `arch` into `cubin` with `ptxas`. On failure the cubin is left empty and
 /// the reason returned, for a build warning: the PTX still works, through the driver.
 pub(crate) fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) -> Result<(), String> {
@@ -112,5 +148,29 @@ mod tests {
         std::fs::write(&ptx, PTX).unwrap();
         assemble(&ptxas, "sm_90", &ptx, &cubin).unwrap();
         assert_eq!(&std::fs::read(&cubin).unwrap()[..4], b"\x7fELF");
+    }
+
+    /// The second assembly of the same PTX text copies the first's cubin, without `ptxas`; other
+    /// text, or another architecture, is assembled.
+    #[test]
+    fn the_same_ptx_is_assembled_once() {
+        let Some(ptxas) = venv_ptxas() else {
+            assert_eq!(std::env::var("TASKWEAVE_SKIP_PTXAS").as_deref(), Ok("1"));
+            return;
+        };
+        let cache = scratch("cubins");
+        let _ = std::fs::remove_dir_all(&cache);
+        let (ptx, first, second) = (scratch("c.ptx"), scratch("c1.cubin"), scratch("c2.cubin"));
+        std::fs::write(&ptx, PTX).unwrap();
+        assemble_cached(&ptxas, "sm_90", &ptx, &first, &cache).unwrap();
+        let none = Path::new("/nonexistent/ptxas");
+        assemble_cached(none, "sm_90", &ptx, &second, &cache).expect("from the cache");
+        assert_eq!(
+            std::fs::read(&first).unwrap(),
+            std::fs::read(&second).unwrap()
+        );
+        assert!(assemble_cached(none, "sm_80", &ptx, &second, &cache).is_err());
+        std::fs::write(&ptx, PTX.replace("ret;", "ret;\n  ret;")).unwrap();
+        assert!(assemble_cached(none, "sm_90", &ptx, &second, &cache).is_err());
     }
 }

@@ -136,7 +136,10 @@ impl Builder {
         let cubin = out_dir.join(CUBIN_FILE);
         match ptxas {
             Some(ptxas) => {
-                if let Err(why) = cubin::assemble(&ptxas, &self.target_cpu, &dest, &cubin) {
+                let cache = target_dir.join("cubins");
+                if let Err(why) =
+                    cubin::assemble_cached(&ptxas, &self.target_cpu, &dest, &cubin, &cache)
+                {
                     println!(
                         "cargo:warning=taskweave: no cubin, the driver will compile the PTX: {why}"
                     );
