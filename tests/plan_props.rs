@@ -1,7 +1,9 @@
 //! Property tests of plans: over random regions (a task sequence drawn from a seed, with random
 //! array lengths, task counts and range spans), a plan runs exactly the DAG fresh inspection
 //! builds, its runs give the arrays fresh runs give, and the verifying mode refuses other scalars
-//! exactly when they build another DAG.
+//! exactly when they build another DAG. The runtime's plan cache, over random sequences of calls,
+//! reruns a kept plan exactly for the calls that repeat an earlier one, and that plan is the DAG
+//! fresh inspection builds.
 
 use proptest::prelude::*;
 use taskweave::inspect::Inspection;
@@ -107,7 +109,7 @@ proptest! {
         for _ in 0..3 {
             let report = plan.run(random(&mut a, &mut b, s.tasks, s.span, s.seed), &rt).unwrap();
             prop_assert_eq!(report.tasks, fresh.task_count());
-            random(&mut fa, &mut fb, s.tasks, s.span, s.seed).run(&rt).unwrap();
+            random(&mut fa, &mut fb, s.tasks, s.span, s.seed).cache(false).run(&rt).unwrap();
             prop_assert_eq!(&a, &fa);
             prop_assert_eq!(&b, &fb);
         }
@@ -144,5 +146,36 @@ proptest! {
             }
             Err(e) => prop_assert!(false, "unexpected error: {e}"),
         }
+    }
+
+    #[test]
+    fn the_plan_cache_reruns_the_dag_fresh_inspection_builds_for_repeated_calls(
+        n in 1usize..60,
+        pool in prop::collection::vec(scalars(), 1..4),
+        picks in prop::collection::vec((0usize..4, 0usize..2), 1..10),
+        salt in any::<u32>(),
+    ) {
+        // Calls drawn from a few scalar sets and two array lengths, so that many repeat (eight
+        // calls at most, so that the cache never drops one).
+        let rt = Runtime::cpu_with(2);
+        let mut seen = Vec::new();
+        for (pick, shape) in picks {
+            let (s, n) = (pool[pick % pool.len()], n + shape);
+            let (mut a, mut b) = data(n, salt);
+            let (mut fa, mut fb) = (a.clone(), b.clone());
+            let report = random(&mut a, &mut b, s.tasks, s.span, s.seed).run(&rt).unwrap();
+            let key = (s.tasks, s.span, s.seed, n);
+            prop_assert_eq!(report.reused, seen.contains(&key));
+            seen.push(key);
+            random(&mut fa, &mut fb, s.tasks, s.span, s.seed).cache(false).run(&rt).unwrap();
+            prop_assert_eq!(&a, &fa);
+            prop_assert_eq!(&b, &fb);
+            // The plan the runtime keeps for the call is the DAG fresh inspection builds.
+            let fresh = inspect(n, s);
+            let same_dag = random(&mut a, &mut b, s.tasks, s.span, s.seed)
+                .with_cached_inspection(&rt, |plan| same(plan, &fresh));
+            prop_assert_eq!(same_dag, Some(true));
+        }
+        prop_assert!(rt.cached_plans() <= taskweave::DEFAULT_PLANS);
     }
 }

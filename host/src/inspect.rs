@@ -146,8 +146,40 @@ const _: () = assert!(
 /// Compile-time check that a region scalar is `Copy`.
 pub const fn assert_copy<T: Copy>() {}
 
+/// A region's scalar argument on its way into the region's plan key (see the `cache` module):
+/// `task_region!` writes `(&KeyOf(&arg)).key_word()` for each, which is the argument's
+/// [`Scalar::to_bits`](taskweave_device::Scalar::to_bits) when its type is a
+/// [`Scalar`](taskweave_device::Scalar) ([`ScalarKey`]) and `None` otherwise ([`OpaqueKey`], one
+/// auto-reference further), which keeps the region out of the cache.
+#[doc(hidden)]
+pub struct KeyOf<'a, T>(pub &'a T);
+
+/// The key word of a [`Scalar`](taskweave_device::Scalar) argument (see [`KeyOf`]).
+#[doc(hidden)]
+pub trait ScalarKey {
+    fn key_word(&self) -> Option<u64>;
+}
+
+impl<T: taskweave_device::Scalar> ScalarKey for KeyOf<'_, T> {
+    fn key_word(&self) -> Option<u64> {
+        Some(self.0.to_bits())
+    }
+}
+
+/// No key word, for an argument of any other type (see [`KeyOf`]).
+#[doc(hidden)]
+pub trait OpaqueKey {
+    fn key_word(&self) -> Option<u64>;
+}
+
+impl<T> OpaqueKey for &KeyOf<'_, T> {
+    fn key_word(&self) -> Option<u64> {
+        None
+    }
+}
+
 /// An array as inspection sees it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArrayInfo {
     /// The region's parameter name.
     pub name: &'static str,

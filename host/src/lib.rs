@@ -12,11 +12,13 @@
 //! The modules form layers, each importing only those below it (a test fails on any cycle):
 //! `options`, `error`, `symbols` at the bottom; then `graph`, `inspect` and `meta` (what the macro
 //! passes, with how each task's arguments print); `resident`;
-//! `plan` and `call` (a plan with one call's arrays); `tables`, `sm`, `report`; `gpu` (the CUDA
-//! plumbing, which knows no region); `backend` (one module per backend and their table);
-//! `runtime`; `submit`; and `region`, the builder users call.
+//! `plan` and `call` (a plan with one call's arrays); `cache` (the runtime's plans of earlier
+//! calls); `tables`, `sm`, `report`; `gpu` (the CUDA plumbing, which knows no region); `backend`
+//! (one module per backend and their table); `runtime`; `submit`; and `region`, the builder users
+//! call.
 
 mod backend;
+mod cache;
 mod call;
 mod error;
 pub mod gpu;
@@ -34,6 +36,7 @@ mod submit;
 mod symbols;
 mod tables;
 
+pub use cache::{DEFAULT_PLANS, PLAN_CACHE_ENV};
 pub use error::{Error, TaskRef};
 pub use meta::RegionMeta;
 pub use options::{Backend, Options, Policy};

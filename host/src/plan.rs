@@ -230,17 +230,32 @@ impl Plan {
     /// Checks that `fresh`, the call's region inspected again, built what the plan runs: the same
     /// tasks with the same arguments, the same DAG and the same footprints.
     pub fn check_inspection(&self, fresh: &Inspection) -> Result<(), Error> {
-        check_same(&self.inspection, fresh).map_err(|detail| Error::PlanMismatch {
+        let advice =
+            "its scalar arguments steer the control flow differently: make a new plan for them";
+        self.check(fresh, advice)
+    }
+
+    /// [`Plan::check_inspection`] for a plan from the runtime's plan cache, which was made by a
+    /// call with the same scalar arguments and array shapes: a body that builds another DAG
+    /// depends on something else.
+    pub(crate) fn check_cached_inspection(&self, fresh: &Inspection) -> Result<(), Error> {
+        let advice = "an earlier call with the same scalar arguments and array shapes built \
+            another DAG, so the region's body depends on something else (a global, the clock, a \
+            random source): run it with `.cache(false)`";
+        self.check(fresh, advice)
+    }
+
+    fn check(&self, fresh: &Inspection, advice: &str) -> Result<(), Error> {
+        check_same(&self.inspection, fresh, advice).map_err(|detail| Error::PlanMismatch {
             region: self.meta.name,
             detail,
         })
     }
 }
 
-/// Where `fresh` departs from `planned`, in words, or `Ok` when they are the same.
-fn check_same(planned: &Inspection, fresh: &Inspection) -> Result<(), String> {
-    let advice =
-        "its scalar arguments steer the control flow differently: make a new plan for them";
+/// Where `fresh` departs from `planned`, in words ending with `advice` where the tasks differ, or
+/// `Ok` when they are the same.
+fn check_same(planned: &Inspection, fresh: &Inspection, advice: &str) -> Result<(), String> {
     let (n, m) = (planned.task_count(), fresh.task_count());
     if planned.tasks != fresh.tasks || planned.args != fresh.args {
         fn words(ins: &Inspection, t: usize) -> (u32, &[u64]) {

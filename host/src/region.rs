@@ -7,12 +7,15 @@
 //!    [`Region::plan`] to inspect it once and run it many times ([`Plan::run`]), or
 //!    [`Region::inspect`] to get the DAG without running it.
 //! 3. `run` inspects the body into a [`Plan`], then hands the plan and the region's arrays (a
-//!    call) to the runtime, which runs it on a backend and returns a [`Report`].
+//!    call) to the runtime, which runs it on a backend and returns a [`Report`]. The runtime keeps
+//!    the plan: a later `run` of the region with the same scalar arguments, array shapes and
+//!    options runs it again without inspecting (see [`Runtime::cache_plans`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::prestage;
+use crate::cache::PlanKey;
 use crate::call::{self, Binding, Call, Order, Prestaged};
 use crate::error::Error;
 use crate::inspect::{ArrayArg, Inspection, ReadOnly, ReadWrite, Recorder};
@@ -36,6 +39,11 @@ pub struct Region<'a> {
     options: Options,
     /// The test seam of [`Region::edit_inspection`].
     edit: Option<Edit<'a>>,
+    /// The words of the scalar arguments, when every one is a [`Scalar`](taskweave_device::Scalar)
+    /// ([`Region::key_words`]); `None` keeps the region out of the runtime's plan cache.
+    key: Option<Vec<u64>>,
+    /// Whether `run` may use the runtime's plan cache ([`Region::cache`]).
+    cache: bool,
 }
 
 impl<'a> Region<'a> {
@@ -47,7 +55,18 @@ impl<'a> Region<'a> {
             body: None,
             options: Options::default(),
             edit: None,
+            key: None,
+            cache: true,
         }
+    }
+
+    /// The words of the region's scalar arguments, in order, for the runtime's plan cache
+    /// (`task_region!` passes them): `None` for an argument that is not a
+    /// [`Scalar`](taskweave_device::Scalar), which keeps every call of the region out of the
+    /// cache. A region never given its words is never cached.
+    #[doc(hidden)]
+    pub fn key_words(&mut self, words: &[Option<u64>]) {
+        self.key = words.iter().copied().collect();
     }
 
     fn push(&mut self, binding: Binding<'a>) -> u32 {
@@ -215,6 +234,17 @@ impl<'a> Region<'a> {
         self
     }
 
+    /// Whether [`Region::run`] may reuse the plan of an earlier call of this region with the same
+    /// scalar arguments, array shapes and options, kept by the runtime (default on; see
+    /// [`Runtime::cache_plans`]). Turn it off for a region whose body spawns tasks by something
+    /// other than its arguments: a global, the clock, a random source. In debug builds a cached
+    /// plan is checked against a fresh inspection at every call, and such a body fails with
+    /// [`Error::PlanMismatch`].
+    pub fn cache(mut self, on: bool) -> Self {
+        self.cache = on;
+        self
+    }
+
     /// The options as set.
     pub fn options(&self) -> &Options {
         &self.options
@@ -294,11 +324,57 @@ impl<'a> Region<'a> {
     ///
     /// On a GPU backend, host arrays large enough for it to pay are uploaded on another thread
     /// while the body is inspected.
+    ///
+    /// The runtime keeps the plan (see [`Runtime::cache_plans`]): a later call of the region with
+    /// the same scalar arguments, array shapes and options runs it without inspecting, and from
+    /// its third call on with the backend's tables kept on the device, as [`Plan::run`] does.
     pub fn run(self, runtime: &Runtime) -> Result<Report, Error> {
         let start = Instant::now();
+        let key = self.plan_key(runtime);
+        if let Some(key) = &key
+            && let Some(mut plan) = runtime.take_plan(key)
+        {
+            let report = plan.run_again(self, runtime, true);
+            // A plan whose region built another DAG is wrong for the key: it is dropped.
+            if !matches!(report, Err(Error::PlanMismatch { .. })) {
+                runtime.keep_plan(key.clone(), plan);
+            }
+            return report.map(|r| r.since(start));
+        }
         let (mut plan, arrays, prestaged) = self.into_plan_uploading(runtime)?;
         let inspect_time = plan.inspection().time;
-        run_call(&mut plan, arrays, runtime, inspect_time, false, prestaged).map(|r| r.since(start))
+        let report = run_call(&mut plan, arrays, runtime, inspect_time, false, prestaged);
+        if let Some(key) = key {
+            runtime.keep_plan(key, plan);
+        }
+        report.map(|r| r.since(start))
+    }
+
+    /// Calls `f` with the inspection of the plan `runtime` keeps for this call, if it keeps one:
+    /// for tests that compare it with a fresh inspection.
+    #[doc(hidden)]
+    pub fn with_cached_inspection<R>(
+        &self,
+        runtime: &Runtime,
+        f: impl FnOnce(&Inspection) -> R,
+    ) -> Option<R> {
+        let key = self.plan_key(runtime)?;
+        runtime.with_plan(&key, |plan| f(plan.inspection()))
+    }
+
+    /// The key of this call in `runtime`'s plan cache; `None` when the call stays out of it: the
+    /// cache is off (in the runtime or for this region), a scalar argument is not a
+    /// [`Scalar`](taskweave_device::Scalar), or a test edits the inspection.
+    fn plan_key(&self, runtime: &Runtime) -> Option<PlanKey> {
+        if !self.cache || self.edit.is_some() || !runtime.caches_plans() {
+            return None;
+        }
+        Some(PlanKey::new(
+            self.meta,
+            self.key.clone()?,
+            self.arrays.iter().map(|b| b.info).collect(),
+            self.options.clone(),
+        ))
     }
 
     /// Inspects the region and hands it to `runtime`'s helper threads, which run it once the
@@ -343,14 +419,24 @@ fn run_call(
     for earlier in call::register(&arrays, &plan.inspection().footprints, &done) {
         earlier.wait();
     }
-    let report = runtime.execute(&mut Call {
+    let mut call = Call {
         plan,
         arrays: &arrays,
         order: None,
         inspect_time,
         reused,
         prestaged,
-    });
+    };
+    let mut report = runtime.execute(&mut call);
+    // Plans the runtime keeps may hold device memory of their own (their tables, buffers for
+    // their host arrays). A call that does not fit beside them gets that memory back and tries
+    // once more: `DeviceOutOfMemory` is found before anything is copied or run. (A refused
+    // allocation, `OutOfMemory`, may come after the kernel, when a second run would apply the
+    // region twice to a resident array.)
+    if matches!(report, Err(Error::DeviceOutOfMemory { .. })) && runtime.cached_plans() > 0 {
+        runtime.clear_plans();
+        report = runtime.execute(&mut call);
+    }
     drop(arrays);
     done.set();
     report
@@ -365,8 +451,20 @@ impl Plan {
     ///
     /// Options set on `region` must be the plan's own, or left unset; another region, or arrays
     /// of other lengths, element sizes or access modes, are an [`Error::PlanMismatch`].
-    pub fn run(&mut self, mut region: Region<'_>, runtime: &Runtime) -> Result<Report, Error> {
+    pub fn run(&mut self, region: Region<'_>, runtime: &Runtime) -> Result<Report, Error> {
         let start = Instant::now();
+        self.run_again(region, runtime, false)
+            .map(|r| r.since(start))
+    }
+
+    /// [`Plan::run`]; `cached` when the plan came from the runtime's plan cache, for the advice a
+    /// mismatch gives.
+    fn run_again(
+        &mut self,
+        mut region: Region<'_>,
+        runtime: &Runtime,
+        cached: bool,
+    ) -> Result<Report, Error> {
         self.check_arrays(&region.meta, region.arrays.iter().map(|b| b.info))?;
         if region.options != Options::default() && region.options != *self.options() {
             return Err(Error::PlanMismatch {
@@ -383,8 +481,12 @@ impl Plan {
             region.options = self.options().clone();
             let fresh = region.inspect_body()?;
             inspect_time = fresh.time;
-            self.check_inspection(&fresh)?;
+            if cached {
+                self.check_cached_inspection(&fresh)?;
+            } else {
+                self.check_inspection(&fresh)?;
+            }
         }
-        run_call(self, region.arrays, runtime, inspect_time, true, None).map(|r| r.since(start))
+        run_call(self, region.arrays, runtime, inspect_time, true, None)
     }
 }

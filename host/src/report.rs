@@ -38,8 +38,10 @@ pub struct Report {
     pub inspect_time: Duration,
     /// Copies between host and device (zero on the CPU).
     pub transfer_time: Duration,
-    /// Backend set-up before the run: building and instantiating the CUDA graph (graph backend,
-    /// zero when the graph was cached); zero for the other backends.
+    /// Backend set-up before the run, on the host: building the scheduler's tables (the static
+    /// policy's plan among them) on the GPU backends, zero when a plan's kept tables were put
+    /// back instead; and building and instantiating the CUDA graph (graph backend, zero when the
+    /// graph was cached). Zero on the CPU backend.
     pub setup_time: Duration,
     /// Running the DAG: the kernel, or the worker pool.
     pub execute_time: Duration,
@@ -48,6 +50,11 @@ pub struct Report {
     /// reading the statistics back. A plan run again on resident arrays costs this much more than
     /// its kernel.
     pub host_time: Duration,
+    /// Whether the call ran a plan inspected by an earlier call: a [`Plan::run`](crate::Plan::run),
+    /// or a [`Region::run`](crate::Region::run) that found its plan in the runtime's cache (see
+    /// [`Runtime::cache_plans`](crate::Runtime::cache_plans)). Such a call inspects nothing
+    /// unless the plan verifies ([`Plan::verify`](crate::Plan::verify)).
+    pub reused: bool,
     /// One record per worker.
     pub worker_stats: Vec<WorkerStats>,
     /// One record per task, when tracing was on.
@@ -88,6 +95,7 @@ impl Report {
             setup_time: Duration::ZERO,
             execute_time,
             host_time: Duration::ZERO,
+            reused: call.reused,
             task_kinds: trace.is_some().then(|| {
                 ins.tasks[..ins.task_count()]
                     .iter()
@@ -191,7 +199,7 @@ impl fmt::Display for Report {
         write!(
             f,
             "region `{}` on {} ({} policy): {} tasks, {} edges, critical path {}; {} workers x {} threads; \
-             wall {:.3} ms: inspect {:.3} ms, transfer {:.3} ms, execute {:.3} ms ({:.1} ns/task); load spread {}, {} continuations, {} steals",
+             wall {:.3} ms: inspect {:.3} ms, set-up {:.3} ms, transfer {:.3} ms, execute {:.3} ms ({:.1} ns/task); load spread {}, {} continuations, {} steals{}",
             self.region,
             self.backend,
             self.policy.name(),
@@ -202,12 +210,14 @@ impl fmt::Display for Report {
             self.threads,
             self.wall_time.as_secs_f64() * 1e3,
             self.inspect_time.as_secs_f64() * 1e3,
+            self.setup_time.as_secs_f64() * 1e3,
             self.transfer_time.as_secs_f64() * 1e3,
             self.execute_time.as_secs_f64() * 1e3,
             self.ns_per_task(),
             self.load_spread(),
             continuations,
             steals,
+            if self.reused { "; plan reused" } else { "" },
         )
     }
 }

@@ -9,16 +9,21 @@
 //! 3. [`Region::run`](crate::Region::run) and [`Plan::run`](crate::Plan::run) hand each call to
 //!    the runtime, which runs it on the backend the region names or its own (see the `backend`
 //!    module's table).
+//! 4. The runtime keeps the plans of the regions it ran ([`Runtime::cache_plans`]): a region
+//!    called again with the same scalar arguments, array shapes and options is not inspected
+//!    again.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::backend::{self, Executor, default_cpu_workers};
+use crate::cache::{PlanCache, PlanKey};
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
 use crate::options::Backend;
+use crate::plan::Plan;
 use crate::report::Report;
 use crate::resident::DeviceArray;
 use crate::submit::{HELPERS, Helpers, Job};
@@ -33,6 +38,11 @@ enum Engine {
 
 /// Runs regions on one backend.
 pub struct Runtime {
+    /// The plans of earlier calls ([`Runtime::cache_plans`]). First, so that they are dropped
+    /// first: what a backend keeps in a plan (device memory, CUDA graphs of the region's kernel)
+    /// goes before the GPU handle, as when a caller drops a plan before its runtime. Dropped
+    /// after it, the process hung on the H100 at exit.
+    plans: Mutex<PlanCache>,
     engine: Engine,
     fallback: Option<String>,
     /// The helper threads of regions submitted without waiting, started on the first submit.
@@ -59,6 +69,7 @@ impl Runtime {
                 engine: Engine::Gpu(Box::new(gpu)),
                 fallback: None,
                 helpers: OnceLock::new(),
+                plans: Mutex::new(PlanCache::from_env()),
             },
             Err(e) => Self {
                 fallback: Some(e.to_string()),
@@ -73,6 +84,7 @@ impl Runtime {
             engine: Engine::Gpu(Box::new(Gpu::new(ordinal)?)),
             fallback: None,
             helpers: OnceLock::new(),
+            plans: Mutex::new(PlanCache::from_env()),
         })
     }
 
@@ -98,6 +110,7 @@ impl Runtime {
             engine: Engine::Gpu(Box::new(Gpu::on_stream(stream)?)),
             fallback: None,
             helpers: OnceLock::new(),
+            plans: Mutex::new(PlanCache::from_env()),
         })
     }
 
@@ -142,7 +155,57 @@ impl Runtime {
             },
             fallback: None,
             helpers: OnceLock::new(),
+            plans: Mutex::new(PlanCache::from_env()),
         }
+    }
+
+    /// Keeps the plans of up to `capacity` calls (0 keeps none), dropping the least recently used
+    /// beyond it. A plan is a region's DAG, kept from its first call, and from its second call
+    /// on what the backend needs to run it again: on a GPU, its tables and buffers for its host
+    /// arrays, in device memory until the plan is dropped ([`Runtime::clear_plans`]). A region
+    /// called again with the same scalar arguments, array shapes and options runs its plan
+    /// instead of being inspected again (see [`Region::cache`](crate::Region::cache)). The
+    /// default is [`DEFAULT_PLANS`](crate::DEFAULT_PLANS), or the number in the environment
+    /// variable [`PLAN_CACHE_ENV`](crate::PLAN_CACHE_ENV) when the runtime was made.
+    pub fn cache_plans(&self, capacity: usize) {
+        let dropped = self.plans().set_capacity(capacity);
+        drop(dropped);
+    }
+
+    /// The plans kept now.
+    pub fn cached_plans(&self) -> usize {
+        self.plans().len()
+    }
+
+    /// Drops every kept plan, and the device memory the backends kept in them.
+    pub fn clear_plans(&self) {
+        let dropped = self.plans().clear();
+        drop(dropped);
+    }
+
+    /// Calls `f` with the plan kept for `key`, if there is one.
+    pub(crate) fn with_plan<R>(&self, key: &PlanKey, f: impl FnOnce(&Plan) -> R) -> Option<R> {
+        self.plans().find(key).map(f)
+    }
+
+    fn plans(&self) -> MutexGuard<'_, PlanCache> {
+        self.plans.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the runtime keeps plans.
+    pub(crate) fn caches_plans(&self) -> bool {
+        self.plans().enabled()
+    }
+
+    /// Takes the kept plan of `key` out while it runs (see [`Runtime::keep_plan`]).
+    pub(crate) fn take_plan(&self, key: &PlanKey) -> Option<Plan> {
+        self.plans().take(key)
+    }
+
+    /// Keeps `plan` for later calls of `key`.
+    pub(crate) fn keep_plan(&self, key: PlanKey, plan: Plan) {
+        let dropped = self.plans().put(key, plan);
+        drop(dropped);
     }
 
     /// The backend regions run on.

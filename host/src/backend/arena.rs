@@ -3,6 +3,7 @@
 //! as they started with one device-to-device copy ([`DeviceTables::reset`]).
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 use taskweave_device::abi::{ArrayDesc, RegionDesc};
@@ -12,6 +13,7 @@ use super::replay::Copy;
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
+use crate::gpu::transfer::Piece;
 use crate::sm::SmLayout;
 
 /// The bytes staging `call` with `workers` workers (placed by `sms`) allocates, at most: one
@@ -54,7 +56,8 @@ impl DeviceTables {
     /// Builds the tables of `call` for `workers` workers (placed by `sms`) and uploads them with
     /// one copy, with the array table and descriptor for `arrays` (the arrays' device
     /// addresses); with `keep`, a pristine copy of the tables the workers write goes along, for
-    /// [`DeviceTables::reset`].
+    /// [`DeviceTables::reset`]. Also returns the time building them took (the static policy's
+    /// plan among it).
     pub fn upload(
         gpu: &Gpu,
         call: &Call<'_, '_>,
@@ -62,13 +65,15 @@ impl DeviceTables {
         sms: Option<&SmLayout>,
         arrays: &[ArrayDesc],
         keep: bool,
-    ) -> Result<(Self, DescSlot), Error> {
+    ) -> Result<(Self, DescSlot, Duration), Error> {
         let (ins, options) = (call.plan.inspection(), call.plan.options());
+        let start = Instant::now();
         let mut layout = Layout::new(ins, options, workers, sms, arrays.len(), keep);
+        let built = start.elapsed();
         let len = layout.image.bytes.len();
         // SAFETY: every byte of the allocation is written by the copy below before any kernel
         // reads it.
-        let mut buffer = unsafe { gpu.stream().alloc::<u8>(len) }
+        let buffer = unsafe { gpu.stream().alloc::<u8>(len) }
             .map_err(gpu.alloc_error("allocating the region's tables", len))?;
         let base = buffer.device_ptr(gpu.stream()).0;
         let desc = layout.desc(base);
@@ -79,9 +84,16 @@ impl DeviceTables {
             arrays,
             base + slot_at as u64,
         );
-        gpu.stream()
-            .memcpy_htod(&layout.image.bytes[..], &mut buffer)
-            .map_err(Error::cuda("uploading the region's tables"))?;
+        // Through the pinned staging ring: a large region's tables (tens of megabytes for
+        // hundreds of thousands of tasks) would cross the link at a pageable copy's speed.
+        let piece = Piece {
+            host: layout.image.bytes.as_ptr() as usize,
+            device: base,
+            len,
+        };
+        // SAFETY: the piece is the image, which lives until the copy is done (`upload` returns
+        // then), and the allocation it fills, which no kernel uses yet.
+        unsafe { gpu.upload(&[piece]) }?;
         let o = layout.offsets;
         let tables = Self {
             buffer,
@@ -93,7 +105,7 @@ impl DeviceTables {
             written: layout.written,
             pristine: layout.pristine,
         };
-        Ok((tables, slot))
+        Ok((tables, slot, built))
     }
 
     /// A slot of its own for `arrays` (for a call whose arrays live elsewhere than those of the

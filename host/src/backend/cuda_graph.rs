@@ -188,7 +188,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
             check(launched, "launching the CUDA graph")
         })?;
     }
-    let upload_time = staged.upload_time;
+    let (upload_time, staged_setup) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;
     let mut report = Report::new(
         call,
@@ -200,6 +200,6 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         finished.stats,
         finished.trace,
     );
-    report.setup_time = setup_time;
+    report.setup_time = staged_setup + setup_time;
     Ok(report)
 }

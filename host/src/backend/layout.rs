@@ -225,7 +225,12 @@ impl Layout {
             .iter()
             .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
             .collect();
-        let mut image = Image::default();
+        // Room for everything at once: a region of 350,000 tasks has a table image of tens of
+        // megabytes, which growing by doubling would copy and fault in twice.
+        let bound = tables_bytes(ins, options, workers, sms, arrays, keep);
+        let mut image = Image {
+            bytes: Vec::with_capacity(usize::try_from(bound).unwrap_or(0)),
+        };
         let (tasks, args) = (
             image.put(bytes_of(&ins.tasks)),
             image.put(bytes_of(&ins.args)),

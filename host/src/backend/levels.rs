@@ -137,13 +137,13 @@ pub(super) fn execute(
             Ok(())
         })?;
     }
-    let upload_time = staged.upload_time;
+    let (upload_time, setup_time) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;
     let backend = match strategy {
         Strategy::Launches => Backend::Barrier,
         Strategy::GridBarrier => Backend::GridBarrier,
     };
-    Ok(Report::new(
+    let mut report = Report::new(
         call,
         backend,
         workers,
@@ -152,5 +152,7 @@ pub(super) fn execute(
         kernel_time,
         finished.stats,
         finished.trace,
-    ))
+    );
+    report.setup_time = setup_time;
+    Ok(report)
 }

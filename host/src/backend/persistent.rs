@@ -25,8 +25,8 @@ use super::replay::{Replay, Sequence};
 use super::stage::Staged;
 use crate::call::{Call, Prestaged};
 use crate::error::Error;
-use crate::gpu::Gpu;
 use crate::gpu::kernels::Picked;
+use crate::gpu::{Gpu, GpuShared};
 use crate::inspect::Inspection;
 use crate::options::Backend;
 use crate::report::Report;
@@ -73,6 +73,10 @@ fn on_sms(gpu: &Gpu, call: &Call<'_, '_>, widest: usize) -> Result<(Picked, SmLa
 /// the launch's shape and the staged tables, so that the next call only resets the tables on the
 /// device, copies its host arrays in and launches.
 struct Prepared {
+    /// The calls replayed as CUDA graphs, one per descriptor (set of arrays), oldest first.
+    /// First, so that they are dropped first: their nodes use the kernel, the tables, the pinned
+    /// read-back buffer and the events below.
+    replays: Vec<Replay>,
     /// The GPU it was made for ([`Gpu::device_id`]).
     device: usize,
     function: CudaFunction,
@@ -86,8 +90,9 @@ struct Prepared {
     /// Recorded around each launch.
     start: Arc<CudaEvent>,
     end: Arc<CudaEvent>,
-    /// The calls replayed as CUDA graphs, one per descriptor (set of arrays), oldest first.
-    replays: Vec<Replay>,
+    /// The device, kept until everything above is dropped, also when the plan outlives the
+    /// runtime ([`Gpu::shared`]). Its address is `device`, which it keeps from being reused.
+    _gpu: Arc<GpuShared>,
 }
 
 /// Graphs kept for the descriptors a plan runs on, as many as the descriptors [`Staged`] keeps.
@@ -132,6 +137,7 @@ fn prepare(
     let (start, end) = (event()?, event()?);
     let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep, prestaged)?;
     Ok(Prepared {
+        _gpu: gpu.shared(),
         device: gpu.device_id(),
         function: picked.function,
         workers,
@@ -179,7 +185,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         Ok(kernel_time) => {
             let finished = prepared.staged.finish(gpu, call);
             let report = finished.map(|finished| {
-                Report::new(
+                let mut report = Report::new(
                     call,
                     Backend::Persistent,
                     prepared.workers,
@@ -188,7 +194,9 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
                     kernel_time,
                     finished.stats,
                     finished.trace,
-                )
+                );
+                report.setup_time = prepared.staged.setup_time;
+                report
             });
             if call.reused {
                 call.plan.keep_cache(Backend::Persistent, prepared);

@@ -44,8 +44,11 @@ pub(crate) struct Staged {
     /// kernel (see [`Staged::read_back_after_kernel`]), and whether that copy is queued.
     readback: Option<(PinnedHostSlice<u8>, usize)>,
     read_back: bool,
-    /// Time the last staging took.
+    /// Time the last staging took, building the tables left out.
     pub upload_time: Duration,
+    /// Time building the tables took (the static policy's plan among it); zero when a kept
+    /// plan's tables were put back instead.
+    pub setup_time: Duration,
 }
 
 /// What [`Staged::finish`] read back.
@@ -101,7 +104,8 @@ impl Staged {
                 .collect::<Result<_, _>>()?,
         };
         let arrays = upload_arrays(gpu, call, &copies, !uploaded)?;
-        let (tables, slot) = DeviceTables::upload(gpu, call, workers, sms, &arrays, keep)?;
+        let (tables, slot, setup_time) =
+            DeviceTables::upload(gpu, call, workers, sms, &arrays, keep)?;
         gpu.stream()
             .synchronize()
             .map_err(Error::cuda("uploading the region"))?;
@@ -113,7 +117,8 @@ impl Staged {
             extra: Vec::new(),
             readback: None,
             read_back: false,
-            upload_time: start.elapsed(),
+            upload_time: start.elapsed().saturating_sub(setup_time),
+            setup_time,
         })
     }
 
@@ -144,6 +149,7 @@ impl Staged {
             }
         };
         self.upload_time = start.elapsed();
+        self.setup_time = Duration::ZERO;
         Ok(())
     }
 

@@ -169,9 +169,9 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     } else {
         Duration::ZERO
     };
-    let upload_time = staged.upload_time;
+    let (upload_time, setup_time) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;
-    Ok(Report::new(
+    let mut report = Report::new(
         call,
         Backend::Streams,
         streams.len() as u32,
@@ -180,7 +180,9 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
         execute_time,
         finished.stats,
         finished.trace,
-    ))
+    );
+    report.setup_time = setup_time;
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -178,6 +178,13 @@ impl Gpu {
         Arc::as_ptr(&self.shared) as usize
     }
 
+    /// What every handle of the device shares, for what must not outlive it: a backend's tables
+    /// kept in a plan hold it, so that a plan dropped after its runtime still goes first (its
+    /// graphs use the device's loaded modules).
+    pub(crate) fn shared(&self) -> Arc<GpuShared> {
+        self.shared.clone()
+    }
+
     /// Makes the context current on the calling thread, for the raw driver calls that follow.
     pub(crate) fn bind(&self) -> Result<(), Error> {
         self.ctx

@@ -148,6 +148,8 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
     let mut fn_params = Vec::new();
     let mut binds = quote!();
     let mut checks = quote!();
+    // The scalar arguments' words, for the runtime's plan cache: a `Scalar`'s bits, or `None`.
+    let mut key_words = Vec::new();
     for param in &params {
         match param {
             RegionParam::Array {
@@ -189,6 +191,7 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
             RegionParam::Scalar { ident, ty } => {
                 fn_params.push(quote!(#ident: #ty));
                 checks.extend(quote_spanned!(ty.span()=> #p::host::inspect::assert_copy::<#ty>();));
+                key_words.push(quote!((&#p::host::inspect::KeyOf(&#ident)).key_word()));
             }
         }
     }
@@ -216,6 +219,10 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
                 location: ::core::panic::Location::caller(),
             });
             #binds
+            {
+                use #p::host::inspect::{OpaqueKey as _, ScalarKey as _};
+                __tw_region.key_words(&[#(#key_words),*]);
+            }
             __tw_region.body(move |__tw_rec: &mut #p::host::inspect::Recorder| {
                 #[allow(unused_braces)]
                 #body
