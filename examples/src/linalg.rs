@@ -193,6 +193,9 @@ pub struct Variant {
     pub threads: u32,
     /// Inspected once into a [`Plan`](taskweave::Plan) that every timed call reruns.
     pub planned: bool,
+    /// `region.run` may rerun the runtime's plan of an earlier call (its plan cache, on by
+    /// default); off (`+fresh`), every call inspects.
+    pub cached: bool,
 }
 
 impl Variant {
@@ -212,17 +215,25 @@ impl Variant {
         if self.planned {
             label.push_str(" planned");
         }
+        if !self.cached {
+            label.push_str(" uncached");
+        }
         label
     }
 }
 
 impl std::str::FromStr for Variant {
     type Err = String;
-    /// `persistent/static`, `barrier`, `graph:checked`, `persistent/static@256+plan:checked`, ...
+    /// `persistent/static`, `barrier`, `graph:checked`, `persistent/static@256+plan:checked`,
+    /// `persistent/grr+fresh`, ...
     fn from_str(s: &str) -> Result<Self, String> {
         let (s, checked) = match s.strip_suffix(":checked") {
             Some(rest) => (rest, true),
             None => (s, false),
+        };
+        let (s, cached) = match s.strip_suffix("+fresh") {
+            Some(rest) => (rest, false),
+            None => (s, true),
         };
         let (s, planned) = match s.strip_suffix("+plan") {
             Some(rest) => (rest, true),
@@ -245,6 +256,7 @@ impl std::str::FromStr for Variant {
             checked,
             threads,
             planned,
+            cached,
         })
     }
 }
@@ -291,6 +303,7 @@ pub fn dsl_case<T: Scalar>(
             .checked(variant.checked)
             .threads(variant.threads)
             .shared_bytes(shared_bytes)
+            .cache(variant.cached)
     }
     for _ in 0..=reps {
         let mut dev = runtime.upload(a)?;
@@ -359,6 +372,10 @@ mod tests {
             (Backend::Barrier, DEFAULT_THREADS, false, false)
         );
         assert_eq!(v.label(), "barrier");
+        let v: Variant = "persistent/grr+fresh:checked".parse().unwrap();
+        assert_eq!((v.policy, v.cached, v.checked), (Policy::Grr, false, true));
+        assert_eq!(v.label(), "persistent/grr checked uncached");
+        assert!("barrier".parse::<Variant>().unwrap().cached);
     }
 
     #[test]

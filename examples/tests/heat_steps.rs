@@ -1,6 +1,8 @@
-//! The time-stepping example on the CPU backend: both loops (inspected every step, and planned)
-//! run, report every step, and match the sequential reference; with plan verification off the
-//! planned steps inspect nothing, with it on they inspect every step and still pass.
+//! The time-stepping example on the CPU backend: its three loops (inspected every step, with the
+//! runtime's plan cache, and planned) run, report every step, and match the sequential
+//! reference; with plan verification off the cached and planned steps after each parity's first
+//! inspect nothing, with it on they inspect every step and still pass, and the loop with the
+//! cache off inspects every step either way.
 
 use std::process::Command;
 
@@ -28,39 +30,49 @@ fn run(verify: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     for step in 0..6 {
-        assert!(
-            stdout.contains(&format!("region.run step {step:>4}:")),
-            "{stdout}"
-        );
-        assert!(
-            stdout.contains(&format!("plan.run step {step:>4}:")),
-            "{stdout}"
-        );
+        for name in LOOPS {
+            assert!(
+                stdout.contains(&format!("{name} step {step:>4}:")),
+                "{stdout}"
+            );
+        }
     }
-    assert!(stdout.contains("| region.run |") && stdout.contains("| plan.run |"));
-    assert!(stdout.contains("both loops match the sequential reference"));
+    for name in LOOPS {
+        assert!(stdout.contains(&format!("| {name} |")), "{stdout}");
+    }
+    assert!(stdout.contains("every loop matches the sequential reference"));
     stdout
 }
 
-/// The planned steps after the two that made the plans.
-fn later_planned_steps(stdout: &str) -> Vec<&str> {
+const LOOPS: [&str; 3] = ["region.run, cache off", "region.run", "plan.run"];
+
+/// Loop `name`'s steps after the two whose calls inspect (one per parity).
+fn later_steps<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+    let prefix = format!("{name} step");
     stdout
         .lines()
-        .filter(|l| l.starts_with("plan.run step") && !l.contains("step    0"))
+        .filter(|l| l.starts_with(&prefix) && !l.contains("step    0"))
         .filter(|l| !l.contains("step    1"))
         .collect()
 }
 
+fn inspects(line: &str) -> bool {
+    !line.ends_with("inspect      0.0 us")
+}
+
 #[test]
-fn heat_steps_runs_both_loops_and_matches_the_reference() {
+fn heat_steps_runs_every_loop_and_matches_the_reference() {
     let unverified = run("0");
-    let later = later_planned_steps(&unverified);
-    assert_eq!(later.len(), 4);
-    for line in later {
-        assert!(line.ends_with("inspect      0.0 us"), "{line}");
+    for name in ["region.run", "plan.run"] {
+        let later = later_steps(&unverified, name);
+        assert_eq!(later.len(), 4);
+        assert!(!later.iter().any(|l| inspects(l)), "{name}: {later:?}");
     }
+    let fresh = later_steps(&unverified, "region.run, cache off");
+    assert!(fresh.iter().all(|l| inspects(l)), "{fresh:?}");
     let verified = run("1");
-    for line in later_planned_steps(&verified) {
-        assert!(!line.ends_with("inspect      0.0 us"), "{line}");
+    for name in LOOPS {
+        let later = later_steps(&verified, name);
+        assert!(later.iter().all(|l| inspects(l)), "{name}: {later:?}");
     }
 }

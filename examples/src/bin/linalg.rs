@@ -44,8 +44,9 @@ struct Cli {
     /// Tile side for --dsl, per size in --sizes order (one value: every size).
     #[arg(long, value_delimiter = ',', default_values_t = [64usize])]
     bs: Vec<usize>,
-    /// DSL variants: BACKEND[/POLICY][@THREADS][:checked], e.g. persistent/static,
-    /// persistent/static@256, barrier:checked.
+    /// DSL variants: BACKEND[/POLICY][@THREADS][+plan|+fresh][:checked], e.g. persistent/static,
+    /// persistent/static@256, barrier:checked; +plan times a Plan made once, +fresh a region.run
+    /// that inspects every call (the runtime's plan cache off for it).
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("persistent/static"), String::from("persistent/grr"), String::from("barrier"), String::from("persistent/static:checked")])]
     variants: Vec<String>,
     /// Shared scratch per block for the tile operations (bytes; default: each example's own,

@@ -2,7 +2,9 @@
 //! growing task counts on a resident array (one task per element), the median per call of the
 //! wall time, the execute time, the inspection and the host's own time (`Report::host_time`:
 //! staging or resetting the tables, launching, waiting for the end to be reported, reading the
-//! statistics). Every run is verified.
+//! statistics). `region.run` is timed with the runtime's plan cache off for the region
+//! (`.cache(false)`: inspected every call) and on (the default: the plan of the first call run
+//! again), interleaved. Every run is verified.
 //!
 //! `cargo run --release --bin plan_bench -- --tasks 1000,10000,100000 --reps 200` runs on the GPU
 //! when there is one (else on the CPU backend; `--backend cpu` forces it).
@@ -103,8 +105,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("# plan_bench on {}", rt.describe());
     println!(
         "# {} timed calls per case after 3 warm-up calls, medians in microseconds; one task per \
-         element of a resident u32 array; host = Report::host_time; the two plan.run rows \
-         interleaved",
+         element of a resident u32 array; host = Report::host_time; the two region.run rows \
+         interleaved, and the two plan.run rows",
         cli.reps
     );
     println!();
@@ -112,8 +114,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for &tasks in &cli.tasks {
         let mut x = rt.upload(&vec![0u32; tasks])?;
-        let fresh = measure(cli.reps, 1, |_| {
-            cli.run.apply(bump_resident(&mut x)).run(&rt)
+        let fresh = measure(cli.reps, 2, |k| {
+            cli.run.apply(bump_resident(&mut x)).cache(k == 1).run(&rt)
         })?;
         // A plan replayed as CUDA graphs (the default) and one issuing its calls' operations one
         // by one, interleaved.
@@ -126,12 +128,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             plans[k].run(bump_resident(&mut x), &rt)
         })?;
         // Every call added one to every element.
-        let calls = 3 * (cli.reps + 3) as u32;
+        let calls = 4 * (cli.reps + 3) as u32;
         let out = x.download()?;
         if let Some(i) = out.iter().position(|&v| v != calls) {
             return Err(format!("{tasks} tasks: element {i} is {}, not {calls}", out[i]).into());
         }
-        let names = ["region.run", "plan.run", "plan.run, replay off"];
+        let names = [
+            "region.run, cache off",
+            "region.run",
+            "plan.run",
+            "plan.run, replay off",
+        ];
         for (name, row) in names.into_iter().zip(fresh.into_iter().chain(planned)) {
             println!(
                 "| {tasks} | {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",

@@ -85,6 +85,53 @@ pub(super) fn staging_out_of_memory(
     Ok(detail)
 }
 
+/// The runtime keeps the plan of a region run twice on a host array, with a device buffer for the
+/// array (2 GiB); then the device is filled until a region on another 2 GiB array does not fit
+/// beside that buffer. The region must run all the same, the runtime dropping its kept plans to
+/// make room, and give the right result.
+pub(super) fn kept_plans_give_memory_back(
+    rt: &Runtime,
+    backend: Option<Backend>,
+) -> Result<String, String> {
+    let gpu = rt.gpu_device().ok_or("no GPU")?;
+    rt.clear_plans();
+    let kept_bytes = 2usize << 30;
+    let mut kept = vec![5u32; kept_bytes / 4];
+    for _ in 0..2 {
+        on(touch_all(&mut kept), backend)
+            .run(rt)
+            .map_err(|e| format!("the region whose plan is kept: {e}"))?;
+    }
+    if rt.cached_plans() != 1 || kept[0] != 7 {
+        return Err(format!(
+            "{} plans kept, the array holds {}",
+            rt.cached_plans(),
+            kept[0]
+        ));
+    }
+    drop(kept);
+    // Leave half the kept buffer free: the next region needs a whole one.
+    let free = free_memory(rt)? as usize;
+    let filler = gpu
+        .stream()
+        .alloc_zeros::<u8>(free.saturating_sub(kept_bytes / 2))
+        .map_err(|e| format!("filling the device: {e}"))?;
+    let left = free_memory(rt)?;
+    let mut x = vec![3u32; kept_bytes / 4 + 1024];
+    let result = on(touch_all(&mut x), backend).run(rt);
+    drop(filler);
+    match result {
+        Ok(_) if x.iter().all(|&v| v == 4) => Ok(format!(
+            "a region of {} MiB ran with {} MiB free beside the kept plan; {} plan kept now",
+            (x.len() * 4) >> 20,
+            left >> 20,
+            rt.cached_plans()
+        )),
+        Ok(_) => Err("the region ran with a wrong result".to_owned()),
+        Err(e) => Err(format!("the region failed: {e}")),
+    }
+}
+
 /// The crate's PTX with its `.target` raised past the GPU's.
 pub(super) fn ptx_for_a_newer_gpu(
     rt: &Runtime,

@@ -18,8 +18,8 @@ use taskweave_kernels::faults::{faulty, faulty_fan, mode};
 
 mod gpu;
 use gpu::{
-    context_lost, ptx_for_a_newer_gpu, ptx_rejected, staging_out_of_memory, too_large,
-    upload_too_large,
+    context_lost, kept_plans_give_memory_back, ptx_for_a_newer_gpu, ptx_rejected,
+    staging_out_of_memory, too_large, upload_too_large,
 };
 
 /// One check's outcome: its name, whether it passed, and what it saw.
@@ -46,6 +46,8 @@ pub enum Needs {
     GpuAlone,
     /// A backend with a watchdog: the persistent GPU backend or the CPU backend.
     Watchdog,
+    /// The persistent GPU backend: the one that keeps device memory in a plan.
+    Persistent,
 }
 
 impl Needs {
@@ -63,6 +65,8 @@ impl Needs {
             Self::Gpu | Self::GpuAlone => (!gpu).then_some("needs a GPU"),
             Self::Watchdog => (!matches!(backend, Backend::Persistent | Backend::Cpu))
                 .then_some("only the persistent and CPU backends have a watchdog"),
+            Self::Persistent => (!gpu || backend != Backend::Persistent)
+                .then_some("only the persistent GPU backend keeps device memory in a plan"),
         }
     }
 }
@@ -256,6 +260,11 @@ const CHECKS: &[Check] = &[
         name: "a nearly full device: regions the memory check admits stage and run, larger ones fail before copying",
         needs: Needs::Gpu,
         run: staging_out_of_memory,
+    },
+    Check::Custom {
+        name: "a region that fits only without the runtime's kept plans gets their memory back",
+        needs: Needs::Persistent,
+        run: kept_plans_give_memory_back,
     },
     Check::Custom {
         name: "PTX for a newer GPU is refused, naming both architectures and the fix",
