@@ -177,10 +177,16 @@ impl Runtime {
         self.plans().len()
     }
 
-    /// Drops every kept plan, and the device memory the backends kept in them.
+    /// Drops every kept plan, and the device memory the backends kept in them: when it returns,
+    /// that memory is free (it waits for the GPU's work so far).
     pub fn clear_plans(&self) {
         let dropped = self.plans().clear();
+        let had_some = !dropped.is_empty();
         drop(dropped);
+        if let (true, Engine::Gpu(gpu)) = (had_some, &self.engine) {
+            // A failure here is the GPU's, and the next region reports it.
+            let _ = gpu.release_freed();
+        }
     }
 
     /// Calls `f` with the plan kept for `key`, if there is one.

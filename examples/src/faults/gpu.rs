@@ -121,7 +121,8 @@ pub(super) fn kept_plans_give_memory_back(
     let result = on(touch_all(&mut x), backend).run(rt);
     drop(filler);
     match result {
-        Ok(_) if x.iter().all(|&v| v == 4) => Ok(format!(
+        // `touch` steps the first element only.
+        Ok(_) if x[0] == 4 && x[1..].iter().all(|&v| v == 3) => Ok(format!(
             "a region of {} MiB ran with {} MiB free beside the kept plan; {} plan kept now",
             (x.len() * 4) >> 20,
             left >> 20,

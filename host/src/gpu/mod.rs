@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use cudarc;
-use cudarc::driver::sys::{CUdevice_attribute, CUresult};
+use cudarc::driver::sys::{self, CUdevice_attribute, CUresult};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
 use cudarc::nvrtc::Ptx;
 use taskweave_device::error::ErrorRecord;
@@ -234,6 +234,24 @@ impl Gpu {
             .mem_get_info()
             .map_err(Error::cuda("querying free device memory"))?;
         Ok(free as u64)
+    }
+
+    /// Waits for the memory freed so far to be free: frees are queued on streams and land in the
+    /// device's memory pool, which gives them back (and [`Gpu::free_memory`] counts them) only
+    /// after a synchronization. Waits for every stream of the context, other regions' too.
+    pub(crate) fn release_freed(&self) -> Result<(), Error> {
+        self.ctx
+            .synchronize()
+            .map_err(Error::cuda("waiting for freed device memory"))?;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: `pool` receives the device's default pool; trimming it to nothing releases the
+        // memory no allocation holds, which is all it does.
+        unsafe {
+            sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
+                .result()
+                .and_then(|()| sys::cuMemPoolTrimTo(pool, 0).result())
+        }
+        .map_err(Error::cuda("releasing freed device memory"))
     }
 
     /// The right to run a region on this handle's stream, until the guard drops. Regions from
