@@ -13,6 +13,9 @@
 //! 3. A plan is taken out of the cache while it runs and put back afterwards, so two threads
 //!    never share one; the most recently used plans stay, up to the cache's capacity.
 //!
+//! [`Region::submit`](crate::Region::submit) does not use the cache: a submitted region's plan
+//! goes to a helper thread and is dropped there.
+//!
 //! The cache is sound when a region's DAG follows from its scalar arguments and array lengths,
 //! which is what a region's body can see: it reads no array contents. A body that also reads other
 //! state (a global, the clock, a random source) must opt out with
