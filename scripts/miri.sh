@@ -250,7 +250,7 @@
 #| examples/src/vendor.rs | gemm_strided_batched | 1 | not: driver (cuBLAS through cudarc)
 #| examples/src/vendor.rs | gemm | 1 | not: driver (cuBLAS through cudarc)
 #| host/benches/inspection.rs | thread_cpu | 1 | not: as examples/benches/inspection.rs
-#| host/src/backend/arena.rs | upload | 1 | not: driver (the tables' device allocation)
+#| host/src/backend/arena.rs | upload | 2 | not: driver (the tables' device allocation, and their upload through the pinned ring)
 #| host/src/backend/arena.rs | new_slot | 1 | not: driver
 #| host/src/backend/arena.rs | reset | 1 | not: driver (a device-to-device copy)
 #| host/src/backend/cpu.rs | execute | 3 | miri: B, C
@@ -280,6 +280,7 @@
 #| host/src/call.rs | bytes | 1 | miri: B, C (the snapshot a failure restores; submitted regions' copies)
 #| host/src/call.rs | write | 2 | miri: B, C (arrays restored after a failure, results written back)
 #| host/src/gpu/mod.rs | new | 2 | not: driver (the first probes for libcuda with dlopen, which Miri cannot either)
+#| host/src/gpu/mod.rs | release_freed | 1 | not: driver (the device's memory pool)
 #| host/src/gpu/transfer.rs | impl Send for Staging | 1 | not: driver (pinned staging buffers)
 #| host/src/gpu/transfer.rs | check_out | 1 | not: driver (as Staging)
 #| host/src/gpu/transfer.rs | upload | 6 | not: driver (copies through pinned staging, and DMA; B tests the safe chunking and pipeline they use)
