@@ -41,7 +41,7 @@ pub struct Runtime {
     /// The plans of earlier calls ([`Runtime::cache_plans`]). First, so that they are dropped
     /// first: what a backend keeps in a plan (device memory, CUDA graphs of the region's kernel)
     /// goes before the GPU handle, as when a caller drops a plan before its runtime. Dropped
-    /// after it, the process hung on the H100 at exit.
+    /// after it, a process that had kept a plan hung at exit on the H200.
     plans: Mutex<PlanCache>,
     engine: Engine,
     fallback: Option<String>,
