@@ -48,8 +48,30 @@ pub(crate) fn assemble_cached(
     let partial = cache.join(format!("{}.partial", std::process::id()));
     if std::fs::create_dir_all(cache).is_ok() && std::fs::copy(cubin, &partial).is_ok() {
         let _ = std::fs::rename(&partial, &kept);
+        prune(cache, KEPT_CUBINS);
     }
     Ok(())
+}
+
+/// Cubins the cache keeps, the most recently written: one for each build profile's PTX, and a
+/// few earlier versions to go back to (the examples' cubin is about 80 MB).
+const KEPT_CUBINS: usize = 4;
+
+/// Removes all but the `keep` most recently written cubins of `cache`.
+fn prune(cache: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    let mut cubins: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cubin"))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    cubins.sort_by_key(|c| std::cmp::Reverse(c.0));
+    for (_, old) in cubins.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(old);
+    }
 }
 
 /// The cache key of PTX `text` assembled for `arch`.
@@ -172,5 +194,24 @@ mod tests {
         assert!(assemble_cached(none, "sm_80", &ptx, &second, &cache).is_err());
         std::fs::write(&ptx, PTX.replace("ret;", "ret;\n  ret;")).unwrap();
         assert!(assemble_cached(none, "sm_90", &ptx, &second, &cache).is_err());
+    }
+
+    #[test]
+    fn the_cache_keeps_the_newest_cubins() {
+        let cache = scratch("pruned");
+        let _ = std::fs::remove_dir_all(&cache);
+        std::fs::create_dir_all(&cache).unwrap();
+        for k in 0..6 {
+            std::fs::write(cache.join(format!("{k}.cubin")), [k as u8]).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::fs::write(cache.join("other.txt"), b"kept").unwrap();
+        prune(&cache, 2);
+        let mut left: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["4.cubin", "5.cubin", "other.txt"]);
     }
 }
