@@ -38,6 +38,7 @@ mod tables;
 
 pub use cache::{DEFAULT_PLANS, PLAN_CACHE_ENV};
 pub use error::{Error, TaskRef};
+pub use gpu::transfer::COPY_THREADS_VAR;
 pub use meta::RegionMeta;
 pub use options::{Backend, Options, Policy};
 pub use plan::{Plan, REPLAY_PLANS_ENV, VERIFY_PLANS_ENV};

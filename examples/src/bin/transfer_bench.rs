@@ -3,6 +3,10 @@
 //! arrays of growing sizes (one task per 4 MiB chunk, each reading and writing its chunk, so that
 //! every byte goes up and comes back), run once and as a plan run again. Needs a GPU.
 //!
+//! A second table probes what bounds the staging ring: the host's own copy rate between pageable
+//! and pinned memory on 1 to 16 threads, and a copy that pins the caller's pages in place
+//! (`cuMemHostRegister`, copy, unregister) instead of staging them.
+//!
 //! `cargo run --release --bin transfer_bench -- --mib 16,64,256,1024`
 
 use clap::Parser;
@@ -20,6 +24,9 @@ struct Cli {
     /// Timed calls per size (the median is reported), after one warm-up.
     #[arg(long, default_value_t = 5)]
     reps: usize,
+    /// Skip the host-side probes (the second table).
+    #[arg(long)]
+    no_host_probe: bool,
 }
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -56,6 +63,97 @@ fn probe(
         rates.push(bytes as f64 / seconds / 1e9);
     }
     Ok(median(rates))
+}
+
+/// GB/s of `reps` wall-clock runs of `copy` over `bytes`, after one warm-up.
+fn wall_rate(bytes: usize, reps: usize, copy: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+    copy()?;
+    let mut rates = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = std::time::Instant::now();
+        copy()?;
+        rates.push(bytes as f64 / start.elapsed().as_secs_f64() / 1e9);
+    }
+    Ok(median(rates))
+}
+
+/// Copies `len` bytes from `from` to `to` on `threads` threads, each a contiguous share.
+fn threaded_copy(from: usize, to: usize, len: usize, threads: usize) {
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (a, b) = (len * t / threads, len * (t + 1) / threads);
+            scope.spawn(move || {
+                // SAFETY: the caller's two ranges are valid and disjoint; the shares do not
+                // overlap.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (from + a) as *const u8,
+                        (to + a) as *mut u8,
+                        b - a,
+                    )
+                }
+            });
+        }
+    });
+}
+
+/// The host-side probes for one size: the host's copy rate between pageable and pinned memory
+/// on each thread count, and copies from the caller's pages pinned in place.
+fn host_probe(gpu: &Gpu, mib: usize, reps: usize) -> Result<()> {
+    use taskweave_host::gpu::cudarc::driver::{DevicePtr, result, sys};
+    let bytes = mib << 20;
+    let stream = gpu.stream();
+    // SAFETY: written before it is read.
+    let mut pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(bytes, 0) }?;
+    let pinned_at = pinned.as_mut_ptr()? as usize;
+    let mut pageable = vec![1u8; bytes];
+    let pageable_at = pageable.as_mut_ptr() as usize;
+    for threads in [1, 2, 4, 8, 16] {
+        let up = wall_rate(bytes, reps, &mut || {
+            threaded_copy(pageable_at, pinned_at, bytes, threads);
+            Ok(())
+        })?;
+        let down = wall_rate(bytes, reps, &mut || {
+            threaded_copy(pinned_at, pageable_at, bytes, threads);
+            Ok(())
+        })?;
+        println!("| {mib} | host copy, {threads} threads | {up:.1} | {down:.1} |");
+    }
+    let device = stream.alloc_zeros::<u8>(bytes)?;
+    let (dev, cu) = (device.device_ptr(stream).0, stream.cu_stream());
+    let register = |p: usize| -> Result<()> {
+        // SAFETY: `p` is the pageable vector's address, valid for `bytes`; unregistered below.
+        let rc = unsafe { sys::cuMemHostRegister_v2(p as *mut _, bytes, 0) };
+        rc.result()?;
+        Ok(())
+    };
+    let unregister = |p: usize| -> Result<()> {
+        // SAFETY: registered just before.
+        unsafe { sys::cuMemHostUnregister(p as *mut _) }.result()?;
+        Ok(())
+    };
+    let up = wall_rate(bytes, reps, &mut || {
+        register(pageable_at)?;
+        // SAFETY: the registered vector is valid for `bytes`; the stream is synchronized below.
+        unsafe { result::memcpy_htod_async(dev, &pageable[..], cu) }?;
+        stream.synchronize()?;
+        unregister(pageable_at)
+    })?;
+    let down = wall_rate(bytes, reps, &mut || {
+        register(pageable_at)?;
+        // SAFETY: as above.
+        unsafe { result::memcpy_dtoh_async(&mut pageable[..], dev, cu) }?;
+        stream.synchronize()?;
+        unregister(pageable_at)
+    })?;
+    let reg_only = wall_rate(bytes, reps, &mut || {
+        register(pageable_at)?;
+        unregister(pageable_at)
+    })?;
+    println!("| {mib} | register, copy, unregister (wall) | {up:.1} | {down:.1} |");
+    println!("| {mib} | register and unregister alone | {reg_only:.1} | |");
+    drop((pinned, device));
+    Ok(())
 }
 
 fn run() -> Result<()> {
@@ -127,6 +225,19 @@ fn run() -> Result<()> {
             median(once),
             100.0 * planned / ((h2d + d2h) / 2.0)
         );
+    }
+    if !cli.no_host_probe {
+        println!();
+        println!(
+            "# What bounds the ring: the host's copies between pageable and pinned memory (wall \
+             clock, GB/s of one direction), and copies from the pageable array pinned in place"
+        );
+        println!();
+        println!("| MiB | copy | pageable to pinned / H2D | pinned to pageable / D2H |");
+        println!("| --- | --- | --- | --- |");
+        for &mib in &cli.mib {
+            host_probe(gpu, mib, cli.reps)?;
+        }
     }
     Ok(())
 }

@@ -31,8 +31,11 @@ pub(crate) const CHUNK: usize = 16 << 20;
 pub(crate) const SLOTS: usize = 4;
 /// Below this many bytes in all, a copy goes straight from pageable memory.
 pub(crate) const DIRECT: usize = 256 << 10;
-/// The most threads that copy into and out of the staging buffers.
-const THREADS: usize = 8;
+/// The most threads that copy into and out of the staging buffers (and at most the cores). On
+/// the H100 machine's host one thread copies pageable memory at 6-10 GB/s, and 8 threads reached
+/// 29-38 GB/s where 16 reached 38-41 (`bench/results/copy-threads-h100/`): the host's copies, not
+/// the link (54 GB/s pinned), bound the ring.
+const THREADS: usize = 16;
 
 /// One contiguous range to copy: host bytes at `host`, device bytes at `device`.
 #[derive(Clone, Copy, Debug)]
@@ -280,11 +283,24 @@ enum Stage {
     After,
 }
 
+/// The environment variable that sets the most threads copying through the ring (a positive
+/// number; [`THREADS`] without it). Read once per process.
+pub const COPY_THREADS_VAR: &str = "TASKWEAVE_COPY_THREADS";
+
 /// How many threads copy `total` bytes through the ring: one per [`PER_THREAD`] bytes, at most
-/// [`THREADS`] and the machine's cores.
+/// [`COPY_THREADS_VAR`] (or [`THREADS`]) and the machine's cores.
 fn copy_threads(total: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    total.div_ceil(PER_THREAD).clamp(1, THREADS.min(cores))
+    static MOST: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let most = *MOST.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cap = std::env::var(COPY_THREADS_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(THREADS);
+        cap.min(cores)
+    });
+    total.div_ceil(PER_THREAD).clamp(1, most)
 }
 
 /// The fewest bytes worth a thread of their own (spawning one costs tens of microseconds).
