@@ -241,6 +241,8 @@
 #| examples/kernels/src/selfcheck.rs | selfcheck_panic | 3 | not: nvptx64 (self-check kernels)
 #| examples/benches/inspection.rs | thread_cpu | 1 | not: a benchmark (no test runs it; a libc clock read)
 #| examples/src/bin/transfer_bench.rs | run | 1 | not: driver (pinned memory for the copy probe)
+#| examples/src/bin/transfer_bench.rs | host_probe | 5 | not: driver (pinned memory, cuMemHostRegister and raw copies of the host probes)
+#| examples/src/bin/transfer_bench.rs | threaded_copy | 1 | not: GPU-only binary (copies between the probe's pageable and pinned buffers on threads)
 #| examples/src/bin/selfcheck.rs | run | 8 | not: driver (launches the self-check kernels)
 #| examples/src/vendor.rs | new | 1 | not: driver (probes for the cuBLAS and cuSOLVER libraries with dlopen)
 #| examples/src/vendor.rs | potrf_buffer | 3 | not: driver (cuSOLVER through cudarc)
@@ -272,7 +274,7 @@
 #| host/src/backend/persistent.rs | watch | 1 | not: driver
 #| host/src/backend/prestage.rs | upload | 3 | not: driver (host arrays uploaded during inspection)
 #| host/src/backend/stage.rs | allocate | 1 | not: driver
-#| host/src/backend/stage.rs | upload_arrays | 1 | not: driver
+#| host/src/backend/stage.rs | upload_arrays | 2 | not: driver (the copies up, and clearing an output's written span)
 #| host/src/backend/stage.rs | read_back_after_kernel | 1 | not: driver (a device-to-host copy)
 #| host/src/backend/stage.rs | read_back_copy | 1 | not: driver (pinned memory)
 #| host/src/backend/stage.rs | finish | 2 | not: driver (as read_back_after_kernel)

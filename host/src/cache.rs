@@ -195,6 +195,7 @@ mod tests {
             len,
             writable: true,
             elem_bytes: 4,
+            output: false,
         }
     }
 

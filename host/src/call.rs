@@ -39,6 +39,7 @@ impl<'a> Binding<'a> {
                 len,
                 writable,
                 elem_bytes: size_of::<T>(),
+                output: false,
             },
             ptr: ptr.cast(),
             bytes: len * size_of::<T>(),

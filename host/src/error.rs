@@ -66,6 +66,23 @@ pub enum Error {
         /// The declared range.
         range: Range<usize>,
     },
+    /// A task reads an element of an `#[output]` array that no earlier task declares written: the
+    /// array's host contents are not copied to the device, so the read would see none of them.
+    #[error(
+        "{task}: reads range {range:?} of array `{array}` (parameter `{param}`), but no earlier task writes its element {element}, and `{array}` is an `#[output]` of the region, whose host contents are not copied to the GPU: write every element before a task reads it, or drop `#[output]` to copy the array"
+    )]
+    UnwrittenOutput {
+        /// The task.
+        task: TaskRef,
+        /// The region's name for the array.
+        array: &'static str,
+        /// The task's parameter name for it.
+        param: &'static str,
+        /// The declared read range.
+        range: Range<usize>,
+        /// The first element of it that no earlier task writes.
+        element: usize,
+    },
     /// A task got one array through two parameters, at least one of them `&mut [T]`. Its views
     /// of the array would alias: safe code in the body could then hold a reference into the
     /// array while writing the same element through the other view.

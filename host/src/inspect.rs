@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use taskweave_device::abi::TaskRecord;
 
+use crate::cover::Cover;
 use crate::error::{Error, TaskRef};
 use crate::graph::{self, Dag, DepTracker, TaskRanges};
 
@@ -189,6 +190,9 @@ pub struct ArrayInfo {
     pub writable: bool,
     /// Bytes per element (`size_of::<T>()`).
     pub elem_bytes: usize,
+    /// Declared `#[output]`: the region writes each element before reading it, so its host
+    /// contents are not copied to the GPU (see [`Region::bind_output`](crate::Region::bind_output)).
+    pub output: bool,
 }
 
 /// Records the tasks a region spawns.
@@ -205,6 +209,8 @@ pub struct Recorder {
     args: Vec<u64>,
     locations: Vec<&'static Location<'static>>,
     footprints: Vec<Footprint>,
+    /// Per `#[output]` array slot, the elements the tasks recorded so far declare written.
+    written: Vec<Option<Cover>>,
     /// [`MAX_TASKS`]; lower in tests, which cannot spawn two billion tasks.
     max_tasks: u32,
     /// The most argument words: `u32::MAX`, as the task table's offsets are `u32`.
@@ -231,6 +237,10 @@ impl Recorder {
             arg_formats: &[],
             tracker,
             footprints: vec![Footprint::default(); arrays.len()],
+            written: arrays
+                .iter()
+                .map(|a| a.output.then(Cover::default))
+                .collect(),
             arrays,
             tasks: Vec::new(),
             args: Vec::new(),
@@ -318,6 +328,21 @@ impl Recorder {
                     len: array.len,
                 });
             }
+            // An output's host contents stay on the host: what a task reads of it, an earlier
+            // task must have written.
+            if let Some(written) = &self.written[access.slot as usize]
+                && !access.write
+                && let Some(element) = written.first_missing(&range)
+            {
+                let task = self.task_ref(kind, words, location);
+                return Err(Error::UnwrittenOutput {
+                    task,
+                    array: array.name,
+                    param: access.param,
+                    range,
+                    element,
+                });
+            }
         }
         if self.tasks.len() >= self.max_tasks as usize {
             return Err(Error::TooLarge {
@@ -362,6 +387,9 @@ impl Recorder {
             let footprint = &mut self.footprints[a.slot as usize];
             if a.write {
                 Footprint::widen(&mut footprint.write, &a.range);
+                if let Some(written) = &mut self.written[a.slot as usize] {
+                    written.insert(a.range.clone());
+                }
             } else {
                 Footprint::widen(&mut footprint.read, &a.range);
             }
@@ -398,7 +426,15 @@ impl Recorder {
             tasks: self.tasks,
             args: self.args,
             locations: self.locations,
-            footprints: self.footprints,
+            footprints: {
+                let mut footprints = self.footprints;
+                for (footprint, written) in footprints.iter_mut().zip(&self.written) {
+                    if let (Some(written), Some(span)) = (written, &footprint.write) {
+                        footprint.unwritten = Some(written.gaps(span.clone()));
+                    }
+                }
+                footprints
+            },
             time: start.elapsed(),
         })
     }
@@ -423,6 +459,10 @@ pub struct Footprint {
     pub read: Option<Range<usize>>,
     /// The span of the writes, if any.
     pub write: Option<Range<usize>>,
+    /// For an `#[output]` array that the tasks write: the parts of the write span that no task
+    /// declares written, in order (their host values are the only ones copied up). `None` for
+    /// other arrays.
+    pub unwritten: Option<Vec<Range<usize>>>,
 }
 
 impl Footprint {
@@ -532,6 +572,7 @@ mod tests {
             len: 4,
             writable: true,
             elem_bytes: 4,
+            output: false,
         }];
         Recorder::new("limits", &["t"], arrays)
     }
@@ -543,6 +584,80 @@ mod tests {
             write: true,
             param: "x",
         }]
+    }
+
+    fn output_recorder() -> Recorder {
+        let arrays = vec![ArrayInfo {
+            name: "d",
+            len: 100,
+            writable: true,
+            elem_bytes: 4,
+            output: true,
+        }];
+        Recorder::new("outputs", &["t"], arrays)
+    }
+
+    fn read(lo: usize, hi: usize) -> Access {
+        Access {
+            slot: 0,
+            range: lo..hi,
+            write: false,
+            param: "d",
+        }
+    }
+
+    #[test]
+    fn an_output_read_before_any_task_writes_it_is_refused_and_not_recorded() {
+        let mut rec = output_recorder();
+        let here = Location::caller();
+        rec.spawn(0, here, &[0], &write(0, 10))
+            .expect("writes only");
+        rec.spawn(0, here, &[1], &write(10, 20))
+            .expect("writes only");
+        // Reads what tasks 0 and 1 wrote, and writes on.
+        let [w] = write(20, 30);
+        rec.spawn(0, here, &[2], &[read(0, 20), w])
+            .expect("reads what was written");
+        // Reads one element past what was written: its own write does not count.
+        let [w] = write(30, 40);
+        let error = rec.spawn(0, here, &[3], &[read(25, 31), w]).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::UnwrittenOutput {
+                    array: "d",
+                    param: "d",
+                    element: 30,
+                    ref range,
+                    ..
+                } if *range == (25..31)
+            ),
+            "{error}"
+        );
+        let message = error.to_string();
+        assert!(message.contains("task #3 `t(3)`"), "{message}");
+        assert!(message.contains("`#[output]`"), "{message}");
+        let ins = rec.finish(Instant::now()).expect("three tasks");
+        assert_eq!(ins.task_count(), 3);
+        assert_eq!(ins.footprints[0].write, Some(0..30));
+        assert_eq!(ins.footprints[0].unwritten, Some(vec![]));
+    }
+
+    #[test]
+    fn an_output_s_unwritten_gaps_are_kept_and_other_arrays_have_none() {
+        let mut rec = output_recorder();
+        let here = Location::caller();
+        rec.spawn(0, here, &[0], &write(0, 10)).expect("writes");
+        rec.spawn(0, here, &[1], &write(50, 60)).expect("writes");
+        rec.spawn(0, here, &[2], &write(70, 80)).expect("writes");
+        let ins = rec.finish(Instant::now()).expect("three tasks");
+        assert_eq!(ins.footprints[0].write, Some(0..80));
+        assert_eq!(ins.footprints[0].unwritten, Some(vec![10..50, 60..70]));
+
+        let mut rec = recorder();
+        rec.spawn(0, here, &[0], &write(0, 1)).expect("writes");
+        let ins = rec.finish(Instant::now()).expect("one task");
+        assert_eq!(ins.footprints[0].unwritten, None);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 mod backend;
 mod cache;
 mod call;
+mod cover;
 mod error;
 pub mod gpu;
 pub mod graph;

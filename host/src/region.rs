@@ -132,6 +132,27 @@ impl<'a> Region<'a> {
         ArrayArg::new(slot, data.len())
     }
 
+    /// Binds an array the region writes before it reads it (a region parameter marked
+    /// `#[output]`): copied back like [`Region::bind_mut`], but its host contents are not copied
+    /// to the device, except for the elements inside the tasks' written span that no task
+    /// declares written, which must come back as they were.
+    ///
+    /// Inspection checks the first half of the promise: a task that reads an element no earlier
+    /// task declares written is refused with [`Error::UnwrittenOutput`]. The second half is the
+    /// caller's: a task writes every element of the ranges it declares written. An element
+    /// declared written but left unwritten comes back as zero from the GPU backends, and as it
+    /// was from the CPU backend, which works in place.
+    pub fn bind_output<T: Copy>(
+        &mut self,
+        data: &'a mut [T],
+        name: &'static str,
+    ) -> ArrayArg<T, ReadWrite> {
+        let mut binding = Binding::host(data.as_mut_ptr(), data.len(), name, true);
+        binding.info.output = true;
+        let slot = self.push(binding);
+        ArrayArg::new(slot, data.len())
+    }
+
     /// Sets the inspection body.
     pub fn body(mut self, body: impl FnOnce(&mut Recorder) -> Result<(), Error> + 'a) -> Self {
         self.body = Some(Box::new(body));
@@ -287,10 +308,14 @@ impl<'a> Region<'a> {
         mut self,
         runtime: &Runtime,
     ) -> Result<(Plan, Vec<Binding<'a>>, Option<Prestaged>), Error> {
-        let hosts: Vec<Option<(usize, usize)>> = self
+        let hosts: Vec<Option<prestage::Host>> = self
             .arrays
             .iter()
-            .map(|b| b.device.is_none().then_some((b.ptr as usize, b.bytes)))
+            .map(|b| {
+                b.device
+                    .is_none()
+                    .then_some((b.ptr as usize, b.bytes, b.info.output))
+            })
             .collect();
         let gpu = runtime
             .gpu_for(self.options.backend)

@@ -142,3 +142,64 @@ task_region! {
         }
     }
 }
+
+/// `x[i] = i + 1` over `lo..hi`, or only at `lo` when `partial`: a task that breaks an output's
+/// promise to write every element it declares, for the self-check.
+#[task(writes = x[lo..hi])]
+pub fn fill_index(b: &Block, x: &mut [u32], lo: usize, hi: usize, partial: bool) {
+    if partial {
+        if b.thread() == 0 {
+            x[lo] = lo as u32 + 1;
+        }
+    } else {
+        b.par_for(lo..hi, |i| x[i] = i as u32 + 1);
+    }
+}
+
+/// `x[lo..hi] += x[src]`.
+#[task(reads = [x[src..src + 1], x[lo..hi]], writes = x[lo..hi])]
+pub fn add_from(b: &Block, x: &mut [u32], src: usize, lo: usize, hi: usize) {
+    let v = x[src];
+    b.par_for(lo..hi, |i| x[i] += v);
+}
+
+task_region! {
+    /// Fills every other chunk of `chunk` elements of an `#[output]` array with `i + 1` (the
+    /// chunks between stay as the host had them; with `partial`, the last chunk filled gets only
+    /// its first element), then adds `x[0]` to the second chunk filled, which reads what the
+    /// first task wrote.
+    pub fn output_chunks(#[output] x: &mut [u32], chunk: usize, partial: bool) {
+        let n = x.len() / chunk;
+        let mut c = 0;
+        while c < n {
+            let lo = c * chunk;
+            spawn!(fill_index(x, lo, lo + chunk, partial && c + 2 >= n));
+            c += 2;
+        }
+        if n > 2 {
+            spawn!(add_from(x, 0, 2 * chunk, 3 * chunk));
+        }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// What [`output_chunks`] leaves in an array of `n` elements that held `host` everywhere, on a
+/// GPU backend (an element declared written but left unwritten is zero there).
+pub fn output_chunks_expected(n: usize, chunk: usize, partial: bool, host: u32) -> Vec<u32> {
+    let chunks = n / chunk;
+    let last = (0..chunks).step_by(2).next_back();
+    (0..n)
+        .map(|i| {
+            let c = i / chunk;
+            if c >= chunks || c % 2 == 1 {
+                host
+            } else if partial && Some(c) == last {
+                if i == c * chunk { i as u32 + 1 } else { 0 }
+            } else if c == 2 {
+                i as u32 + 2
+            } else {
+                i as u32 + 1
+            }
+        })
+        .collect()
+}

@@ -63,7 +63,14 @@ pub fn dtw_tile(
 task_region! {
     /// Dynamic time warping of `x` (rows) against `y` (columns): `nb × nb` tiles of `bs × bs`
     /// cells, `d` tile-major, `cols` one edge column per tile.
-    pub fn dtw(x: &[u8], y: &[u8], d: &mut [i32], cols: &mut [i32], nb: usize, bs: usize) {
+    pub fn dtw(
+        x: &[u8],
+        y: &[u8],
+        #[output] d: &mut [i32],
+        #[output] cols: &mut [i32],
+        nb: usize,
+        bs: usize,
+    ) {
         for ti in 0..nb {
             for tj in 0..nb {
                 spawn!(dtw_tile(x, y, d, cols, ti, tj, nb, bs));

@@ -116,7 +116,14 @@ pub fn hist_tile(
 task_region! {
     /// The integral histogram `h` (`bins` per pixel) of the tile-major image `img` (`nb × nb`
     /// tiles of `bs × bs`); `cols` holds one edge column (every bin) per tile.
-    pub fn int_hist(img: &[u8], h: &mut [u32], cols: &mut [u32], nb: usize, bs: usize, bins: usize) {
+    pub fn int_hist(
+        img: &[u8],
+        #[output] h: &mut [u32],
+        #[output] cols: &mut [u32],
+        nb: usize,
+        bs: usize,
+        bins: usize,
+    ) {
         for ti in 0..nb {
             for tj in 0..nb {
                 spawn!(hist_tile(img, h, cols, ti, tj, nb, bs, bins));

@@ -67,7 +67,14 @@ pub fn nw_tile(
 task_region! {
     /// Needleman-Wunsch over `x` (rows) and `y` (columns): `nb × nb` tiles of `bs × bs` cells,
     /// `m` tile-major, `cols` one edge column per tile.
-    pub fn nw(x: &[u8], y: &[u8], m: &mut [i32], cols: &mut [i32], nb: usize, bs: usize) {
+    pub fn nw(
+        x: &[u8],
+        y: &[u8],
+        #[output] m: &mut [i32],
+        #[output] cols: &mut [i32],
+        nb: usize,
+        bs: usize,
+    ) {
         for ti in 0..nb {
             for tj in 0..nb {
                 spawn!(nw_tile(x, y, m, cols, ti, tj, nb, bs));

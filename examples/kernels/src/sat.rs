@@ -89,7 +89,13 @@ pub fn sat_tile(
 task_region! {
     /// The summed-area table `s` of the tile-major image `x` (`nb × nb` tiles of `bs × bs`);
     /// `cols` holds one edge column per tile.
-    pub fn sat(x: &[u32], s: &mut [u32], cols: &mut [u32], nb: usize, bs: usize) {
+    pub fn sat(
+        x: &[u32],
+        #[output] s: &mut [u32],
+        #[output] cols: &mut [u32],
+        nb: usize,
+        bs: usize,
+    ) {
         for ti in 0..nb {
             for tj in 0..nb {
                 spawn!(sat_tile(x, s, cols, ti, tj, nb, bs));

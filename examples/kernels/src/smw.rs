@@ -66,7 +66,14 @@ pub fn smw_tile(
 task_region! {
     /// Smith-Waterman over `x` (rows) and `y` (columns): `nb × nb` tiles of `bs × bs` cells, `h`
     /// tile-major, `cols` one edge column per tile.
-    pub fn smw(x: &[u8], y: &[u8], h: &mut [i32], cols: &mut [i32], nb: usize, bs: usize) {
+    pub fn smw(
+        x: &[u8],
+        y: &[u8],
+        #[output] h: &mut [i32],
+        #[output] cols: &mut [i32],
+        nb: usize,
+        bs: usize,
+    ) {
         for ti in 0..nb {
             for tj in 0..nb {
                 spawn!(smw_tile(x, y, h, cols, ti, tj, nb, bs));

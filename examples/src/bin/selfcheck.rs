@@ -6,10 +6,12 @@
 use std::time::Instant;
 
 use clap::Parser;
-use taskweave::{Policy, Runtime};
+use taskweave::{Backend, Policy, Runtime};
 use taskweave_host::gpu::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use taskweave_host::gpu::{Gpu, describe};
-use taskweave_kernels::dags::{bump_chunks, bump_resident, check_wavefront, wavefront};
+use taskweave_kernels::dags::{
+    bump_chunks, bump_resident, check_wavefront, output_chunks, output_chunks_expected, wavefront,
+};
 
 #[derive(Parser, Debug)]
 #[command(about = "Checks every call of the taskweave device layer on the GPU")]
@@ -330,6 +332,15 @@ fn run() -> Result<()> {
         plan_reuse(&mut checks, policy)?;
     }
     pinned_staging(&mut checks)?;
+    for backend in [
+        Backend::Persistent,
+        Backend::Barrier,
+        Backend::GridBarrier,
+        Backend::Graph,
+        Backend::Streams,
+    ] {
+        output_arrays(&mut checks, backend)?;
+    }
 
     println!(
         "{} passed, {} failed",
@@ -444,6 +455,38 @@ fn pinned_staging(checks: &mut Checks) -> Result<()> {
             "{wrong_x} + {wrong_y} wrong elements; last transfer {:.2} ms ({:.1} GB/s both ways)",
             report.transfer_time.as_secs_f64() * 1e3,
             (8 * n) as f64 / report.transfer_time.as_secs_f64() / 1e9
+        ),
+    );
+    Ok(())
+}
+
+/// An `#[output]` array on `backend`, 2 MiB (large enough to be staged during inspection on its
+/// first call): every other chunk written, the chunks between left as the host had them (copied
+/// up, as no task writes them), and a chunk that reads an earlier write. Three calls through
+/// the runtime's plan cache (inspected; tables staged; replayed), then three with a task that
+/// writes one element of the chunk it declares, whose other elements come back zero.
+fn output_arrays(checks: &mut Checks, backend: Backend) -> Result<()> {
+    let rt = Runtime::gpu(0)?;
+    let (n, chunk) = (1 << 19, 1 << 16);
+    let mut right = 0;
+    let mut reused = 0;
+    for partial in [false, true] {
+        let expected = output_chunks_expected(n, chunk, partial, 7);
+        for _ in 0..3 {
+            let mut x = vec![7u32; n];
+            let report = output_chunks(&mut x, chunk, partial)
+                .backend(backend)
+                .run(&rt)?;
+            right += usize::from(x == expected);
+            reused += usize::from(report.reused);
+        }
+    }
+    checks.check(
+        &format!("output arrays on {backend}"),
+        right == 6,
+        format!(
+            "{right} of 6 calls left the array as expected ({reused} of them reused a plan): \
+             chunks between writes kept, undeclared-but-unwritten elements zero"
         ),
     );
     Ok(())

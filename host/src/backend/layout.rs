@@ -344,6 +344,7 @@ mod tests {
             len: 64,
             writable: true,
             elem_bytes: 4,
+            output: false,
         }];
         let mut recorder = Recorder::new("layout", &["t"], arrays);
         if ranges {

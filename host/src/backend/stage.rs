@@ -353,14 +353,55 @@ fn touched(footprint: &Footprint) -> Option<Range<usize>> {
     }
 }
 
-/// Uploads (when `upload`), into `copies`, what the call's tasks read or write of each host array
-/// (the span of both; the rest of the array is never touched), and returns the array table: each
-/// array's device address, its copy's or its own.
+/// The most pieces an output's unwritten gaps are copied up in; past it, its whole written span
+/// is (so that a region writing every other element does not queue a copy per element).
+const MOST_GAPS: usize = 256;
+
+/// What to do with one host array's device copy before the kernel: the element ranges to copy
+/// up, and the one to zero first (an output's written span).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Fill {
+    zero: Option<Range<usize>>,
+    copy: Vec<Range<usize>>,
+}
+
+/// The [`Fill`] of an array with this footprint: an input or in-out array gets the span of its
+/// reads and writes copied (the rest is never touched); an `#[output]` array (`unwritten` set)
+/// gets its written span zeroed and only the gaps no task writes copied, which must come back as
+/// they were. `inputs` false: the array's host contents are on the device already, unless it
+/// is an output.
+fn fill(footprint: &Footprint, inputs: bool) -> Fill {
+    let nonempty = |r: &Range<usize>| !r.is_empty();
+    match (
+        &footprint.unwritten,
+        footprint.write.clone().filter(nonempty),
+    ) {
+        (Some(gaps), Some(span)) => Fill {
+            copy: if gaps.len() <= MOST_GAPS {
+                gaps.iter().filter(|g| nonempty(g)).cloned().collect()
+            } else {
+                vec![span.clone()]
+            },
+            zero: Some(span),
+        },
+        // An output no task writes: nothing to copy, and nothing comes back.
+        (Some(_), None) => Fill::default(),
+        (None, _) if inputs => Fill {
+            zero: None,
+            copy: touched(footprint).into_iter().collect(),
+        },
+        (None, _) => Fill::default(),
+    }
+}
+
+/// Fills, into `copies`, what the call's tasks use of each host array (see [`fill`]; `inputs`
+/// false: the arrays that are not outputs were uploaded whole already), and returns the array
+/// table: each array's device address, its copy's or its own.
 fn upload_arrays(
     gpu: &Gpu,
     call: &Call<'_, '_>,
     copies: &[Option<CudaSlice<u8>>],
-    upload: bool,
+    inputs: bool,
 ) -> Result<Vec<ArrayDesc>, Error> {
     let footprints = &call.plan.inspection().footprints;
     let mut arrays = Vec::with_capacity(call.arrays.len());
@@ -370,9 +411,20 @@ fn upload_arrays(
             (Some(address), _) => address,
             (None, Some(copy)) => {
                 let device = copy.device_ptr(gpu.stream()).0;
-                if let Some(span) = bytes_of_span(touched(footprint).as_ref(), binding)
-                    && upload
-                {
+                let Fill { zero, copy } = fill(footprint, inputs);
+                if let Some(span) = bytes_of_span(zero.as_ref(), binding) {
+                    // SAFETY: the span lies in the copy, which no kernel uses yet.
+                    unsafe {
+                        result::memset_d8_async(
+                            device + span.start as u64,
+                            0,
+                            span.len(),
+                            gpu.stream().cu_stream(),
+                        )
+                    }
+                    .map_err(Error::cuda("clearing an output array"))?;
+                }
+                for span in copy.iter().filter_map(|c| bytes_of_span(Some(c), binding)) {
                     pieces.push(Piece {
                         host: binding.ptr as usize + span.start,
                         device: device + span.start as u64,
@@ -404,17 +456,73 @@ fn upload(gpu: &Gpu, bytes: &[u8], what: &str) -> Result<CudaSlice<u8>, Error> {
 }
 
 #[cfg(test)]
+// A `Fill` copies a list of ranges, often of one.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
-    use super::{Footprint, touched};
+    use super::{Fill, Footprint, MOST_GAPS, fill, touched};
 
     #[test]
     fn what_is_uploaded_spans_the_reads_and_the_writes() {
-        let f = |read: Option<std::ops::Range<usize>>, write| Footprint { read, write };
+        let f = |read: Option<std::ops::Range<usize>>, write| Footprint {
+            read,
+            write,
+            unwritten: None,
+        };
         assert_eq!(touched(&f(Some(10..20), Some(40..50))), Some(10..50));
         assert_eq!(touched(&f(Some(30..60), Some(40..50))), Some(30..60));
         assert_eq!(touched(&f(None, Some(5..6))), Some(5..6));
         assert_eq!(touched(&f(Some(5..6), None)), Some(5..6));
         assert_eq!(touched(&f(Some(7..7), Some(9..9))), None);
         assert_eq!(touched(&f(None, None)), None);
+    }
+
+    #[test]
+    fn an_output_is_zeroed_and_only_its_unwritten_gaps_are_copied_up() {
+        let output =
+            |write: Option<std::ops::Range<usize>>, gaps: Vec<std::ops::Range<usize>>| Footprint {
+                read: Some(10..90),
+                write,
+                unwritten: Some(gaps),
+            };
+        // Every element written: nothing goes up, whether or not the inputs were uploaded.
+        for inputs in [true, false] {
+            assert_eq!(
+                fill(&output(Some(0..100), vec![]), inputs),
+                Fill {
+                    zero: Some(0..100),
+                    copy: vec![]
+                }
+            );
+        }
+        // The gaps come up, so that they come back as they were.
+        assert_eq!(
+            fill(&output(Some(0..100), vec![20..30, 60..61]), true),
+            Fill {
+                zero: Some(0..100),
+                copy: vec![20..30, 60..61]
+            }
+        );
+        // Too many gaps: the whole written span comes up instead.
+        let many = (0..=MOST_GAPS).map(|i| 2 * i..2 * i + 1).collect();
+        assert_eq!(fill(&output(Some(0..1000), many), true).copy, vec![0..1000]);
+        // No task writes it: nothing at all.
+        assert_eq!(fill(&output(None, vec![]), true), Fill::default());
+    }
+
+    #[test]
+    fn other_arrays_are_copied_over_what_the_tasks_touch_unless_uploaded_already() {
+        let array = Footprint {
+            read: Some(10..20),
+            write: Some(40..50),
+            unwritten: None,
+        };
+        assert_eq!(
+            fill(&array, true),
+            Fill {
+                zero: None,
+                copy: vec![10..50]
+            }
+        );
+        assert_eq!(fill(&array, false), Fill::default());
     }
 }

@@ -33,6 +33,8 @@ enum RegionParam {
         writable: bool,
         /// A `DeviceArray<T>` that lives on the device across regions, rather than a host slice.
         resident: bool,
+        /// Marked `#[output]`: a host `&mut [T]` whose contents are not copied to the device.
+        output: bool,
     },
     Scalar {
         ident: syn::Ident,
@@ -85,23 +87,51 @@ fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
         };
         let ident = pat.ident.clone();
         let ty = &*pt.ty;
+        let mut output = None;
+        for attr in &pt.attrs {
+            if attr.path().is_ident("output") && matches!(attr.meta, syn::Meta::Path(_)) {
+                output = Some(attr.span());
+            } else {
+                errors.push(
+                    attr.span(),
+                    "region parameters take one attribute, `#[output]`: on a `&mut [T]` the region writes before it reads, so that it is not copied to the GPU",
+                );
+            }
+        }
         if let Some((elem, writable)) = slice_elem(ty) {
+            if let (Some(span), false) = (output, writable) {
+                errors.push(
+                    span,
+                    "`#[output]` is for a `&mut [T]` the region writes: this array is read only",
+                );
+            }
             out.push(RegionParam::Array {
                 ident,
                 elem,
                 writable,
                 resident: false,
+                output: output.is_some() && writable,
             });
             continue;
         }
         if let Some((elem, writable)) = device_array_elem(ty) {
+            if let Some(span) = output {
+                errors.push(
+                    span,
+                    "`#[output]` is for host slices (`&mut [T]`): a `DeviceArray` is never copied",
+                );
+            }
             out.push(RegionParam::Array {
                 ident,
                 elem,
                 writable,
                 resident: true,
+                output: false,
             });
             continue;
+        }
+        if let Some(span) = output {
+            errors.push(span, "`#[output]` is for arrays passed as `&mut [T]`");
         }
         match ty {
             Type::Reference(r) => errors.push(
@@ -157,6 +187,7 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
                 elem,
                 writable,
                 resident: true,
+                ..
             } => {
                 let ident_str = ident.to_string();
                 if *writable {
@@ -178,9 +209,13 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
                 elem,
                 writable,
                 resident: false,
+                output,
             } => {
                 let ident_str = ident.to_string();
-                if *writable {
+                if *output {
+                    fn_params.push(quote!(#ident: &'__tw mut [#elem]));
+                    binds.extend(quote!(let #ident = __tw_region.bind_output(#ident, #ident_str);));
+                } else if *writable {
                     fn_params.push(quote!(#ident: &'__tw mut [#elem]));
                     binds.extend(quote!(let #ident = __tw_region.bind_mut(#ident, #ident_str);));
                 } else {
