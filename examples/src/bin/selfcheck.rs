@@ -460,9 +460,11 @@ fn pinned_staging(checks: &mut Checks) -> Result<()> {
     Ok(())
 }
 
-/// An `#[output]` array on `backend`, 2 MiB (large enough to be staged during inspection on its
-/// first call): every other chunk written, the chunks between left as the host had them (copied
-/// up, as no task writes them), and a chunk that reads an earlier write. Three calls through
+/// An `#[output]` array on `backend`, 2 MiB (its unwritten gaps, 1 MiB, go up through the pinned
+/// staging ring): every other chunk written, the chunks between left as the host had them (copied
+/// up, as no task writes them), and a chunk that reads an earlier write. (With no input to copy,
+/// nothing is staged during inspection; `demo`'s INT-HIST and SA-TABLE take that path with their
+/// outputs.) Three calls through
 /// the runtime's plan cache (inspected; tables staged; replayed), then three with a task that
 /// writes one element of the chunk it declares, whose other elements come back zero.
 fn output_arrays(checks: &mut Checks, backend: Backend) -> Result<()> {
