@@ -80,10 +80,12 @@
 #| device/src/sched/loom_tests.rs | impl Sync for Payload | 1 | not: compiled under cfg(loom) only; scripts/loom.sh checks these payloads with loom's own cell tracking
 #| device/src/sched/loom_tests.rs | write | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | read | 1 | not: as impl Sync for Payload
+#| device/src/sched/loom_tests.rs | worker | 7 | not: as impl Sync for Payload (the finish model's cells)
+#| device/src/sched/finish.rs | finish_run | 6 | not: nvptx64 (the workers' own reset; its gate is loom-checked by scripts/loom.sh)
 #| device/src/sched/mod.rs | at | 2 | miri: C (every scheduler table access)
 #| device/src/sched/mod.rs | current_task | 1 | not: nvptx64 (shared runtime words)
 #| device/src/sched/mod.rs | bind_faults | 2 | not: nvptx64 (kernel entry)
-#| device/src/sched/mod.rs | gpu_entry | 7 | not: nvptx64 (kernel entry; the CPU backend calls run_worker, as C does)
+#| device/src/sched/mod.rs | gpu_entry | 8 | not: nvptx64 (kernel entry; the CPU backend calls run_worker, as C does)
 #| device/src/sched/mod.rs | gpu_listed | 3 | not: nvptx64 (kernel entry; A runs run_listed)
 #| device/src/sched/mod.rs | gpu_levels | 2 | not: nvptx64 (kernel entry; A runs run_levels)
 #| device/src/sched/sm.rs | worker_of_block | 3 | not: nvptx64 (SM ids and slots in device memory; the CPU backend's SM plan is safe host code)
@@ -255,6 +257,10 @@
 #| host/src/backend/arena.rs | upload | 2 | not: driver (the tables' device allocation, and their upload through the pinned ring)
 #| host/src/backend/arena.rs | new_slot | 1 | not: driver
 #| host/src/backend/arena.rs | reset | 1 | not: driver (a device-to-device copy)
+#| host/src/backend/arena.rs | new | 3 | not: driver (mapped pinned host memory for the workers' own finish)
+#| host/src/backend/arena.rs | arm | 1 | not: driver (the mapped done word)
+#| host/src/backend/arena.rs | done | 1 | not: driver (the mapped done word)
+#| host/src/backend/arena.rs | record_and_stats | 1 | not: driver (mapped pinned memory the kernel wrote)
 #| host/src/backend/cpu.rs | execute | 3 | miri: B, C
 #| host/src/backend/cpu.rs | run | 1 | miri: B (the test's dispatch)
 #| host/src/backend/cuda_graph.rs | impl Send for Cached | 1 | not: driver (a CUDA graph)

@@ -151,6 +151,22 @@ pub struct RegionDesc {
     /// SM-aware workers: active workers per SM; `n_workers == sm_len * per_sm`. 0: the default,
     /// block `b` is worker `b`.
     pub per_sm: u32,
+    /// `*mut u32`, two words, zero before the launch and left zero by it: the gate and the
+    /// leaving count of the workers' own reset at the end of the run ([`crate::sched::finish`]).
+    /// 0: the workers leave the tables as the run left them.
+    pub finish: u64,
+    /// With `finish`: the device address of the tables the workers write...
+    pub written: u64,
+    /// ...their length in bytes, a multiple of 8...
+    pub written_bytes: u64,
+    /// ...and of their pristine copy, which the workers copy over them.
+    pub pristine: u64,
+    /// With `finish`: `*mut ErrorRecord` in the host's mapped pinned memory, where the last worker
+    /// to arrive copies the error record.
+    pub error_out: u64,
+    /// With `finish`: `*mut u32` in the host's mapped pinned memory, set to 1 by the last worker
+    /// to leave, once the tables are reset (the host clears it before each launch).
+    pub done_out: u64,
 }
 
 /// Counters every worker updates, each on its own 128-byte line so they do not contend.

@@ -42,7 +42,7 @@ pub use error::{Error, TaskRef};
 pub use gpu::transfer::COPY_THREADS_VAR;
 pub use meta::RegionMeta;
 pub use options::{Backend, Options, Policy};
-pub use plan::{Plan, REPLAY_PLANS_ENV, VERIFY_PLANS_ENV};
+pub use plan::{Plan, REPLAY_PLANS_ENV, RESET_ON_DEVICE_ENV, VERIFY_PLANS_ENV};
 pub use region::Region;
 pub use report::Report;
 pub use resident::DeviceArray;

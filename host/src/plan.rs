@@ -31,6 +31,10 @@ pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
 /// [`Plan::replay`].
 pub const REPLAY_PLANS_ENV: &str = "TASKWEAVE_REPLAY_PLANS";
 
+/// The environment variable that turns the workers' own reset off (`0`) for the plans made
+/// afterwards: see [`Plan::reset_on_device`].
+pub const RESET_ON_DEVICE_ENV: &str = "TASKWEAVE_RESET_ON_DEVICE";
+
 /// A region inspected once: its DAG, its options and the backends' tables, ready to run again on
 /// new arrays of the same shapes. Made by [`Region::plan`](crate::Region::plan).
 ///
@@ -54,6 +58,7 @@ pub struct Plan {
     inspection: Inspection,
     verify: bool,
     replay: bool,
+    reset_on_device: bool,
     /// The DAG's widest level and its critical path, computed on first use.
     widest: OnceLock<usize>,
     critical_path: OnceLock<u32>,
@@ -70,6 +75,7 @@ impl std::fmt::Debug for Plan {
             .field("options", &self.options)
             .field("verify", &self.verify)
             .field("replay", &self.replay)
+            .field("reset_on_device", &self.reset_on_device)
             .finish_non_exhaustive()
     }
 }
@@ -92,6 +98,7 @@ impl Plan {
             inspection,
             verify: verify_by_default(),
             replay: std::env::var(REPLAY_PLANS_ENV).as_deref() != Ok("0"),
+            reset_on_device: std::env::var(RESET_ON_DEVICE_ENV).as_deref() != Ok("0"),
             widest: OnceLock::new(),
             critical_path: OnceLock::new(),
             caches: Vec::new(),
@@ -133,13 +140,31 @@ impl Plan {
 
     /// Turns graph replay on or off. With it on (the default, unless [`REPLAY_PLANS_ENV`] is
     /// `0`), each call of the plan on the persistent backend, from the first, is one CUDA graph
-    /// launch of five nodes: the reset of the scheduler's tables, the kernel between its two
-    /// timing events, and the copy of the error record and statistics. The graph is built once
-    /// per set of arrays the plan runs on. Off, the call issues the same five operations one by
-    /// one, which costs the host more driver calls before the kernel starts. The results do not
-    /// change either way.
+    /// launch: the kernel between its two timing events, and, where the workers do not finish
+    /// the run themselves (see [`Plan::reset_on_device`]), the reset of the scheduler's tables
+    /// before it and the copy of the error record and statistics after it. The graph is built once
+    /// per set of arrays the plan runs on. Off, the call issues the same operations one by one,
+    /// which costs the host more driver calls before the kernel starts. The results do not change
+    /// either way.
     pub fn replay(mut self, on: bool) -> Self {
         self.replay = on;
+        self
+    }
+
+    /// Whether the persistent backend's workers finish this plan's runs themselves.
+    pub fn resets_on_device(&self) -> bool {
+        self.reset_on_device
+    }
+
+    /// Turns the workers' own finish of each run on or off. With it on (the default, unless
+    /// [`RESET_ON_DEVICE_ENV`] is `0`), the persistent kernel's workers meet once the DAG is done,
+    /// put the scheduler's tables back as they started, and leave the error record and their
+    /// statistics in pinned host memory: a call is then only the kernel between its timing
+    /// events, with no copy before or after it. Off, the host resets the tables before each call
+    /// and copies the record and statistics back after it. Runs that trace their tasks or place
+    /// workers by SM always do the latter. The results do not change either way.
+    pub fn reset_on_device(mut self, on: bool) -> Self {
+        self.reset_on_device = on;
         self
     }
 

@@ -867,3 +867,83 @@ fn loom_ran_by_published_by_the_release() {
         );
     });
 }
+
+/// The workers' own finish of a kept plan's run (`finish`), on two workers (three exceed loom's branch limit while one spins at the gate): during the run each
+/// writes a word of the table the next one resets, and worker 0 the error record; each arrives;
+/// the last copies the record out and opens the gate; each resets its share of the table from the
+/// pristine value and leaves; the last to leave zeroes the gate. A reset that does not follow
+/// every run-time write of its cell, or a copy that does not follow the record's write, is a race
+/// loom reports; after the run the table is pristine, the copy holds the record, the gate's words
+/// are zero and exactly one worker was last at each step.
+#[test]
+fn loom_finish_resets_after_every_worker() {
+    use super::finish::{Gate, share};
+    struct Run {
+        words: [AtomicU32; 2],
+        table: [UnsafeCell<u32>; 2],
+        record: UnsafeCell<u32>,
+        copied: UnsafeCell<u32>,
+    }
+    fn worker(run: &Run, w: u32) -> (bool, bool) {
+        let gate = Gate::new(&run.words, 2);
+        // The run: a write into the cell the next worker resets.
+        run.table[(w as usize + 1) % 2].with_mut(|c| unsafe { *c = 7 });
+        if w == 0 {
+            run.record.with_mut(|r| unsafe { *r = 42 });
+        }
+        let last_in = gate.arrive();
+        if last_in {
+            let record = run.record.with(|r| unsafe { *r });
+            run.copied.with_mut(|c| unsafe { *c = record });
+            gate.open();
+        } else {
+            assert!(gate.wait(|| false, thread::yield_now));
+        }
+        for cell in &run.table[share(2, 2, w)] {
+            cell.with_mut(|c| unsafe { *c = 0 });
+        }
+        (last_in, gate.leave())
+    }
+    model(|| {
+        let run = Arc::new(Run {
+            words: [AtomicU32::new(0), AtomicU32::new(0)],
+            table: [UnsafeCell::new(0), UnsafeCell::new(0)],
+            record: UnsafeCell::new(0),
+            copied: UnsafeCell::new(0),
+        });
+        let other = {
+            let run = run.clone();
+            thread::spawn(move || worker(&run, 1))
+        };
+        let lasts = [worker(&run, 0), other.join().unwrap()];
+        assert_eq!(lasts.iter().filter(|l| l.0).count(), 1);
+        assert_eq!(lasts.iter().filter(|l| l.1).count(), 1);
+        for cell in &run.table {
+            assert_eq!(cell.with(|c| unsafe { *c }), 0);
+        }
+        assert_eq!(run.copied.with(|c| unsafe { *c }), 42);
+        let words: Vec<u32> = run.words.iter().map(|w| w.load(Gpu, Relaxed)).collect();
+        assert_eq!(words, [0, 0]);
+    });
+}
+
+/// A worker that never arrives (its task faulted and raised the abort flag): the others leave the
+/// gate when they see the flag instead of waiting forever, and none of them resets anything.
+#[test]
+fn loom_finish_gives_way_to_the_abort_flag() {
+    use super::finish::Gate;
+    model(|| {
+        let words = Arc::new([AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)]);
+        let faulting = {
+            let words = words.clone();
+            // Worker 1 faults: it raises the flag and never reaches the gate.
+            thread::spawn(move || words[2].store(1, Gpu, Relaxed))
+        };
+        let gate_words = [AtomicU32::new(0), AtomicU32::new(0)];
+        let gate = Gate::new(&gate_words, 2);
+        let aborted = || words[2].load(Gpu, Relaxed) != 0;
+        let open = !aborted() && !gate.arrive() && gate.wait(aborted, thread::yield_now);
+        assert!(!open);
+        faulting.join().unwrap();
+    });
+}

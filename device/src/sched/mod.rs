@@ -13,6 +13,7 @@
 
 pub mod affinity;
 pub mod deps;
+pub mod finish;
 #[cfg(not(loom))]
 mod leader;
 #[cfg(not(loom))]
@@ -133,6 +134,8 @@ pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispat
     let (scratch, bytes) = crate::shared::dynamic();
     // SAFETY: the dynamic shared memory is this block's, 16-aligned, used only by its tasks.
     unsafe { run_worker(&tables, worker, words, scratch, bytes, dispatch) };
+    // SAFETY: guaranteed by the caller; every worker of the launch gets here once its loop ends.
+    unsafe { finish::finish_run(&*desc, worker, words) };
 }
 
 /// The body of every region's one-launch-per-level kernel: block `b` runs task `list[b]`.

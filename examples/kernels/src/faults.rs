@@ -19,6 +19,9 @@ pub mod mode {
     pub const TRAP: u32 = 5;
     /// Writes to the address `arg` on the GPU (a panic on the host): an illegal address.
     pub const WILD: u32 = 6;
+    /// Panics with a plain message when its element is odd: a plan whose calls fail or not
+    /// depending on the data.
+    pub const PANIC_IF_ODD: u32 = 7;
 }
 
 /// Marks `x[i]`; task `victim` misbehaves as `how` says.
@@ -28,6 +31,7 @@ pub fn step(b: &Block, x: &mut [u32], i: usize, victim: usize, how: u32, arg: u6
     if i == victim && b.thread() == 0 {
         match how {
             mode::PANIC => panic!("deliberate failure"),
+            mode::PANIC_IF_ODD if x[i] % 2 == 1 => panic!("deliberate failure"),
             mode::STRAY_WRITE => x[last] = 7,
             mode::STRAY_READ => x[i] = x[last],
             mode::SLOW => {

@@ -106,7 +106,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "# {} timed calls per case after 3 warm-up calls, medians in microseconds; one task per \
          element of a resident u32 array; host = Report::host_time; the two region.run rows \
-         interleaved, and the two plan.run rows",
+         interleaved, and the three plan.run rows",
         cli.reps
     );
     println!();
@@ -117,18 +117,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let fresh = measure(cli.reps, 2, |k| {
             cli.run.apply(bump_resident(&mut x)).cache(k == 1).run(&rt)
         })?;
-        // A plan replayed as CUDA graphs (the default) and one issuing its calls' operations one
-        // by one, interleaved.
+        // Interleaved: a plan replayed as CUDA graphs whose workers reset their tables (the
+        // default); one whose host resets them and reads the record back, in the same graph; and
+        // one issuing its calls' operations one by one.
         let mut plans = Vec::new();
-        for replay in [true, false] {
+        for (replay, on_device) in [(true, true), (true, false), (false, true)] {
             let plan = cli.run.apply(bump_resident(&mut x)).plan(&rt)?;
-            plans.push(plan.verify(false).replay(replay));
+            plans.push(plan.verify(false).replay(replay).reset_on_device(on_device));
         }
         let planned = measure(cli.reps, plans.len(), |k| {
             plans[k].run(bump_resident(&mut x), &rt)
         })?;
         // Every call added one to every element.
-        let calls = 4 * (cli.reps + 3) as u32;
+        let calls = (2 + plans.len() as u32) * (cli.reps + 3) as u32;
         let out = x.download()?;
         if let Some(i) = out.iter().position(|&v| v != calls) {
             return Err(format!("{tasks} tasks: element {i} is {}, not {calls}", out[i]).into());
@@ -137,6 +138,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "region.run, cache off",
             "region.run",
             "plan.run",
+            "plan.run, reset on host",
             "plan.run, replay off",
         ];
         for (name, row) in names.into_iter().zip(fresh.into_iter().chain(planned)) {

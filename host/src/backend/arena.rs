@@ -5,10 +5,10 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, sys};
 use taskweave_device::abi::{ArrayDesc, RegionDesc};
 
-use super::layout::{DescSlot, Layout, slot_bytes, tables_bytes, write_slot};
+use super::layout::{DescSlot, Keep, Layout, slot_bytes, tables_bytes, write_slot};
 use super::replay::Copy;
 use crate::call::Call;
 use crate::error::Error;
@@ -23,7 +23,7 @@ pub(crate) fn staging_bytes(
     call: &Call<'_, '_>,
     workers: u32,
     sms: Option<&SmLayout>,
-    keep: bool,
+    keep: Keep,
     copied: bool,
 ) -> u64 {
     let arrays = call
@@ -50,6 +50,84 @@ pub(crate) struct DeviceTables {
     /// The tables the workers write, and where their pristine copy starts (when kept).
     written: Range<usize>,
     pristine: Option<usize>,
+    /// Where the workers leave the error record and their statistics when they reset the tables
+    /// themselves ([`Keep::OnDevice`]).
+    pub mailbox: Option<Mailbox>,
+}
+
+/// Pinned host memory, mapped into the device's address space, that the workers of a run that
+/// resets its own tables write into (`sched::finish`): the done word on its own line, then the
+/// error record and the statistics, laid out as in the tables, so that one slice holds both.
+pub(crate) struct Mailbox {
+    _memory: PinnedHostSlice<u8>,
+    /// Its host address, and its address on the device.
+    base: usize,
+    device: u64,
+    /// The bytes of the record and statistics.
+    len: usize,
+}
+
+impl Mailbox {
+    /// Where the error record starts.
+    const RECORD: usize = 128;
+
+    /// Pinned, mapped memory for a done word and `len` bytes of record and statistics.
+    fn new(gpu: &Gpu, len: usize) -> Result<Self, Error> {
+        let bytes = Self::RECORD + len;
+        // SAFETY: zeroed below before the device or the host reads it.
+        let mut memory = unsafe {
+            gpu.context()
+                .alloc_pinned_with_flags::<u8>(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+        }
+        .map_err(gpu.alloc_error("allocating mapped pinned host memory", bytes))?;
+        let host = memory
+            .as_mut_ptr()
+            .map_err(Error::cuda("reaching pinned host memory"))?;
+        let mut device = 0;
+        // SAFETY: `host` is the start of a live pinned allocation mapped with DEVICEMAP.
+        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) };
+        mapped
+            .result()
+            .map_err(Error::cuda("mapping pinned host memory"))?;
+        // SAFETY: `bytes` bytes of the allocation, which nothing else uses yet.
+        unsafe { std::ptr::write_bytes(host, 0, bytes) };
+        Ok(Self {
+            _memory: memory,
+            base: host as usize,
+            device,
+            len,
+        })
+    }
+
+    /// The device address of the done word.
+    pub fn done_ptr(&self) -> u64 {
+        self.device
+    }
+
+    /// The device address of byte `offset` of the record and statistics.
+    pub fn at(&self, offset: usize) -> u64 {
+        self.device + (Self::RECORD + offset) as u64
+    }
+
+    /// Clears the done word for the next launch. Call only while no kernel of the plan runs.
+    pub fn arm(&self) {
+        // SAFETY: the done word is the allocation's first, written by the device only during a
+        // launch of the plan, which the caller rules out.
+        unsafe { (self.base as *mut u32).write_volatile(0) };
+    }
+
+    /// Whether the last run's workers finished it themselves. Read only after the kernel's end.
+    pub fn done(&self) -> bool {
+        // SAFETY: as in `arm`; the kernel has ended, which orders its writes before this read.
+        unsafe { (self.base as *const u32).read_volatile() == 1 }
+    }
+
+    /// The record and statistics as the last run's workers left them. Read only after the
+    /// kernel's end.
+    pub fn record_and_stats(&self) -> &[u8] {
+        // SAFETY: `len` bytes from `RECORD` lie in the allocation; the kernel has ended.
+        unsafe { std::slice::from_raw_parts((self.base + Self::RECORD) as *const u8, self.len) }
+    }
 }
 
 impl DeviceTables {
@@ -64,7 +142,7 @@ impl DeviceTables {
         workers: u32,
         sms: Option<&SmLayout>,
         arrays: &[ArrayDesc],
-        keep: bool,
+        keep: Keep,
     ) -> Result<(Self, DescSlot, Duration), Error> {
         let (ins, options) = (call.plan.inspection(), call.plan.options());
         let start = Instant::now();
@@ -76,7 +154,21 @@ impl DeviceTables {
         let buffer = unsafe { gpu.stream().alloc::<u8>(len) }
             .map_err(gpu.alloc_error("allocating the region's tables", len))?;
         let base = buffer.device_ptr(gpu.stream()).0;
-        let desc = layout.desc(base);
+        let mut desc = layout.desc(base);
+        let o = layout.offsets;
+        // The record and the statistics, which the workers that reset their own tables leave in
+        // mapped host memory, laid out as in the tables.
+        let record_and_stats = o.stats + layout.stats_len - o.error;
+        let mailbox = match keep {
+            Keep::OnDevice => {
+                let mailbox = Mailbox::new(gpu, record_and_stats)?;
+                desc.error_out = mailbox.at(0);
+                desc.stats = mailbox.at(o.stats - o.error);
+                desc.done_out = mailbox.done_ptr();
+                Some(mailbox)
+            }
+            Keep::No | Keep::OnHost => None,
+        };
         let slot_at = layout.slot_at;
         let slot = write_slot(
             &mut layout.image.bytes[slot_at..],
@@ -94,7 +186,6 @@ impl DeviceTables {
         // SAFETY: the piece is the image, which lives until the copy is done (`upload` returns
         // then), and the allocation it fills, which no kernel uses yet.
         unsafe { gpu.upload(&[piece]) }?;
-        let o = layout.offsets;
         let tables = Self {
             buffer,
             base,
@@ -104,6 +195,7 @@ impl DeviceTables {
             trace: o.trace.map(|t| (t, layout.trace_len)),
             written: layout.written,
             pristine: layout.pristine,
+            mailbox,
         };
         Ok((tables, slot, built))
     }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::stage::{Staged, bytes_of};
+use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -154,7 +154,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
     let ins = call.plan.inspection();
     let prestaged = call.prestaged.take();
-    let mut staged = Staged::new(gpu, call, 1, None, false, prestaged)?;
+    let mut staged = Staged::new(gpu, call, 1, None, Keep::No, prestaged)?;
     let n = ins.task_count();
     let mut setup_time = Duration::ZERO;
     let mut kernel_time = Duration::ZERO;

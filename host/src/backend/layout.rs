@@ -5,8 +5,9 @@
 //! The allocation holds, in order: the tables no worker writes (tasks, arguments, CSR, ranks,
 //! affine parents); the tables the workers write, side by side (the error record, statistics,
 //! current tasks, trace, dependence counters, queues, counters, abort flag, who ran what, SM
-//! slots); when the tables are kept, a pristine copy of that second part; and room for the first
-//! array table and descriptor ([`DescSlot`]).
+//! slots); when the workers reset them themselves ([`Keep::OnDevice`]), the two words they meet on
+//! (`sched::finish`); when the tables are kept, a pristine copy of those two parts; and room for
+//! the first array table and descriptor ([`DescSlot`]).
 
 use std::ops::Range;
 
@@ -32,6 +33,26 @@ pub(crate) fn records<T: Copy>(bytes: &[u8]) -> Vec<T> {
         // SAFETY: `T` is a plain `repr(C)` ABI record and each chunk holds exactly one.
         .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
         .collect()
+}
+
+/// Whether a run's tables are kept for the plan's next call, and who puts them back as they
+/// started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// A run of its own: no pristine copy.
+    No,
+    /// The host copies the pristine tables back before the next call.
+    OnHost,
+    /// The workers copy them back at the end of each run (`sched::finish`), and leave the error
+    /// record and their statistics in the host's mapped memory.
+    OnDevice,
+}
+
+impl Keep {
+    /// Whether the tables carry a pristine copy.
+    pub fn kept(self) -> bool {
+        self != Self::No
+    }
 }
 
 /// The host image of an allocation of tables, each on its own 128-byte line (the `Counters`
@@ -79,15 +100,15 @@ pub(super) fn slot_bytes(arrays: usize) -> usize {
 }
 
 /// The bytes of the tables [`Layout::new`] lays out, at most: each table padded to its line, the
-/// tables the workers write twice when `keep` asks for a pristine copy, and the first array table
-/// and descriptor.
+/// tables the workers write (and the finish's words) twice when `keep` asks for a pristine copy,
+/// and the first array table and descriptor.
 pub(super) fn tables_bytes(
     ins: &Inspection,
     options: &Options,
     workers: u32,
     sms: Option<&SmLayout>,
     arrays: usize,
-    keep: bool,
+    keep: Keep,
 ) -> u64 {
     let (n, w) = (ins.task_count(), workers as usize);
     let affinity = options.policy == Policy::Affinity && n > 0;
@@ -117,11 +138,12 @@ pub(super) fn tables_bytes(
         8,
         if affinity { n * 4 } else { 0 },
         sms.map_or(0, |layout| (layout.sm_count as usize + 1) * 4),
+        if keep == Keep::OnDevice { 8 } else { 0 },
     ];
     let padded = |b: &usize| Image::padded(*b) as u64;
     let written: u64 = written.iter().map(padded).sum();
     fixed.iter().map(padded).sum::<u64>()
-        + written * if keep { 2 } else { 1 }
+        + written * if keep.kept() { 2 } else { 1 }
         + Image::padded(slot_bytes(arrays)) as u64
 }
 
@@ -184,6 +206,7 @@ pub(super) struct Offsets {
     pub abort: usize,
     pub ran_by: Option<usize>,
     pub sm_slots: Option<usize>,
+    pub finish: Option<usize>,
 }
 
 /// The host image of a run's tables and where everything is in it (see the module docs); built
@@ -196,23 +219,26 @@ pub(super) struct Layout {
     pub error_len: usize,
     pub stats_len: usize,
     pub trace_len: usize,
-    /// The tables the workers write, and their pristine copy when kept.
+    /// The tables the workers write and, when they reset them themselves, the finish's words after
+    /// them: what the host's reset copies. Their pristine copy when kept.
     pub written: Range<usize>,
     pub pristine: Option<usize>,
+    /// The tables the workers write, without the finish's words: what the workers' reset copies.
+    pub own_reset: Range<usize>,
     /// Where the first array table and descriptor go.
     pub slot_at: usize,
 }
 
 impl Layout {
     /// The tables of `ins` run under `options` by `workers` workers (placed by `sms`), for
-    /// `arrays` arrays; with `keep`, a pristine copy of the tables the workers write follows them.
+    /// `arrays` arrays; when kept, a pristine copy of the tables the workers write follows them.
     pub fn new(
         ins: &Inspection,
         options: &Options,
         workers: u32,
         sms: Option<&SmLayout>,
         arrays: usize,
-        keep: bool,
+        keep: Keep,
     ) -> Self {
         let n = ins.task_count();
         let mut tables = Tables::new(ins, workers, options.policy);
@@ -258,8 +284,11 @@ impl Layout {
         let ran_by = (!tables.ran_by.is_empty()).then(|| image.put(bytes_of(&tables.ran_by)));
         // One counter per SM, then the count of workers claimed (see `sched::sm`).
         let sm_slots = sms.map(|layout| image.zeros((layout.sm_count as usize + 1) * 4));
+        let own_end = image.align();
+        // The finish's two words, zero: outside the workers' own reset, inside the host's.
+        let finish = (keep == Keep::OnDevice).then(|| image.zeros(8));
         let written_end = image.align();
-        let pristine = keep.then(|| {
+        let pristine = keep.kept().then(|| {
             let copy = image.bytes[written_start..written_end].to_vec();
             image.put(&copy)
         });
@@ -287,6 +316,7 @@ impl Layout {
                 abort,
                 ran_by,
                 sm_slots,
+                finish,
             },
             host,
             error_len: size_of::<ErrorRecord>(),
@@ -294,6 +324,7 @@ impl Layout {
             trace_len,
             written: written_start..written_end,
             pristine,
+            own_reset: written_start..own_end,
             slot_at,
         }
     }
@@ -323,6 +354,12 @@ impl Layout {
             affine: o.affine.map_or(0, at),
             ran_by: o.ran_by.map_or(0, at),
             sm_slots: o.sm_slots.map_or(0, at),
+            // The workers' own reset: their words, what they reset, and from where. (The host's
+            // mapped memory they write into is `DeviceTables`' to fill in.)
+            finish: o.finish.map_or(0, at),
+            written: o.finish.map_or(0, |_| at(self.own_reset.start)),
+            written_bytes: o.finish.map_or(0, |_| self.own_reset.len() as u64),
+            pristine: o.finish.and(self.pristine).map_or(0, at),
             ..self.host
         }
     }
@@ -374,10 +411,11 @@ mod tests {
             set: 1..4,
             per_sm: 1,
         };
-        for (policy, trace, sms) in [
-            (Policy::Grr, false, None),
-            (Policy::Affinity, true, None),
-            (Policy::Static, false, Some(&sm)),
+        for (policy, trace, sms, keep) in [
+            (Policy::Grr, false, None, Keep::OnDevice),
+            (Policy::Affinity, true, None, Keep::OnHost),
+            (Policy::Static, false, Some(&sm), Keep::OnHost),
+            (Policy::Static, false, None, Keep::OnDevice),
         ] {
             let ins = inspection(policy == Policy::Affinity);
             let options = Options {
@@ -386,7 +424,7 @@ mod tests {
                 ..Options::default()
             };
             let workers = 3;
-            let layout = Layout::new(&ins, &options, workers, sms, 2, true);
+            let layout = Layout::new(&ins, &options, workers, sms, 2, keep);
             let base = 0x7000_0000u64;
             let desc = layout.desc(base);
             let bytes = &layout.image.bytes;
@@ -467,13 +505,34 @@ mod tests {
             let pristine = layout.pristine.expect("kept");
             assert!(pristine >= written.end);
             assert_eq!(bytes[pristine..][..written.len()], bytes[written.clone()]);
+            // The workers' own reset: every table they write, not the words they meet on, which
+            // the host's reset covers; from the pristine copy's start.
+            let own = layout.own_reset.clone();
+            assert_eq!(own.start, written.start);
+            if keep == Keep::OnDevice {
+                for address in &writes {
+                    assert!(own.contains(&at(*address)), "{address:#x}");
+                }
+                assert!(!own.contains(&at(desc.finish)) && written.contains(&at(desc.finish)));
+                assert!(holds(desc.finish, &[0; 8]));
+                assert_eq!(desc.written, base + own.start as u64);
+                assert_eq!(desc.written_bytes, own.len() as u64);
+                assert_eq!(desc.written_bytes % 8, 0);
+                assert_eq!(desc.pristine, base + pristine as u64);
+            } else {
+                assert_eq!(own, written);
+                assert_eq!(
+                    (desc.finish, desc.written, desc.written_bytes, desc.pristine),
+                    (0, 0, 0, 0)
+                );
+            }
             // The error record and the statistics are read with one copy.
             assert_eq!(
                 layout.offsets.stats,
                 at(desc.error) + Image::padded(layout.error_len)
             );
             // The staging check counts at least what is allocated.
-            let bound = tables_bytes(&ins, &options, workers, sms, 2, true);
+            let bound = tables_bytes(&ins, &options, workers, sms, 2, keep);
             assert!(bytes.len() as u64 <= bound, "{} > {bound}", bytes.len());
             assert!(layout.slot_at + slot_bytes(2) <= bytes.len());
         }
@@ -482,7 +541,7 @@ mod tests {
     #[test]
     fn a_slot_holds_the_array_table_and_a_descriptor_pointing_at_it() {
         let ins = inspection(false);
-        let layout = Layout::new(&ins, &Options::default(), 2, None, 2, false);
+        let layout = Layout::new(&ins, &Options::default(), 2, None, 2, Keep::No);
         assert!(layout.pristine.is_none());
         let desc = layout.desc(0x1000);
         let arrays = [

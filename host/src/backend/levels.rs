@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::stage::{Staged, bytes_of};
+use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -81,7 +81,7 @@ pub(super) fn execute(
         }
     };
     let prestaged = call.prestaged.take();
-    let mut staged = Staged::new(gpu, call, workers, None, false, prestaged)?;
+    let mut staged = Staged::new(gpu, call, workers, None, Keep::No, prestaged)?;
     let offsets_ptr = staged.put(gpu, bytes_of(&offsets), "the level offsets")?;
     let tasks_ptr = staged.put(gpu, bytes_of(&tasks), "the level lists")?;
     let barrier_ptr = staged.put(gpu, &[0u8; 8], "the grid barrier")?;

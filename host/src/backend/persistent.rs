@@ -7,8 +7,12 @@
 //!    worker on its SM or retreats at kernel entry.
 //! 2. Stage the arrays and tables (`Staged`) and launch. A plan that runs again keeps all of it
 //!    (`Prepared`): its next call copies its host arrays in and replays one CUDA graph (`replay`)
-//!    that resets the tables on the device, launches between the timing events and reads the error
-//!    record and statistics back; with `Plan::replay(false)` it issues those one by one.
+//!    of the kernel between its timing events. The workers themselves put the tables back as they
+//!    started at the end of the run and leave the error record and their statistics in mapped
+//!    host memory (`taskweave_device::sched::finish`); where they cannot (a traced run, SM-aware
+//!    workers, or `Plan::reset_on_device(false)`), the graph resets the tables before the kernel
+//!    and copies the record and statistics back after it. With `Plan::replay(false)` the call
+//!    issues those operations one by one.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when
 //!    it stops moving for the watchdog timeout the host raises the abort flag.
 //! 4. `Staged::finish`: a faulting task becomes an error naming it, with the host arrays left
@@ -22,7 +26,7 @@ use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, resul
 use taskweave_device::abi::RegionDesc;
 
 use super::replay::{Replay, Sequence};
-use super::stage::Staged;
+use super::stage::{Keep, Staged};
 use crate::call::{Call, Prestaged};
 use crate::error::Error;
 use crate::gpu::kernels::Picked;
@@ -135,6 +139,17 @@ fn prepare(
             .map_err(Error::cuda("creating an event"))
     };
     let (start, end) = (event()?, event()?);
+    // The workers reset a kept plan's tables themselves, unless the host must read what they
+    // write after the run (the trace), or blocks beyond the workers may still start after the
+    // workers are done (SM-aware launches, whose surplus blocks claim their rank from the SM
+    // slots that the reset would clear).
+    let keep = match keep {
+        false => Keep::No,
+        true if call.plan.resets_on_device() && !options.trace && layout.is_none() => {
+            Keep::OnDevice
+        }
+        true => Keep::OnHost,
+    };
     let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep, prestaged)?;
     Ok(Prepared {
         _gpu: gpu.shared(),
@@ -268,6 +283,7 @@ fn launch(
     // before they run out, which another filling launch churning through the same SMs could
     // prevent.
     let filling = prepared.layout.as_ref().map(|_| gpu.filling());
+    prepared.staged.arm();
     if replay {
         replay_call(gpu, prepared, config, desc_ptr)?;
     } else {
@@ -285,7 +301,7 @@ fn launch(
             .end
             .record(gpu.stream())
             .map_err(Error::cuda("recording an event"))?;
-        if keep {
+        if keep && !prepared.staged.resets_itself() {
             prepared.staged.read_back_after_kernel(gpu)?;
         }
     }
@@ -333,11 +349,17 @@ fn replay_call(
     let at = match prepared.replays.iter().position(|r| r.desc_ptr == desc_ptr) {
         Some(at) => at,
         None => {
-            let read_back = prepared.staged.read_back_copy(gpu)?;
+            // The workers that reset their own tables leave the record and statistics in mapped
+            // memory: the graph is then only the kernel between its events.
+            let own = prepared.staged.resets_itself();
+            let read_back = match own {
+                true => None,
+                false => Some(prepared.staged.read_back_copy(gpu)?),
+            };
             let built = Replay::build(
                 gpu,
                 &Sequence {
-                    reset: prepared.staged.reset_copy(),
+                    reset: (!own).then(|| prepared.staged.reset_copy()),
                     start: &prepared.start,
                     function: &prepared.function,
                     config,
@@ -357,7 +379,9 @@ fn replay_call(
     // this plan (a graph outlives its descriptor only when the address is reused by another of
     // this plan's descriptors, which the graph then passes: the kernel reads the address alone).
     unsafe { prepared.replays[at].launch(gpu) }?;
-    prepared.staged.expect_read_back();
+    if !prepared.staged.resets_itself() {
+        prepared.staged.expect_read_back();
+    }
     Ok(())
 }
 

@@ -1,12 +1,14 @@
-//! A kept plan's call on the persistent backend as one CUDA graph: the tables put back as they
-//! started, the start event, the scheduler's kernel, the end event, and the copy of the error record
-//! and statistics into pinned host memory, instantiated once per descriptor and replayed with one
-//! `cuGraphLaunch`.
+//! A kept plan's call on the persistent backend as one CUDA graph: the start event, the
+//! scheduler's kernel and the end event, instantiated once per descriptor and replayed with one
+//! `cuGraphLaunch`. Where the workers do not finish the run themselves (`Keep::OnHost`), the graph
+//! also puts the tables back as they started before the kernel, and copies the error record and
+//! statistics into pinned host memory after it.
 //!
 //! Issued one by one, those five operations cost the host about 14 us of driver calls per call on
 //! the H100, 11 of them before the kernel can start (`bench/results/replay-h100/`). The graph is
 //! what CUDA Graphs users get for their own launch sequences, applied to the persistent kernel's:
-//! the DAG itself stays in the kernel, so the graph has five nodes whatever the task count.
+//! the DAG itself stays in the kernel, so the graph has three to five nodes whatever the task
+//! count.
 
 use cudarc::driver::sys;
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig};
@@ -25,16 +27,17 @@ pub(super) struct Copy {
 
 /// What the replayed call does, in order; the addresses stay valid as long as the graph.
 pub(super) struct Sequence<'a> {
-    /// The pristine tables over the ones the workers write.
-    pub reset: Copy,
+    /// The pristine tables over the ones the workers write, unless the workers do it themselves.
+    pub reset: Option<Copy>,
     pub start: &'a CudaEvent,
     pub function: &'a CudaFunction,
     pub config: LaunchConfig,
     /// The kernel's one argument: the device address of its descriptor.
     pub desc_ptr: u64,
     pub end: &'a CudaEvent,
-    /// The error record and statistics into pinned host memory.
-    pub read_back: Copy,
+    /// The error record and statistics into pinned host memory, unless the workers leave them
+    /// there themselves.
+    pub read_back: Option<Copy>,
 }
 
 /// An instantiated graph of one [`Sequence`], for the descriptor at `desc_ptr`.
@@ -113,7 +116,7 @@ fn chain(
 }
 
 impl Replay {
-    /// Builds and instantiates the graph of `seq`: five nodes in a chain.
+    /// Builds and instantiates the graph of `seq`: three to five nodes in a chain.
     pub fn build(gpu: &Gpu, seq: &Sequence<'_>) -> Result<Self, Error> {
         gpu.bind()?;
         let mut graph: sys::CUgraph = std::ptr::null_mut();
@@ -127,7 +130,10 @@ impl Replay {
             exec: std::ptr::null_mut(),
         };
         let ctx = gpu.context().cu_ctx();
-        let (reset, read_back) = (memcpy_params(seq.reset), memcpy_params(seq.read_back));
+        let (reset, read_back) = (
+            seq.reset.map(memcpy_params),
+            seq.read_back.map(memcpy_params),
+        );
         let mut arg = seq.desc_ptr;
         let mut args: [*mut std::ffi::c_void; 1] = [(&raw mut arg).cast()];
         // SAFETY: all-zero is a valid `CUDA_KERNEL_NODE_PARAMS` (null handles, zero sizes).
@@ -140,14 +146,17 @@ impl Replay {
         let last = &mut std::ptr::null_mut();
         // Each node: `graph` is the graph made above, and `deps` its last node (or nothing); the
         // driver copies the parameters during the call.
-        chain(
-            last,
-            "adding the tables' reset to a graph",
-            |node, deps, n| {
-                // SAFETY: as said above; `reset` is a copy between live addresses of the context.
-                unsafe { sys::cuGraphAddMemcpyNode(node, graph, deps, n, &reset, ctx) }
-            },
-        )?;
+        if let Some(reset) = &reset {
+            chain(
+                last,
+                "adding the tables' reset to a graph",
+                |node, deps, n| {
+                    // SAFETY: as said above; `reset` is a copy between live addresses of the
+                    // context.
+                    unsafe { sys::cuGraphAddMemcpyNode(node, graph, deps, n, reset, ctx) }
+                },
+            )?;
+        }
         chain(
             last,
             "adding the start event to a graph",
@@ -171,10 +180,13 @@ impl Replay {
             // SAFETY: as said above; the end event is live.
             unsafe { sys::cuGraphAddEventRecordNode(node, graph, deps, n, seq.end.cu_event()) }
         })?;
-        chain(last, "adding the read-back to a graph", |node, deps, n| {
-            // SAFETY: as said above; `read_back` is a copy between live addresses of the context.
-            unsafe { sys::cuGraphAddMemcpyNode(node, graph, deps, n, &read_back, ctx) }
-        })?;
+        if let Some(read_back) = &read_back {
+            chain(last, "adding the read-back to a graph", |node, deps, n| {
+                // SAFETY: as said above; `read_back` is a copy between live addresses of the
+                // context.
+                unsafe { sys::cuGraphAddMemcpyNode(node, graph, deps, n, read_back, ctx) }
+            })?;
+        }
         // SAFETY: instantiates the complete graph into `replay.exec`.
         let instantiated =
             unsafe { sys::cuGraphInstantiateWithFlags(&mut replay.exec, replay.graph, 0) };

@@ -4,10 +4,10 @@
 //!
 //! 1. Every GPU backend runs between [`Staged::new`] and [`Staged::finish`].
 //! 2. The persistent backend keeps its `Staged` in a plan that runs again: for the next call,
-//!    [`Staged::restage`] puts the tables back as they started with one device-to-device copy,
-//!    copies the call's host arrays into the same buffers, and picks the descriptor of the call's
-//!    arrays (one per set of arrays seen, so ping-pong buffers cost nothing after the first
-//!    round).
+//!    [`Staged::restage`] puts the tables back as they started with one device-to-device copy
+//!    (unless the workers did it at the end of the run, [`Keep::OnDevice`]), copies the call's
+//!    host arrays into the same buffers, and picks the descriptor of the call's arrays (one per
+//!    set of arrays seen, so ping-pong buffers cost nothing after the first round).
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::error::{CODE_ABORTED, CODE_NONE, ErrorRecord};
 
 use super::arena::{DeviceTables, staging_bytes};
+pub(crate) use super::layout::Keep;
 pub(crate) use super::layout::bytes_of;
 use super::layout::{DescSlot, records};
 use super::replay::Copy;
@@ -44,6 +45,9 @@ pub(crate) struct Staged {
     /// kernel (see [`Staged::read_back_after_kernel`]), and whether that copy is queued.
     readback: Option<(PinnedHostSlice<u8>, usize)>,
     read_back: bool,
+    /// The tables need the host's reset before the next call: their workers reset them
+    /// themselves, but the last run ended before they could (a fault, or the watchdog).
+    dirty: bool,
     /// Time the last staging took, building the tables left out.
     pub upload_time: Duration,
     /// Time building the tables took (the static policy's plan among it); zero when a kept
@@ -60,7 +64,7 @@ pub(crate) struct Finished {
 
 impl Staged {
     /// Uploads the call's arrays and tables for `workers` workers, placed by `sms` when the
-    /// workers are SM-aware. With `keep`, the tables can be [`Staged::restage`]d for another call.
+    /// workers are SM-aware. When kept, the tables can be [`Staged::restage`]d for another call.
     ///
     /// Host arrays already uploaded while the region was inspected (`prestaged`) are not copied
     /// again.
@@ -69,7 +73,7 @@ impl Staged {
         call: &Call<'_, '_>,
         workers: u32,
         sms: Option<&SmLayout>,
-        keep: bool,
+        keep: Keep,
         prestaged: Option<Prestaged>,
     ) -> Result<Self, Error> {
         let meta = call.plan.meta();
@@ -117,17 +121,19 @@ impl Staged {
             extra: Vec::new(),
             readback: None,
             read_back: false,
+            dirty: false,
             upload_time: start.elapsed().saturating_sub(setup_time),
             setup_time,
         })
     }
 
     /// Stages the next call of a kept plan (same shapes): the tables put back as they started
-    /// (unless the caller does it, `reset` false), the call's host arrays copied into the buffers
-    /// of the last call, and the descriptor of the call's arrays picked (made when they are new).
+    /// (unless the caller does it, `reset` false, or the workers did it at the end of the last
+    /// run), the call's host arrays copied into the buffers of the last call, and the descriptor
+    /// of the call's arrays picked (made when they are new).
     pub fn restage(&mut self, gpu: &Gpu, call: &Call<'_, '_>, reset: bool) -> Result<(), Error> {
         let start = Instant::now();
-        if reset {
+        if (reset && !self.resets_itself()) || std::mem::take(&mut self.dirty) {
             self.tables.reset(gpu)?;
         }
         for (binding, copy) in call.arrays.iter().zip(&mut self.copies) {
@@ -173,6 +179,20 @@ impl Staged {
         let ptr = buffer.device_ptr(gpu.stream()).0;
         self.extra.push(buffer);
         Ok(ptr)
+    }
+
+    /// Whether the workers put the tables back as they started at the end of each run, and
+    /// leave the error record and their statistics in mapped host memory ([`Keep::OnDevice`]):
+    /// the call then needs no copy before or after its kernel.
+    pub fn resets_itself(&self) -> bool {
+        self.tables.mailbox.is_some()
+    }
+
+    /// Readies the mapped host memory the workers finish a run in, before a launch.
+    pub fn arm(&self) {
+        if let Some(mailbox) = &self.tables.mailbox {
+            mailbox.arm();
+        }
     }
 
     /// The range of the tables that holds the error record and the statistics (adjacent).
@@ -254,8 +274,22 @@ impl Staged {
         let (error_at, error_len) = self.tables.error;
         let (stats_at, _) = self.tables.stats;
         let read;
-        let both: &[u8] = match (&self.readback, std::mem::take(&mut self.read_back)) {
-            (Some((_, base)), true) => {
+        let queued = std::mem::take(&mut self.read_back);
+        let both: &[u8] = match (&self.tables.mailbox, &self.readback) {
+            (Some(mailbox), _) if mailbox.done() => mailbox.record_and_stats(),
+            (Some(mailbox), _) => {
+                // The workers did not finish the run (a task faulted, or the watchdog raised the
+                // abort flag): the record is still in the tables, which the next call resets.
+                self.dirty = true;
+                let mut bytes = self
+                    .tables
+                    .read(gpu, (error_at, error_len), "the error record")?;
+                bytes.resize(stats_at - error_at, 0);
+                bytes.extend_from_slice(&mailbox.record_and_stats()[stats_at - error_at..]);
+                read = bytes;
+                &read
+            }
+            (None, Some((_, base))) if queued => {
                 // SAFETY: the queued copy wrote these bytes, and the stream has been synchronized.
                 unsafe { std::slice::from_raw_parts(*base as *const u8, self.record_and_stats().1) }
             }
