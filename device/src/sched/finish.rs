@@ -11,13 +11,16 @@
 //! 1. Each worker's leader has written its statistics where `stats` points (the host's mapped
 //!    pinned memory, on this path). It arrives at the [`Gate`]: one `AcqRel` add.
 //! 2. The last to arrive has every other worker's run behind its acquire: it copies the error
-//!    record into the host's mapped memory and opens the gate (a `Release` add).
+//!    record into the host's mapped memory (only its `claimed` and `code` words when no task
+//!    claimed it) and opens the gate (a `Release` add).
 //! 3. The others wait for the gate to open, or leave at once when the abort flag is up: a task
 //!    faulted, or the watchdog gave up. The host then finishes that run itself, as when the
 //!    tables are not kept: it finds the done word still 0.
-//! 4. Each block copies its [`share`] of the pristine tables over the written ones, and its leader
-//!    leaves: an `AcqRel` add. The last to leave sets the gate's two words back to zero (every
-//!    worker has passed the gate by then) and writes 1 into the done word.
+//! 4. Each leader past the gate leaves: an `AcqRel` add. The last to leave sets the gate's two
+//!    words back to zero (every worker has passed the gate by then) and writes 1 into the done
+//!    word. Then each block copies its [`share`] of the pristine tables over the written ones: no
+//!    worker past the gate stops before its copy, and the host reads nothing before the kernel's
+//!    end, so the done word may be written before the copies are.
 //!
 //! The gate's words lie outside the tables the workers reset: the gate must stay open while they
 //! copy. The host clears the done word before each launch and reads its mapped memory only after
@@ -125,31 +128,73 @@ pub unsafe fn finish_run(desc: &crate::abi::RegionDesc, worker: u32, words: &[At
     }
     // SAFETY: the caller vouches for `finish`: two words, only accessed atomically.
     let gate = unsafe { Gate::new(&*(desc.finish as *const [AtomicU32; 2]), desc.n_workers) };
+    /// The leader's answers: leave, reset, or copy the record out first (the last to arrive,
+    /// when a task claimed the record).
+    const LEAVE: u32 = 0;
+    const RESET: u32 = 1;
+    const COPY: u32 = 2;
+    // SAFETY (for `done` and `error`/`error_out` below): the caller vouches for them.
+    let done = || unsafe { (desc.done_out as *mut u32).write_volatile(1) };
+    let (from, to) = (desc.error as *const u32, desc.error_out as *mut u32);
     if arch::thread_idx() == 0 {
         // SAFETY: `abort` is the launch's flag, only accessed atomically.
         let abort = unsafe { AtomicU32::from_ptr(desc.abort as *mut u32) };
         let aborted = || abort.load(Gpu, Relaxed) != 0;
-        let open = if aborted() {
-            false
+        let step = if aborted() {
+            LEAVE
         } else if gate.arrive() {
-            // SAFETY: the record is the launch's, written by nobody now (every worker has
-            // arrived); `error_out` has room for one, in mapped host memory.
-            unsafe {
-                let (from, to) = (desc.error as *const u32, desc.error_out as *mut u32);
-                for i in 0..size_of::<ErrorRecord>() / 4 {
-                    to.add(i).write_volatile(from.add(i).read_volatile());
+            // Every worker has arrived, so nobody writes the record now. Unclaimed (the common
+            // case), only its `claimed` and `code` words go out: the host reads no other.
+            // SAFETY: the record's first two words, and the same in the host's mapped memory.
+            let claimed = unsafe { from.read_volatile() };
+            if claimed == 0 {
+                // SAFETY: as above.
+                unsafe {
+                    to.write_volatile(0);
+                    to.add(1).write_volatile(crate::error::CODE_NONE);
                 }
+                gate.open();
+                RESET
+            } else {
+                COPY
             }
-            gate.open();
-            true
+        } else if gate.wait(aborted, || arch::nanosleep(64)) {
+            RESET
         } else {
-            gate.wait(aborted, || arch::nanosleep(64))
+            LEAVE
         };
-        words[OPEN].store(u32::from(open), Block, Relaxed);
+        // Past the gate, the block resets its share whatever happens: the last to leave can
+        // say so before the copies are done (the host reads nothing before the kernel's end).
+        if step == RESET && gate.leave() {
+            done();
+        }
+        words[OPEN].store(step, Block, Relaxed);
     }
     arch::sync_threads();
-    if words[OPEN].load(Block, Relaxed) == 0 {
+    let step = words[OPEN].load(Block, Relaxed);
+    if step == LEAVE {
         return;
+    }
+    if step == COPY {
+        // A claimed record: the whole block copies it, a word per thread (one thread copying it
+        // word by word waited for each load in turn, 14 us on the H100).
+        let mut i = arch::thread_idx() as usize;
+        while i < size_of::<ErrorRecord>() / 4 {
+            // SAFETY: the record is the launch's, written by nobody now (every worker has
+            // arrived, and the leader's acquire and the barrier order their writes before this);
+            // `error_out` has room for one, in mapped host memory.
+            unsafe { to.add(i).write_volatile(from.add(i).read_volatile()) };
+            i += arch::block_dim() as usize;
+        }
+        // The loads are done once their stores are issued; the barrier puts them all before the
+        // leader's release, so no worker resets the record under them.
+        arch::sync_threads();
+        if arch::thread_idx() == 0 {
+            gate.open();
+            if gate.leave() {
+                done();
+            }
+        }
     }
     let mine = share((desc.written_bytes / 8) as usize, desc.n_workers, worker);
     let (to, from) = (desc.written as *mut u64, desc.pristine as *const u64);
@@ -159,12 +204,6 @@ pub unsafe fn finish_run(desc: &crate::abi::RegionDesc, worker: u32, words: &[At
         // nobody else uses the written ones; the shares are disjoint.
         unsafe { to.add(i).write_volatile(from.add(i).read()) };
         i += arch::block_dim() as usize;
-    }
-    arch::sync_threads();
-    if arch::thread_idx() == 0 && gate.leave() {
-        // SAFETY: `done_out` is a word of mapped host memory that only this write touches during
-        // the launch.
-        unsafe { (desc.done_out as *mut u32).write_volatile(1) };
     }
 }
 

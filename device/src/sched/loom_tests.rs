@@ -870,8 +870,8 @@ fn loom_ran_by_published_by_the_release() {
 
 /// The workers' own finish of a kept plan's run (`finish`), on two workers (three exceed loom's branch limit while one spins at the gate): during the run each
 /// writes a word of the table the next one resets, and worker 0 the error record; each arrives;
-/// the last copies the record out and opens the gate; each resets its share of the table from the
-/// pristine value and leaves; the last to leave zeroes the gate. A reset that does not follow
+/// the last copies the record out and opens the gate; each leaves (the last to leave zeroes the
+/// gate) and resets its share of the table from the pristine value. A reset that does not follow
 /// every run-time write of its cell, or a copy that does not follow the record's write, is a race
 /// loom reports; after the run the table is pristine, the copy holds the record, the gate's words
 /// are zero and exactly one worker was last at each step.
@@ -899,10 +899,12 @@ fn loom_finish_resets_after_every_worker() {
         } else {
             assert!(gate.wait(|| false, thread::yield_now));
         }
+        // The leader leaves as soon as it is past the gate; its block's copy follows.
+        let last_out = gate.leave();
         for cell in &run.table[share(2, 2, w)] {
             cell.with_mut(|c| unsafe { *c = 0 });
         }
-        (last_in, gate.leave())
+        (last_in, last_out)
     }
     model(|| {
         let run = Arc::new(Run {
