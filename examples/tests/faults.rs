@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// The checks that run on the CPU backend: all but those that need a GPU.
-const CPU_CHECKS: usize = 11;
+const CPU_CHECKS: usize = 12;
 
 #[test]
 fn every_fault_is_reported_and_loses_nothing() {
