@@ -81,7 +81,7 @@
 #| device/src/sched/loom_tests.rs | write | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | read | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | worker | 7 | not: as impl Sync for Payload (the finish model's cells)
-#| device/src/sched/finish.rs | finish_run | 6 | not: nvptx64 (the workers' own reset; its gate is loom-checked by scripts/loom.sh)
+#| device/src/sched/finish.rs | finish_run | 8 | not: nvptx64 (the workers' own reset; its gate is loom-checked by scripts/loom.sh)
 #| device/src/sched/mod.rs | at | 2 | miri: C (every scheduler table access)
 #| device/src/sched/mod.rs | current_task | 1 | not: nvptx64 (shared runtime words)
 #| device/src/sched/mod.rs | bind_faults | 2 | not: nvptx64 (kernel entry)
