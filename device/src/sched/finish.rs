@@ -214,6 +214,13 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        // One case under Miri (scripts/miri.sh runs this crate's tests), and no failure files,
+        // which Miri's isolation cannot write.
+        #![proptest_config(proptest::test_runner::Config {
+            cases: if cfg!(miri) { 1 } else { 256 },
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
         #[test]
         fn the_shares_tile_the_words_in_order(words in 0usize..5000, workers in 1u32..600) {
             let mut next = 0;
