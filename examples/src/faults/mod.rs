@@ -379,8 +379,9 @@ fn planned_panic(rt: &Runtime, backend: Option<Backend>) -> Result<String, Strin
 /// in turn: each failing call names the victim and leaves the array as it was, and each clean
 /// call steps every element once. On the persistent backend the workers reset a plan's tables
 /// themselves at the end of a clean run; a failed run ends before they can, and the next call
-/// must find its tables reset all the same (a stale completed count or queue would leave elements
-/// unstepped, or stall).
+/// must find its tables reset all the same. Without that reset the clean call finds the failed
+/// run's abort flag up and its error record claimed, and reports the old fault again
+/// (`bench/results/finish-h100/mutation/`); the check above, whose calls all fail, cannot see it.
 fn planned_panic_then_clean(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
     fn region(x: &mut [u32], backend: Option<Backend>) -> Region<'_> {
         on(faulty(x, VICTIM, mode::PANIC_IF_ODD, 0), backend)
