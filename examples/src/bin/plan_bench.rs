@@ -106,7 +106,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "# {} timed calls per case after 3 warm-up calls, medians in microseconds; one task per \
          element of a resident u32 array; host = Report::host_time; the two region.run rows \
-         interleaved, and the three plan.run rows",
+         interleaved, and the three plan.run rows; then the first plan alone, back to back",
         cli.reps
     );
     println!();
@@ -128,8 +128,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let planned = measure(cli.reps, plans.len(), |k| {
             plans[k].run(bump_resident(&mut x), &rt)
         })?;
+        // The default plan again, its calls back to back: what a time-stepping loop does, with
+        // no other plan's graph launched in between.
+        let alone = measure(cli.reps, 1, |_| plans[0].run(bump_resident(&mut x), &rt))?;
         // Every call added one to every element.
-        let calls = (2 + plans.len() as u32) * (cli.reps + 3) as u32;
+        let calls = (3 + plans.len() as u32) * (cli.reps + 3) as u32;
         let out = x.download()?;
         if let Some(i) = out.iter().position(|&v| v != calls) {
             return Err(format!("{tasks} tasks: element {i} is {}, not {calls}", out[i]).into());
@@ -140,8 +143,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "plan.run",
             "plan.run, reset on host",
             "plan.run, replay off",
+            "plan.run, alone",
         ];
-        for (name, row) in names.into_iter().zip(fresh.into_iter().chain(planned)) {
+        let rows = fresh.into_iter().chain(planned).chain(alone);
+        for (name, row) in names.into_iter().zip(rows) {
             println!(
                 "| {tasks} | {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
                 row.wall,
