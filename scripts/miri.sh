@@ -274,7 +274,7 @@
 #| host/src/backend/layout.rs | bytes_of | 1 | miri: B (the host image of the GPU tables, built and checked without a GPU)
 #| host/src/backend/layout.rs | records | 1 | not: driver (the records a launch wrote)
 #| host/src/backend/levels.rs | execute | 2 | not: driver
-#| host/src/backend/persistent.rs | launch | 1 | not: driver
+#| host/src/backend/persistent.rs | launch | 2 | not: driver (the launch, and the events' elapsed time)
 #| host/src/backend/persistent.rs | replay_call | 1 | not: driver (a CUDA graph launch)
 #| host/src/backend/persistent.rs | peek | 1 | not: driver
 #| host/src/backend/persistent.rs | watch | 1 | not: driver
@@ -291,8 +291,14 @@
 #| host/src/gpu/mod.rs | release_freed | 1 | not: driver (the device's memory pool)
 #| host/src/gpu/transfer.rs | impl Send for Staging | 1 | not: driver (pinned staging buffers)
 #| host/src/gpu/transfer.rs | check_out | 1 | not: driver (as Staging)
-#| host/src/gpu/transfer.rs | upload | 6 | not: driver (copies through pinned staging, and DMA; B tests the safe chunking and pipeline they use)
-#| host/src/gpu/transfer.rs | download | 6 | not: driver (as upload)
+#| host/src/gpu/transfer.rs | upload | 8 | not: driver (copies through pinned staging, and DMA, in place from page-locked memory; B tests the safe chunking and pipeline they use)
+#| host/src/gpu/transfer.rs | download | 8 | not: driver (as upload)
+#| host/src/gpu/transfer.rs | page_locked | 1 | not: driver (asks CUDA what memory an address is)
+#| host/src/pinned.rs | impl <T: Copy + Send> Send for Pinned<T> | 1 | miri: D (a Pinned array in a region on the CPU runtime's threads)
+#| host/src/pinned.rs | impl <T: Copy + Sync> Sync for Pinned<T> | 1 | miri: D (as Send)
+#| host/src/pinned.rs | locked | 2 | not: driver (page-locked host memory)
+#| host/src/pinned.rs | deref | 1 | miri: D (the CPU runtime's heap array)
+#| host/src/pinned.rs | deref_mut | 1 | miri: D (as deref)
 #| host/src/region.rs | into_plan_uploading | 1 | not: driver (the upload during inspection, only for a GPU backend)
 #| host/src/resident.rs | impl Send for Cell | 1 | miri: C (resident arrays shared by submitted regions)
 #| host/src/resident.rs | impl Sync for Cell | 1 | miri: C (as Send)

@@ -56,3 +56,20 @@ fn every_workload_at_a_tiny_size_with_blocks_of_several_lanes() {
         assert!(verdict.passed(), "{} ({}): {verdict}", w.name(), w.size());
     }
 }
+
+#[test]
+fn a_pinned_array_runs_like_a_vec_in_a_region_and_a_plan() {
+    use taskweave_kernels::dags::bump_chunks;
+    let runtime = Runtime::cpu_with(2);
+    let start: Vec<u32> = (0..10).collect();
+    let mut x = runtime.pinned(&start).unwrap();
+    assert!(
+        !x.is_locked(),
+        "the CPU runtime's arrays are ordinary heap memory"
+    );
+    bump_chunks(&mut x, 4).run(&runtime).unwrap();
+    let mut plan = bump_chunks(&mut x, 4).plan(&runtime).unwrap();
+    plan.run(bump_chunks(&mut x, 4), &runtime).unwrap();
+    let want: Vec<u32> = start.iter().map(|v| v + 2).collect();
+    assert_eq!(&x[..], &want[..]);
+}

@@ -23,6 +23,7 @@ use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
 use crate::options::Backend;
+use crate::pinned::Pinned;
 use crate::plan::Plan;
 use crate::report::Report;
 use crate::resident::DeviceArray;
@@ -238,6 +239,21 @@ impl Runtime {
         match &self.engine {
             Engine::Gpu(gpu) => DeviceArray::gpu(data, gpu.stream()),
             Engine::Cpu { .. } => Ok(DeviceArray::host(data)),
+        }
+    }
+
+    /// `data` copied into a host array in page-locked memory, which regions copy to and from the
+    /// GPU in place, at the link's speed, where a `Vec` goes through the runtime's staging
+    /// buffers at the speed of the host's memory copies. It dereferences to a slice: pass
+    /// `&mut a[..]` or `&a[..]` wherever a region takes a host array. On the CPU runtime it is an
+    /// ordinary heap array.
+    ///
+    /// Page-locked memory is a scarce resource of the operating system: use it for the arrays a
+    /// program moves often, not for everything.
+    pub fn pinned<T: Copy>(&self, data: &[T]) -> Result<Pinned<T>, Error> {
+        match &self.engine {
+            Engine::Gpu(gpu) => Pinned::locked(gpu, data),
+            Engine::Cpu { .. } => Ok(Pinned::heap(data)),
         }
     }
 

@@ -1,7 +1,8 @@
 //! Transfers of host arrays against the link: in one run, a cudarc probe of the host link's
 //! bandwidth (pinned and pageable, both directions) and the transfer rate of regions over host
 //! arrays of growing sizes (one task per 4 MiB chunk, each reading and writing its chunk, so that
-//! every byte goes up and comes back), run once and as a plan run again. Needs a GPU.
+//! every byte goes up and comes back), run once and as a plan run again, from a `Vec` and from a
+//! `Pinned` array (`Runtime::pinned`). Needs a GPU.
 //!
 //! A second table probes what bounds the staging ring: the host's own copy rate between pageable
 //! and pinned memory on 1 to 16 threads, and a copy that pins the caller's pages in place
@@ -156,6 +157,35 @@ fn host_probe(gpu: &Gpu, mib: usize, reps: usize) -> Result<()> {
     Ok(())
 }
 
+/// The median transfer rates (GB/s, bytes up and down over `Report::transfer_time`) of a region
+/// over `x` run once and as a plan run again, `reps` calls each after a warm-up; checks that
+/// every call added one to every element.
+fn time_regions(rt: &Runtime, x: &mut [u32], chunk: usize, reps: usize) -> Result<(f64, f64)> {
+    let bytes = size_of_val(x);
+    let rate =
+        |report: &taskweave::Report| (2 * bytes) as f64 / report.transfer_time.as_secs_f64() / 1e9;
+    let mut once = Vec::new();
+    for rep in 0..=reps {
+        let report = bump_chunks(x, chunk).checked(false).run(rt)?;
+        if rep > 0 {
+            once.push(rate(&report));
+        }
+    }
+    let mut plan = bump_chunks(x, chunk).checked(false).plan(rt)?.verify(false);
+    let mut planned = Vec::new();
+    for rep in 0..=reps {
+        let report = plan.run(bump_chunks(x, chunk), rt)?;
+        if rep > 0 {
+            planned.push(rate(&report));
+        }
+    }
+    let calls = 2 * (reps + 1) as u32;
+    if let Some(i) = x.iter().position(|&v| v != calls) {
+        return Err(format!("element {i} is {}, not {calls}", x[i]).into());
+    }
+    Ok((median(once), median(planned)))
+}
+
 fn run() -> Result<()> {
     let cli = Cli::parse();
     let rt = Runtime::gpu(0)?;
@@ -168,10 +198,11 @@ fn run() -> Result<()> {
     );
     println!();
     println!(
-        "| MiB | probe pinned H2D | probe pinned D2H | probe pageable H2D | region.run | plan.run | \
-         plan.run / pinned probe |"
+        "| MiB | probe pinned H2D | probe pinned D2H | probe pageable H2D | Vec: region.run | \
+         Vec: plan.run | Vec: plan.run / pinned probe | Pinned: region.run | Pinned: plan.run | \
+         Pinned: plan.run / pinned probe |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let stream = gpu.stream();
     for &mib in &cli.mib {
         let bytes = mib << 20;
@@ -191,39 +222,19 @@ fn run() -> Result<()> {
         })?;
         drop((pinned, device, pageable));
 
-        // The regions: every byte of `x` goes up and comes back.
-        let mut x = vec![0u32; bytes / 4];
+        // The regions: every byte of the array goes up and comes back, from a `Vec` (through the
+        // staging ring) and from a `Pinned` array (DMA in place).
         let chunk = (4 << 20) / 4;
-        let rate = |report: &taskweave::Report| {
-            (2 * bytes) as f64 / report.transfer_time.as_secs_f64() / 1e9
-        };
-        let mut once = Vec::new();
-        for rep in 0..=cli.reps {
-            let report = bump_chunks(&mut x, chunk).checked(false).run(&rt)?;
-            if rep > 0 {
-                once.push(rate(&report));
-            }
-        }
-        let mut plan = bump_chunks(&mut x, chunk)
-            .checked(false)
-            .plan(&rt)?
-            .verify(false);
-        let mut planned = Vec::new();
-        for rep in 0..=cli.reps {
-            let report = plan.run(bump_chunks(&mut x, chunk), &rt)?;
-            if rep > 0 {
-                planned.push(rate(&report));
-            }
-        }
-        let calls = 2 * (cli.reps + 1) as u32;
-        if let Some(i) = x.iter().position(|&v| v != calls) {
-            return Err(format!("{mib} MiB: element {i} is {}, not {calls}", x[i]).into());
-        }
-        let planned = median(planned);
+        let mut x = vec![0u32; bytes / 4];
+        let (once, planned) = time_regions(&rt, &mut x, chunk, cli.reps)?;
+        let mut locked = rt.pinned(&vec![0u32; bytes / 4])?;
+        let (locked_once, locked_planned) = time_regions(&rt, &mut locked, chunk, cli.reps)?;
+        let link = (h2d + d2h) / 2.0;
         println!(
-            "| {mib} | {h2d:.1} | {d2h:.1} | {paged:.1} | {:.1} | {planned:.1} | {:.0}% |",
-            median(once),
-            100.0 * planned / ((h2d + d2h) / 2.0)
+            "| {mib} | {h2d:.1} | {d2h:.1} | {paged:.1} | {once:.1} | {planned:.1} | {:.0}% | \
+             {locked_once:.1} | {locked_planned:.1} | {:.0}% |",
+            100.0 * planned / link,
+            100.0 * locked_planned / link,
         );
     }
     if !cli.no_host_probe {

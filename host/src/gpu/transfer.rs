@@ -10,6 +10,9 @@
 //!    threads copy it out of its slot and the slot takes the next chunk's DMA.
 //! 4. Small copies (under [`DIRECT`] bytes in all) go straight from pageable memory, where the
 //!    staging would cost more than it saves.
+//! 5. Host memory that is already page-locked (a [`Pinned`](crate::Pinned) buffer, a cudarc
+//!    pinned slice, or memory the caller registered with CUDA) skips the ring: the DMA reads and
+//!    writes it in place, at the link's speed, with no host copy at all.
 //!
 //! Everything is queued on the region stream, after what is queued there already (a download
 //! follows the kernel). A ring goes back to the pool once its DMAs are done, so that the next copy,
@@ -18,7 +21,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, PinnedHostSlice, result};
+use cudarc::driver::{CudaEvent, PinnedHostSlice, result, sys};
 
 use super::Gpu;
 use crate::error::Error;
@@ -129,16 +132,33 @@ impl Gpu {
         }
         // The raw copies need the context current, and this may be a new thread.
         self.bind()?;
+        let (locked, pieces) = page_locked(pieces);
+        for p in &locked {
+            // SAFETY: the caller vouches for both ranges.
+            let host = unsafe { std::slice::from_raw_parts(p.host as *const u8, p.len) };
+            // SAFETY: as above; the host range is page-locked, so the DMA reads it in place, and
+            // the synchronization below ends it before the caller may touch it again.
+            unsafe { result::memcpy_htod_async(p.device, host, self.stream().cu_stream()) }
+                .map_err(Error::cuda("uploading an array"))?;
+        }
+        let pieces = &pieces[..];
         let total: usize = pieces.iter().map(|p| p.len).sum();
         if total < DIRECT {
-            for p in pieces.iter().filter(|p| p.len > 0) {
+            for p in pieces {
                 // SAFETY: the caller vouches for both ranges.
                 let host = unsafe { std::slice::from_raw_parts(p.host as *const u8, p.len) };
                 // SAFETY: as above; a pageable source is copied before the call returns.
                 unsafe { result::memcpy_htod_async(p.device, host, self.stream().cu_stream()) }
                     .map_err(Error::cuda("uploading an array"))?;
             }
-            return Ok(());
+            // The page-locked DMAs read the caller's memory until they are done.
+            return match locked.is_empty() {
+                true => Ok(()),
+                false => self
+                    .stream()
+                    .synchronize()
+                    .map_err(Error::cuda("uploading an array")),
+            };
         }
         let chunks = split(pieces);
         let staging = self.check_out()?;
@@ -192,6 +212,18 @@ impl Gpu {
             return Ok(());
         }
         self.bind()?;
+        // Page-locked ranges first, straight into the caller's memory: the ring's copies below
+        // then overlap their DMA, and the ring's last wait (or the synchronization) ends them.
+        let (locked, pieces) = page_locked(pieces);
+        for p in &locked {
+            // SAFETY: the caller vouches for both ranges.
+            let host = unsafe { std::slice::from_raw_parts_mut(p.host as *mut u8, p.len) };
+            // SAFETY: as above; the host range is page-locked and nobody reads it until the
+            // stream is synchronized below.
+            unsafe { result::memcpy_dtoh_async(host, p.device, self.stream().cu_stream()) }
+                .map_err(Error::cuda("downloading an array"))?;
+        }
+        let pieces = &pieces[..];
         let total: usize = pieces.iter().map(|p| p.len).sum();
         if total < DIRECT {
             for p in pieces.iter().filter(|p| p.len > 0) {
@@ -247,9 +279,36 @@ impl Gpu {
                 }
             });
         }
+        // The page-locked DMAs were queued before every chunk's, so the wait for the last chunk
+        // in `pipeline` ended them too.
         self.check_in(staging);
         outcome
     }
+}
+
+/// The pieces whose host memory is page-locked, and the others (in their order).
+///
+/// A range is page-locked when CUDA knows both its ends as host memory (`cuMemHostAlloc`,
+/// `cuMemHostRegister`): a slice lies in one allocation, so its two ends settle it. Pageable
+/// memory is not known to CUDA and answers with an error.
+fn page_locked(pieces: &[Piece]) -> (Vec<Piece>, Vec<Piece>) {
+    let host = |at: usize| {
+        let mut kind = 0u32;
+        // SAFETY: the attribute query only reads the pointer's value; `kind` is the 4-byte
+        // `CUmemorytype` the attribute returns.
+        let asked = unsafe {
+            sys::cuPointerGetAttribute(
+                (&raw mut kind).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                at as sys::CUdeviceptr,
+            )
+        };
+        asked == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+    };
+    pieces
+        .iter()
+        .filter(|p| p.len > 0)
+        .partition(|p| host(p.host) && host(p.host + p.len - 1))
 }
 
 /// The pieces cut into chunks of at most [`CHUNK`] bytes.
