@@ -363,12 +363,14 @@ const REPORT: &str = "taskweave-caps.txt";
 /// scratch files in `out_dir`: in release builds (the ones that are timed; a debug build's
 /// kernels keep the default cap), when there is a `ptxas`, unless `TASKWEAVE_FIT_REGISTERS` is
 /// `0`. Lists them in `$OUT_DIR/taskweave-caps.txt`; a kernel it cannot fit is named in a build
-/// warning, and keeps the builder's default cap.
+/// warning, and keeps the builder's default cap. Kernels for which `chosen` is true have a cap
+/// chosen by the crate (`Builder::region_registers`) and are not fitted.
 pub(crate) fn caps(
     ptxas: Option<&Path>,
     arch: &str,
     out_dir: &Path,
     ptx: &str,
+    chosen: impl Fn(&str) -> bool,
 ) -> BTreeMap<String, u32> {
     let off = std::env::var(taskweave_names::env::FIT_REGISTERS).is_ok_and(|v| v == "0")
         || std::env::var("PROFILE").is_ok_and(|p| p != "release");
@@ -381,6 +383,7 @@ pub(crate) fn caps(
         .filter(|name| {
             taskweave_names::Kernel::parse(name)
                 .is_some_and(|k| k.entry == taskweave_names::Entry::Persistent && !k.uncapped)
+                && !chosen(name)
         })
         .collect();
     let (caps, failures) = fit(ptxas, arch, out_dir, ptx, &kernels);

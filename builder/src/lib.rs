@@ -55,6 +55,8 @@ pub struct Builder {
     path: PathBuf,
     target_cpu: String,
     max_registers: u32,
+    /// Register caps chosen for the kernels of named regions ([`Builder::region_registers`]).
+    region_registers: Vec<(String, u32)>,
 }
 
 impl Builder {
@@ -70,6 +72,7 @@ impl Builder {
             path: path.as_ref().to_owned(),
             target_cpu,
             max_registers,
+            region_registers: Vec::new(),
         }
     }
 
@@ -80,6 +83,41 @@ impl Builder {
     pub fn max_registers(mut self, registers: u32) -> Self {
         self.max_registers = registers;
         self
+    }
+
+    /// Caps the registers per thread of every kernel of the regions named `region` (the name in
+    /// `task_region!`, in any module) at `registers`, instead of the cap the builder fits.
+    ///
+    /// The builder caps each persistent kernel at the fewest registers at which it spills no more
+    /// than without a cap: right for the latency of one task, not always for a region's
+    /// throughput. Fewer registers let more worker blocks share an SM, and a region of many
+    /// independent heavy tasks may gain more from them than it loses to the spills. Measure
+    /// before choosing: on the H100 the f32 tiled factorizations ran up to 1.37x faster capped at
+    /// 128 (four worker blocks of 128 threads per SM instead of two), and the f64 ones up to 1.5x
+    /// slower (`bench/results/registers-h100/`).
+    ///
+    /// # Panics
+    /// When `registers` is outside 16..=255, what `.maxnreg` accepts.
+    pub fn region_registers(mut self, region: &str, registers: u32) -> Self {
+        assert!(
+            (16..=255).contains(&registers),
+            "taskweave: region `{region}`: a register cap is 16 to 255 per thread, not {registers}"
+        );
+        self.region_registers.push((region.to_owned(), registers));
+        self
+    }
+
+    /// The cap chosen for `kernel`'s region, if any ([`Builder::region_registers`]).
+    fn chosen_registers(&self, kernel: &str) -> Option<u32> {
+        let region = taskweave_names::Kernel::parse(kernel)?
+            .stem
+            .rsplit_once('_')?
+            .0;
+        self.region_registers
+            .iter()
+            .rev()
+            .find(|(name, _)| name == region)
+            .map(|&(_, registers)| registers)
     }
 
     /// Sets the GPU architecture (`-C target-cpu`), e.g. `"sm_80"`.
@@ -125,9 +163,17 @@ impl Builder {
         let owner = tune::regions(&text).min();
         let text = tune::add_uncapped_twins(&text);
         let ptxas = cubin::find_ptxas();
-        let fitted = fit::caps(ptxas.as_deref(), &self.target_cpu, &out_dir, &text);
+        let fitted = fit::caps(
+            ptxas.as_deref(),
+            &self.target_cpu,
+            &out_dir,
+            &text,
+            |kernel| self.chosen_registers(kernel).is_some(),
+        );
         let text = tune::cap_registers(&text, |kernel| {
-            fitted.get(kernel).copied().unwrap_or(self.max_registers)
+            self.chosen_registers(kernel)
+                .or_else(|| fitted.get(kernel).copied())
+                .unwrap_or(self.max_registers)
         });
         std::fs::write(&dest, text).map_err(|source| Error::Io {
             path: dest.clone(),
@@ -166,4 +212,38 @@ impl Builder {
 
 fn env(name: &'static str) -> Result<String, Error> {
     std::env::var(name).map_err(|_| Error::NotInBuildScript { var: name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Builder;
+
+    #[test]
+    fn a_region_cap_applies_to_every_kernel_of_that_region_only() {
+        let b = Builder::new(".")
+            .region_registers("lu_f32", 96)
+            .region_registers("lu_f32", 128);
+        // The last choice for a name wins, at every entry and variant of the region.
+        for kernel in [
+            "taskweave_region_lu_f32_12345678",
+            "taskweave_region_lu_f32_9abcdef0__unchecked",
+            "taskweave_listed_lu_f32_12345678",
+        ] {
+            assert_eq!(b.chosen_registers(kernel), Some(128), "{kernel}");
+        }
+        // Another region whose name starts or ends the same way, and a symbol of no region.
+        for kernel in [
+            "taskweave_region_lu_f32_resident_12345678",
+            "taskweave_region_xlu_f32_12345678",
+            "lu_f32_12345678",
+        ] {
+            assert_eq!(b.chosen_registers(kernel), None, "{kernel}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "region `lu_f32`: a register cap is 16 to 255 per thread, not 300")]
+    fn a_cap_beyond_what_ptxas_takes_is_refused() {
+        let _ = Builder::new(".").region_registers("lu_f32", 300);
+    }
 }

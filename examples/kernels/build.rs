@@ -1,5 +1,17 @@
 //! Compiles this crate for the GPU as well (see `taskweave_build`).
 
 fn main() -> Result<(), taskweave_build::Error> {
-    taskweave_build::Builder::new(".").build()
+    let mut builder = taskweave_build::Builder::new(".");
+    // The f32 factorizations are throughput-bound at large sizes: their persistent kernels ran up
+    // to 1.37x faster at 128 registers (four worker blocks per SM) than at the fitted 255 (two),
+    // where the f64 ones ran up to 1.5x slower (bench/results/registers-h100/).
+    for region in [
+        "cholesky_f32",
+        "cholesky_f32_resident",
+        "lu_f32",
+        "lu_f32_resident",
+    ] {
+        builder = builder.region_registers(region, 128);
+    }
+    builder.build()
 }
