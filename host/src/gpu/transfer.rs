@@ -132,17 +132,47 @@ impl Gpu {
         }
         // The raw copies need the context current, and this may be a new thread.
         self.bind()?;
-        let (locked, pieces) = page_locked(pieces);
-        for p in &locked {
+        let (locked, pageable) = page_locked(pieces);
+        let queued = locked.iter().try_for_each(|p| {
             // SAFETY: the caller vouches for both ranges.
             let host = unsafe { std::slice::from_raw_parts(p.host as *const u8, p.len) };
             // SAFETY: as above; the host range is page-locked, so the DMA reads it in place, and
-            // the synchronization below ends it before the caller may touch it again.
+            // the wait below ends it before the caller may touch it again.
             unsafe { result::memcpy_htod_async(p.device, host, self.stream().cu_stream()) }
-                .map_err(Error::cuda("uploading an array"))?;
+                .map_err(Error::cuda("uploading an array"))
+        });
+        // SAFETY: the caller's promises, for the pageable pieces.
+        let outcome = queued.and_then(|()| unsafe { self.upload_pageable(&pageable) });
+        self.after_locked(&locked, outcome, "uploading an array")
+    }
+
+    /// The DMAs of page-locked ranges read and write the caller's memory until they are done: when
+    /// there were any, waits for them, whatever `outcome` the rest of the copy had.
+    fn after_locked(
+        &self,
+        locked: &[Piece],
+        outcome: Result<(), Error>,
+        what: &str,
+    ) -> Result<(), Error> {
+        if locked.is_empty() {
+            return outcome;
         }
-        let pieces = &pieces[..];
+        let synced = self
+            .stream()
+            .synchronize()
+            .map_err(Error::cuda(what.to_owned()));
+        outcome.and(synced)
+    }
+
+    /// [`Gpu::upload`] of pageable pieces: straight when small, else through the staging ring.
+    ///
+    /// # Safety
+    /// As for [`Gpu::upload`].
+    unsafe fn upload_pageable(&self, pieces: &[Piece]) -> Result<(), Error> {
         let total: usize = pieces.iter().map(|p| p.len).sum();
+        if total == 0 {
+            return Ok(());
+        }
         if total < DIRECT {
             for p in pieces {
                 // SAFETY: the caller vouches for both ranges.
@@ -151,14 +181,7 @@ impl Gpu {
                 unsafe { result::memcpy_htod_async(p.device, host, self.stream().cu_stream()) }
                     .map_err(Error::cuda("uploading an array"))?;
             }
-            // The page-locked DMAs read the caller's memory until they are done.
-            return match locked.is_empty() {
-                true => Ok(()),
-                false => self
-                    .stream()
-                    .synchronize()
-                    .map_err(Error::cuda("uploading an array")),
-            };
+            return Ok(());
         }
         let chunks = split(pieces);
         let staging = self.check_out()?;
@@ -212,21 +235,33 @@ impl Gpu {
             return Ok(());
         }
         self.bind()?;
-        // Page-locked ranges first, straight into the caller's memory: the ring's copies below
-        // then overlap their DMA, and the ring's last wait (or the synchronization) ends them.
-        let (locked, pieces) = page_locked(pieces);
-        for p in &locked {
+        // Page-locked ranges first, straight into the caller's memory: the pageable copies below
+        // overlap their DMA.
+        let (locked, pageable) = page_locked(pieces);
+        let queued = locked.iter().try_for_each(|p| {
             // SAFETY: the caller vouches for both ranges.
             let host = unsafe { std::slice::from_raw_parts_mut(p.host as *mut u8, p.len) };
-            // SAFETY: as above; the host range is page-locked and nobody reads it until the
-            // stream is synchronized below.
+            // SAFETY: as above; the host range is page-locked and nobody reads it until the wait
+            // below.
             unsafe { result::memcpy_dtoh_async(host, p.device, self.stream().cu_stream()) }
-                .map_err(Error::cuda("downloading an array"))?;
-        }
-        let pieces = &pieces[..];
+                .map_err(Error::cuda("downloading an array"))
+        });
+        // SAFETY: the caller's promises, for the pageable pieces.
+        let outcome = queued.and_then(|()| unsafe { self.download_pageable(&pageable) });
+        self.after_locked(&locked, outcome, "downloading an array")
+    }
+
+    /// [`Gpu::download`] of pageable pieces: straight when small, else through the staging ring.
+    ///
+    /// # Safety
+    /// As for [`Gpu::download`].
+    unsafe fn download_pageable(&self, pieces: &[Piece]) -> Result<(), Error> {
         let total: usize = pieces.iter().map(|p| p.len).sum();
+        if total == 0 {
+            return Ok(());
+        }
         if total < DIRECT {
-            for p in pieces.iter().filter(|p| p.len > 0) {
+            for p in pieces {
                 // SAFETY: the caller vouches for both ranges.
                 let host = unsafe { std::slice::from_raw_parts_mut(p.host as *mut u8, p.len) };
                 // SAFETY: as above; the synchronization below ends the copy.
@@ -279,8 +314,6 @@ impl Gpu {
                 }
             });
         }
-        // The page-locked DMAs were queued before every chunk's, so the wait for the last chunk
-        // in `pipeline` ended them too.
         self.check_in(staging);
         outcome
     }
