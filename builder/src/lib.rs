@@ -120,6 +120,22 @@ impl Builder {
             .map(|&(_, registers)| registers)
     }
 
+    /// The regions given a cap ([`Builder::region_registers`]) that none of `kernels` belongs
+    /// to: a misspelt name would otherwise change nothing, silently.
+    fn unmatched_regions(&self, kernels: &[&str]) -> Vec<&str> {
+        self.region_registers
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| {
+                !kernels.iter().any(|kernel| {
+                    taskweave_names::Kernel::parse(kernel)
+                        .and_then(|k| k.stem.rsplit_once('_'))
+                        .is_some_and(|(region, _)| region == *name)
+                })
+            })
+            .collect()
+    }
+
     /// Sets the GPU architecture (`-C target-cpu`), e.g. `"sm_80"`.
     pub fn target_cpu(mut self, cpu: impl Into<String>) -> Self {
         self.target_cpu = cpu.into();
@@ -160,6 +176,13 @@ impl Builder {
             path: ptx.path.clone(),
             source,
         })?;
+        let kernels: Vec<&str> = fit::Module::parse(&text).kernels().collect();
+        for name in self.unmatched_regions(&kernels) {
+            println!(
+                "cargo:warning=taskweave: `region_registers` names region `{name}`, which has no \
+                 kernels in this crate: no cap was changed for it"
+            );
+        }
         let owner = tune::regions(&text).min();
         let text = tune::add_uncapped_twins(&text);
         let ptxas = cubin::find_ptxas();
@@ -239,6 +262,18 @@ mod tests {
         ] {
             assert_eq!(b.chosen_registers(kernel), None, "{kernel}");
         }
+    }
+
+    #[test]
+    fn a_region_named_for_a_cap_but_without_kernels_is_reported() {
+        let b = Builder::new(".")
+            .region_registers("lu_f32", 128)
+            .region_registers("lu_f23", 128);
+        let kernels = [
+            "taskweave_region_lu_f32_12345678",
+            "taskweave_listed_lu_f32_12345678",
+        ];
+        assert_eq!(b.unmatched_regions(&kernels), ["lu_f23"]);
     }
 
     #[test]
