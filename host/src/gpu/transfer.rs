@@ -323,16 +323,21 @@ impl Gpu {
 ///
 /// A range is page-locked when CUDA knows both its ends as host memory (`cuMemHostAlloc`,
 /// `cuMemHostRegister`): a slice lies in one allocation, so its two ends settle it. Pageable
-/// memory is not known to CUDA and answers with an error.
+/// memory is not known to CUDA. (`cuPointerGetAttributes`, not the singular call: for an address
+/// CUDA does not know, that one fails with an API error, which `compute-sanitizer` reports as one
+/// of the program's errors; this one answers a memory type of 0.)
 fn page_locked(pieces: &[Piece]) -> (Vec<Piece>, Vec<Piece>) {
     let host = |at: usize| {
         let mut kind = 0u32;
-        // SAFETY: the attribute query only reads the pointer's value; `kind` is the 4-byte
-        // `CUmemorytype` the attribute returns.
+        let mut attribute = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+        let mut data: [*mut std::ffi::c_void; 1] = [(&raw mut kind).cast()];
+        // SAFETY: the query only reads the pointer's value; `data` holds one destination for the
+        // one attribute, the 4-byte `CUmemorytype` it returns.
         let asked = unsafe {
-            sys::cuPointerGetAttribute(
-                (&raw mut kind).cast(),
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            sys::cuPointerGetAttributes(
+                1,
+                &raw mut attribute,
+                data.as_mut_ptr(),
                 at as sys::CUdeviceptr,
             )
         };
