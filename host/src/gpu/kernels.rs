@@ -20,7 +20,7 @@ pub(crate) struct Picked {
     pub resident: u32,
 }
 
-/// The dynamic shared memory a kernel may use per block without opting in.
+/// The shared memory (static and dynamic) a kernel may use per block without opting in.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 << 10;
 
 impl Gpu {
@@ -34,10 +34,16 @@ impl Gpu {
         options: &Options,
     ) -> Result<u32, Error> {
         self.bind()?;
-        // Beyond 48 KiB a block's dynamic shared memory must be allowed per function first (up to
-        // the SM's opt-in limit, 227 KiB on the H100); without it no block fits, and the launch
-        // would fail with an invalid argument.
-        if options.shared_bytes > DEFAULT_DYNAMIC_SHARED {
+        // Beyond 48 KiB a block's shared memory, the kernel's own static part (the scheduler's
+        // words) included, must be allowed per function first (up to the SM's opt-in limit,
+        // 227 KiB on the H100); without it no block fits, and the launch would fail with an
+        // invalid argument. Counting the dynamic part alone, 48 KiB of it failed to size on the
+        // H100 (bench/results/large-tiles-h100/).
+        let static_bytes = function
+            .shared_size_bytes()
+            .map_err(Error::cuda("reading the kernel's static shared memory"))?;
+        if options.shared_bytes + u32::try_from(static_bytes).unwrap_or(0) > DEFAULT_DYNAMIC_SHARED
+        {
             function
                 .set_attribute(
                     cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
