@@ -158,7 +158,9 @@ mod tests {
     use crate::tile::Rect;
     use crate::tile::reference::{self, Matrix};
     use crate::tile::shapes::F32Tile;
-    use crate::tile::shapes::{F64M16K4Tile, F64M16K8Tile, F64M16K16Tile, Tf32Tile};
+    use crate::tile::shapes::{
+        F64M16K4Tile, F64M16K8Tile, F64M16K8WideTile, F64M16K16Tile, Tf32Tile,
+    };
     use crate::tile::testing::{Shared, config, on_block, side};
     use proptest::prelude::*;
 
@@ -286,6 +288,28 @@ mod tests {
         every_op::<F64M16K4Tile>(1.0);
         every_op::<F64M16K8Tile>(1.0);
         every_op::<F64M16K16Tile>(1.0);
+        every_op::<F64M16K8WideTile>(1.0);
+        // Block tiles of 128 x 64 on a C both smaller and not a multiple of them.
+        for warps in [1, 2, 4] {
+            check_gemm::<F64M16K8WideTile>(
+                (144, 80, 64),
+                (Op::N, Op::T),
+                (-1.0, 1.0),
+                0,
+                warps,
+                9,
+                1.0,
+            );
+            check_gemm::<F64M16K8WideTile>(
+                (256, 256, 32),
+                (Op::N, Op::N),
+                (1.0, 0.0),
+                1,
+                warps,
+                10,
+                1.0,
+            );
+        }
     }
 
     #[test]

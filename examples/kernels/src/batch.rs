@@ -43,6 +43,7 @@ gemm_task!(f64, shapes::F64Tile, gemm_one_f64_m8n8k4);
 gemm_task!(f64, shapes::F64M16K4Tile, gemm_one_f64_m16n8k4);
 gemm_task!(f64, shapes::F64M16K16Tile, gemm_one_f64_m16n8k16);
 gemm_task!(f64, shapes::F64M16K8Kc16Tile, gemm_one_f64_kc16);
+gemm_task!(f64, shapes::F64M16K8WideTile, gemm_one_f64_wide);
 gemm_task!(f32, <f32 as Tiled>::Shape, gemm_one_f32);
 gemm_task!(f32, shapes::Tf32Tile, gemm_one_tf32);
 
@@ -124,6 +125,8 @@ pub mod op {
     pub const GEMM_TF32: u32 = 4;
     /// GEMM on `m16n8k8` with 16-deep chunks (f64 only).
     pub const GEMM_KC16: u32 = 9;
+    /// GEMM on `m16n8k8` with `64 × 32` warp tiles (f64 only).
+    pub const GEMM_WIDE: u32 = 10;
     /// `C[t] −= A[t]·A[t]ᵀ` on the lower triangle.
     pub const SYRK: u32 = 5;
     /// `C[t] = C[t]·A[t]⁻ᵀ`, `A[t]` lower triangular (the tiled Cholesky's panel solve).
@@ -147,6 +150,7 @@ task_region! {
                 op::GEMM_M16N8K4 => spawn!(gemm_one_f64_m16n8k4(c, a, b, beta, t, bs)),
                 op::GEMM_M16N8K16 => spawn!(gemm_one_f64_m16n8k16(c, a, b, beta, t, bs)),
                 op::GEMM_KC16 => spawn!(gemm_one_f64_kc16(c, a, b, beta, t, bs)),
+                op::GEMM_WIDE => spawn!(gemm_one_f64_wide(c, a, b, beta, t, bs)),
                 op::SYRK => spawn!(syrk_one_f64(c, a, t, bs)),
                 op::TRSM => spawn!(trsm_one_f64(c, a, t, bs)),
                 op::POTRF => spawn!(potrf_one_f64(c, t, bs)),

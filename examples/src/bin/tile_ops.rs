@@ -56,6 +56,8 @@ enum ShapeArg {
     M16n8k16,
     /// f64 on `m16n8k8` with 16-deep staged chunks (half the barriers, twice the stage).
     Kc16,
+    /// f64 on `m16n8k8` with `64 × 32` warp tiles (64 accumulators a lane).
+    Wide,
     /// f32 on TF32 tensor cores (`m16n8k8`), about 10-bit products.
     Tf32,
 }
@@ -172,6 +174,7 @@ fn operation(cli: &Cli) -> u32 {
         (OpArg::Gemm, ShapeArg::M16n8k4) => op::GEMM_M16N8K4,
         (OpArg::Gemm, ShapeArg::M16n8k16) => op::GEMM_M16N8K16,
         (OpArg::Gemm, ShapeArg::Kc16) => op::GEMM_KC16,
+        (OpArg::Gemm, ShapeArg::Wide) => op::GEMM_WIDE,
         (OpArg::Gemm, ShapeArg::Tf32) => op::GEMM_TF32,
         (OpArg::Gemm, ShapeArg::Default | ShapeArg::M16n8k8) => op::GEMM,
         (OpArg::Syrk, _) => op::SYRK,
