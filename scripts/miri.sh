@@ -149,10 +149,11 @@
 #| device/src/tile/factor.rs | cholesky_block | 3 | miri: A
 #| device/src/tile/factor.rs | lu_block | 3 | miri: A
 #| device/src/tile/factor.rs | potrf | 1 | miri: A
-#| device/src/tile/factor.rs | cholesky | 4 | miri: A
+#| device/src/tile/factor.rs | cholesky | 5 | miri: A
+#| device/src/tile/factor.rs | by_64 | 2 | miri: A
 #| device/src/tile/factor.rs | cholesky_global | 4 | miri: A
 #| device/src/tile/factor.rs | getrf | 1 | miri: A
-#| device/src/tile/factor.rs | lu | 4 | miri: A
+#| device/src/tile/factor.rs | lu | 5 | miri: A
 #| device/src/tile/factor.rs | lu_global | 4 | miri: A
 #| device/src/tile/factor.rs | staged_factor | 2 | miri: A
 #| device/src/tile/frag.rs | load | 2 | miri: A
@@ -220,7 +221,9 @@
 #| device/src/tile/staged.rs | solve_lines | 5 | miri: A
 #| device/src/tile/trsm.rs | trsm | 1 | miri: A
 #| device/src/tile/trsm.rs | scale | 2 | miri: A
-#| device/src/tile/trsm.rs | solve | 6 | miri: A
+#| device/src/tile/trsm.rs | solve | 7 | miri: A
+#| device/src/tile/trsm.rs | update_rest | 2 | miri: A
+#| device/src/tile/trsm.rs | solve_by_64 | 3 | miri: A
 #| device/src/tile/trsm.rs | solve_staged | 2 | miri: A
 #| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)

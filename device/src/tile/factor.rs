@@ -30,7 +30,7 @@ use super::regs::{self, Kind};
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::staged::{self, Part, Room, copy, update};
-use super::trsm::{P, solve_lines};
+use super::trsm::{BIG, P, solve_lines};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
 
@@ -230,12 +230,88 @@ unsafe fn cholesky<T: Tiled>(block: &Block, l: Gmat<T>) -> Result<(), usize> {
     if let Some(result) = unsafe { regs::factor(block, &team, room, l, Kind::Cholesky) } {
         return result;
     }
+    // SAFETY: as above; the scratch is the room's memory, used one call after the other.
+    if let Some(result) = unsafe { by_64(block, &team, room, scratch, l, Kind::Cholesky) } {
+        return result;
+    }
     if room.fits::<T>(&[(n, n)]) {
         // SAFETY: the caller's promise; the staged tile fits in the scratch after the flags.
         return unsafe { staged_factor(block, &team, &flags, room, l, Part::Lower) };
     }
     // SAFETY: the caller's promise.
     unsafe { cholesky_global(block, &team, &flags, scratch, l) }
+}
+
+/// POTRF ([`Kind::Cholesky`], lower triangle) or GETRF ([`Kind::Lu`]) of a tile larger than 64
+/// whose side is a multiple of 64, right-looking in blocks of 64: each diagonal block factored in
+/// registers ([`regs::factor`]), its panels solved in registers ([`regs::solve`]), the trailing
+/// matrix updated on the engine with `K = 64`. The 16-wide paths below took a `K = 16` engine call
+/// (or a staged update) per 16 columns and kept nothing in registers. Returns `None`, having done
+/// nothing, when the tile is not such a side or the room cannot hold a 64-block's factorization
+/// and solve.
+///
+/// # Safety
+/// As for [`cholesky`]; `room` and `scratch` are the block's, unused until the call returns.
+#[inline(always)]
+unsafe fn by_64<T: Tiled>(
+    block: &Block,
+    team: &Team,
+    room: Room,
+    scratch: Scratch,
+    a: Gmat<T>,
+    kind: Kind,
+) -> Option<Result<(), usize>> {
+    let n = a.rows;
+    if n <= BIG || !n.is_multiple_of(BIG) || !regs::solves::<T>(room, BIG, team) {
+        return None;
+    }
+    for j in (0..n).step_by(BIG as usize) {
+        let d = a.sub(j, j, BIG, BIG);
+        // SAFETY: the caller's promise; the blocks below lie in `a`, the diagonal block and the
+        // panels are disjoint, each call ends with a barrier before the next reuses the scratch.
+        unsafe {
+            match regs::factor(block, team, room, d, kind) {
+                Some(Ok(())) => {}
+                Some(Err(c)) => return Some(Err(j as usize + c)),
+                // Only the first block can be refused (every block is alike): nothing done yet.
+                None => return None,
+            }
+            let rest = n - j - BIG;
+            if rest == 0 {
+                break;
+            }
+            let col = a.sub(j + BIG, j, rest, BIG);
+            let trailing = a.sub(j + BIG, j + BIG, rest, rest);
+            if kind == Kind::Cholesky {
+                // L₂₁ᵀ = L₁₁⁻¹·A₂₁ᵀ, then A₂₂ −= L₂₁·L₂₁ᵀ on the lower triangle.
+                let solved = regs::solve(block, team, room, d, col.t(), true, false, T::ONE);
+                debug_assert!(solved);
+                let p = Product {
+                    c: trailing,
+                    a: col,
+                    b: col.t(),
+                    alpha: -T::ONE,
+                    beta: T::ONE,
+                };
+                triangle::<T::Shape>(block, scratch, &p, Uplo::Lower);
+            } else {
+                // U₁₂ = L₁₁⁻¹·A₁₂, L₂₁ᵀ = U₁₁⁻ᵀ·A₂₁ᵀ, then A₂₂ −= L₂₁·U₁₂.
+                let row = a.sub(j, j + BIG, BIG, rest);
+                let solved = regs::solve(block, team, room, d, row, true, true, T::ONE)
+                    && regs::solve(block, team, room, d.t(), col.t(), true, false, T::ONE);
+                debug_assert!(solved);
+                let p = Product {
+                    c: trailing,
+                    a: col,
+                    b: row,
+                    alpha: -T::ONE,
+                    beta: T::ONE,
+                };
+                T::Shape::multiply(block, scratch, &p, Mask::All);
+            }
+        }
+    }
+    Some(Ok(()))
 }
 
 /// [`cholesky`] over global memory, the trailing updates on the engine: for tiles that do not
@@ -314,6 +390,10 @@ unsafe fn lu<T: Tiled>(block: &Block, ga: Gmat<T>) -> Result<(), usize> {
     let room = Room::of(block, 16);
     // SAFETY: as in `cholesky`.
     if let Some(result) = unsafe { regs::factor(block, &team, room, ga, Kind::Lu) } {
+        return result;
+    }
+    // SAFETY: as above.
+    if let Some(result) = unsafe { by_64(block, &team, room, scratch, ga, Kind::Lu) } {
         return result;
     }
     if room.fits::<T>(&[(n, n)]) {
@@ -462,9 +542,21 @@ mod tests {
     }
 
     fn check_potrf<T: Tiled>(n: usize, uplo: Uplo, warps: u32, seed: u64, staged: bool) {
+        check_potrf_in::<T>(n, uplo, warps, seed, scratch::<T>(n, warps, staged), staged);
+    }
+
+    /// [`check_potrf`] with `bytes` of scratch, which the paths that stage may use when `staged`.
+    fn check_potrf_in<T: Tiled>(
+        n: usize,
+        uplo: Uplo,
+        warps: u32,
+        seed: u64,
+        bytes: usize,
+        staged: bool,
+    ) {
         let mut a = spd::<T>(n, seed);
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
-        on_block_staged(warps, scratch::<T>(n, warps, staged), staged, |block| {
+        on_block_staged(warps, bytes, staged, |block| {
             assert_eq!(potrf(block, uplo, sa.mat_mut(ra)), Ok(()));
         });
         // Upper: the lower triangle of the transpose; check it as such.
@@ -493,9 +585,14 @@ mod tests {
     }
 
     fn check_getrf<T: Tiled>(n: usize, warps: u32, seed: u64, staged: bool) {
+        check_getrf_in::<T>(n, warps, seed, scratch::<T>(n, warps, staged), staged);
+    }
+
+    /// [`check_getrf`] with `bytes` of scratch, which the paths that stage may use when `staged`.
+    fn check_getrf_in<T: Tiled>(n: usize, warps: u32, seed: u64, bytes: usize, staged: bool) {
         let mut a = dominant::<T>(n, seed);
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
-        on_block_staged(warps, scratch::<T>(n, warps, staged), staged, |block| {
+        on_block_staged(warps, bytes, staged, |block| {
             assert_eq!(getrf(block, sa.mat_mut(ra)), Ok(()));
         });
         let (residual, scale) = reference::getrf_residual(&a);
@@ -538,6 +635,53 @@ mod tests {
         ) {
             if f32 { check_getrf::<f32>(n, warps, seed, staged) } else { check_getrf::<f64>(n, warps, seed, staged) }
         }
+    }
+
+    /// Tiles past 64 factor in blocks of 64 on the register path, both triangles of POTRF and
+    /// GETRF, in the scratch of the engine's four stages alone, too little to stage the tile
+    /// (under Miri, one 128-tile of each).
+    #[test]
+    fn tiles_past_64_factor_in_blocks_of_64() {
+        let sides: &[usize] = if cfg!(miri) { &[128] } else { &[128, 192, 256] };
+        for &n in sides {
+            let (f64_bytes, f32_bytes) = (scratch::<f64>(n, 4, false), scratch::<f32>(n, 4, false));
+            assert!(f64_bytes < staged_bytes::<f64>(&[(n, n)]));
+            check_potrf_in::<f64>(n, Uplo::Lower, 4, 5, f64_bytes, true);
+            check_getrf_in::<f64>(n, 4, 6, f64_bytes, true);
+            if !cfg!(miri) {
+                check_potrf_in::<f64>(n, Uplo::Upper, 4, 7, f64_bytes, true);
+                check_potrf_in::<f32>(n, Uplo::Lower, 4, 8, f32_bytes, true);
+                check_getrf_in::<f32>(n, 4, 9, f32_bytes, true);
+            }
+        }
+    }
+
+    /// A failing pivot past the first 64-block is reported at its column of the whole tile, with
+    /// the blocks before it factored and written back.
+    #[test]
+    fn a_failing_pivot_past_the_first_block_is_reported_at_its_column() {
+        let n = 128;
+        let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| {
+            if i != j {
+                0.0
+            } else if i == 100 {
+                -1.0
+            } else {
+                4.0
+            }
+        });
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        on_block_staged(4, scratch::<f64>(n, 4, false), true, |block| {
+            assert_eq!(potrf(block, Uplo::Lower, sa.mat_mut(ra)), Err(100));
+        });
+        assert_eq!(a.get(36, 36), 2.0);
+        assert_eq!(a.get(99, 99), 2.0);
+        let mut a = Matrix::<f64>::random(n, n, 0, 1)
+            .from_fn(|i, j| if i == j && i != 70 { 1.0 } else { 0.0 });
+        let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
+        on_block_staged(4, scratch::<f64>(n, 4, false), true, |block| {
+            assert_eq!(getrf(block, sa.mat_mut(ra)), Err(70));
+        });
     }
 
     #[test]

@@ -138,6 +138,19 @@ unsafe fn pair<T: Element>(p: *const T) -> [T; 2] {
     }
 }
 
+/// Whether [`solve`] with an `n × n` triangle takes the register path in `room`: `n` is 16, 32 or
+/// 64 and the room holds the staged triangle and its diagonal's reciprocals. A caller that must
+/// not start what it cannot finish asks first.
+#[inline(always)]
+pub(crate) fn solves<T: Element>(room: Room, n: u32, team: &Team) -> bool {
+    Layout::of(n, team).is_some_and(|layout| {
+        let plane = n as usize * E + gap::<T>();
+        room.take_array::<T>(layout.parts as usize * plane)
+            .and_then(|(_, room)| room.take_array::<T>(n as usize))
+            .is_some()
+    })
+}
+
 /// `x := α·t⁻¹·x` for the `n × n` triangular `t` (lower and solved forward, or upper and solved
 /// backward; a unit diagonal when `unit`) and each column (line) of the `n × w` matrix `x`, in
 /// registers (module docs). Returns `false`, having done nothing, when `n` is not 16, 32 or 64 or

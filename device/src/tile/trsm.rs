@@ -75,6 +75,10 @@ pub(crate) unsafe fn solve_lines<T: Element>(
 
 const N: usize = P as usize;
 
+/// The block side of the solves and factorizations of tiles larger than 64: the largest side the
+/// register path takes.
+pub(crate) const BIG: u32 = 64;
+
 /// `v := t⁻¹·v` for one line `v` of `P` values in registers, `at(r, c)` reading the triangle.
 ///
 /// Right-looking: once `v[q]` is final, the later rows lose its share at once. The diagonal's
@@ -164,6 +168,11 @@ pub(crate) unsafe fn solve<S: Shape>(
     if unsafe { regs::solve(block, &team, room, t, x, forward, unit, alpha) } {
         return;
     }
+    // SAFETY: the caller's promise; the room and the scratch are the block's, used one after the
+    // other (each step ends with a barrier).
+    if unsafe { solve_by_64::<S>(block, &team, room, scratch, t, x, forward, unit, alpha) } {
+        return;
+    }
     if room.fits::<S::Elem>(&[(n, w)]) {
         // SAFETY: the caller's promise; the staged matrices fit in the scratch.
         unsafe { solve_staged(block, &team, room, t, x, forward, unit, alpha) };
@@ -197,32 +206,114 @@ pub(crate) unsafe fn solve<S: Shape>(
         if rest == 0 {
             continue;
         }
-        // X'[rest] -= T[rest, i]·X'[i], written on X in its own orientation.
-        let (c, a, b) = (
-            x.sub(rest0, 0, rest, x.cols),
-            t.sub(rest0, r0, rest, P),
-            x.sub(r0, 0, P, x.cols),
-        );
-        let p = if x.trans {
-            Product {
-                c: c.t(),
-                a: b.t(),
-                b: a.t(),
-                alpha: -S::Elem::ONE,
-                beta: S::Elem::ONE,
-            }
-        } else {
-            Product {
-                c,
-                a,
-                b,
-                alpha: -S::Elem::ONE,
-                beta: S::Elem::ONE,
-            }
-        };
         // SAFETY: the caller's promise; the rows updated and the rows read are disjoint.
-        unsafe { S::multiply(block, scratch, &p, Mask::All) };
+        unsafe { update_rest::<S>(block, scratch, t, x, (r0, P), (rest0, rest), S::Elem::ONE) };
     }
+}
+
+/// `X'[rest] = β·X'[rest] − T[rest, solved]·X'[solved]` on the engine, written on X in its own
+/// orientation (so that its stores stay row-major): the update after the rows `solved` =
+/// `(first, count)` of `X'` are solved, for the rows `rest` = `(first, count)` still to solve.
+///
+/// # Safety
+/// As for [`Shape::multiply`]; the two row ranges are disjoint and inside `x`.
+#[inline(always)]
+unsafe fn update_rest<S: Shape>(
+    block: &Block,
+    scratch: Scratch,
+    t: Gmat<S::Elem>,
+    x: Gmat<S::Elem>,
+    (r0, size): (u32, u32),
+    (rest0, rest): (u32, u32),
+    beta: S::Elem,
+) {
+    let (c, a, b) = (
+        x.sub(rest0, 0, rest, x.cols),
+        t.sub(rest0, r0, rest, size),
+        x.sub(r0, 0, size, x.cols),
+    );
+    let p = if x.trans {
+        Product {
+            c: c.t(),
+            a: b.t(),
+            b: a.t(),
+            alpha: -S::Elem::ONE,
+            beta,
+        }
+    } else {
+        Product {
+            c,
+            a,
+            b,
+            alpha: -S::Elem::ONE,
+            beta,
+        }
+    };
+    // SAFETY: the caller's promise.
+    unsafe { S::multiply(block, scratch, &p, Mask::All) };
+}
+
+/// [`solve`] of a triangle larger than 64 whose side is a multiple of 64, in blocks of 64: each
+/// block's rows of `X'` in registers ([`regs::solve`]), then the rows still to solve updated on
+/// the engine with `K = 64`. The blocked 16-wide paths took a `K = 16` engine call or a staged
+/// update per 16 rows; a 128-tile solve now takes two register solves and one update. `α`
+/// scales the first block's rows in its solve and every other row in the first update (`β`).
+/// Returns `false`, having done nothing, when the triangle is not such a side or the room cannot
+/// hold a 64-block's register solve.
+///
+/// # Safety
+/// As for [`solve`].
+#[allow(
+    clippy::too_many_arguments,
+    reason = "`solve`'s arguments, the team and the room"
+)]
+#[inline(always)]
+unsafe fn solve_by_64<S: Shape>(
+    block: &Block,
+    team: &Team,
+    room: Room,
+    scratch: Scratch,
+    t: Gmat<S::Elem>,
+    x: Gmat<S::Elem>,
+    forward: bool,
+    unit: bool,
+    alpha: S::Elem,
+) -> bool {
+    let n = t.rows;
+    if n <= BIG || !n.is_multiple_of(BIG) || !regs::solves::<S::Elem>(room, BIG, team) {
+        return false;
+    }
+    let blocks = n / BIG;
+    for step in 0..blocks {
+        let i = if forward { step } else { blocks - 1 - step };
+        let r0 = i * BIG;
+        let scale = if step == 0 { alpha } else { S::Elem::ONE };
+        // SAFETY: the caller's promise; the blocks lie inside `t` and `x`, and the register path
+        // takes them (checked above: the same side and room every step).
+        let solved = unsafe {
+            regs::solve(
+                block,
+                team,
+                room,
+                t.sub(r0, r0, BIG, BIG),
+                x.sub(r0, 0, BIG, x.cols),
+                forward,
+                unit,
+                scale,
+            )
+        };
+        debug_assert!(solved);
+        let (rest0, rest) = if forward {
+            (r0 + BIG, n - r0 - BIG)
+        } else {
+            (0, r0)
+        };
+        if rest > 0 {
+            // SAFETY: as above; the rows updated and the rows read are disjoint.
+            unsafe { update_rest::<S>(block, scratch, t, x, (r0, BIG), (rest0, rest), scale) };
+        }
+    }
+    true
 }
 
 /// [`solve`] on the right-hand side staged in shared memory, and the triangle too when it fits
@@ -377,17 +468,13 @@ mod tests {
 
     fn check<T: Tiled>(
         (m, w): (usize, usize),
-        (side, uplo, op, diag): (Side, Uplo, Op, Diag),
+        flags: (Side, Uplo, Op, Diag),
         alpha: f64,
         warps: u32,
         seed: u64,
         staged: Staged,
     ) {
-        let n = if side == Side::Left { m } else { w };
-        let a = triangle::<T>(n, seed);
-        let mut b = Matrix::<T>::random(m, w, 1, seed + 1);
-        let (sa, sb) = (Shared::of(&a.data), Shared::of_mut(&mut b.data));
-        let (ra, rb) = (a.rect, b.rect);
+        let (side, n) = (flags.0, if flags.0 == Side::Left { m } else { w });
         // The right-hand side staged is `n × (lines)`; the triangle beside it when there is room.
         let lines = if side == Side::Left { w } else { m };
         let bytes = match staged {
@@ -395,7 +482,45 @@ mod tests {
             Staged::Rhs => staged_bytes::<T>(&[(n, lines)]),
             Staged::Both => staged_bytes::<T>(&[(n, lines), (n, n)]),
         };
-        on_block_staged(warps, bytes, staged != Staged::No, |block| {
+        check_with::<T>(
+            (m, w),
+            flags,
+            alpha,
+            warps,
+            seed,
+            bytes,
+            staged != Staged::No,
+        );
+    }
+
+    /// [`check`] in `bytes` of scratch that every path may use.
+    fn check_in<T: Tiled>(
+        dims: (usize, usize),
+        flags: (Side, Uplo, Op, Diag),
+        alpha: f64,
+        warps: u32,
+        seed: u64,
+        bytes: usize,
+    ) {
+        check_with::<T>(dims, flags, alpha, warps, seed, bytes, true);
+    }
+
+    /// [`check`] in `bytes` of scratch, which the paths that stage may use when `room`.
+    fn check_with<T: Tiled>(
+        (m, w): (usize, usize),
+        (side, uplo, op, diag): (Side, Uplo, Op, Diag),
+        alpha: f64,
+        warps: u32,
+        seed: u64,
+        bytes: usize,
+        room: bool,
+    ) {
+        let n = if side == Side::Left { m } else { w };
+        let a = triangle::<T>(n, seed);
+        let mut b = Matrix::<T>::random(m, w, 1, seed + 1);
+        let (sa, sb) = (Shared::of(&a.data), Shared::of_mut(&mut b.data));
+        let (ra, rb) = (a.rect, b.rect);
+        on_block_staged(warps, bytes, room, |block| {
             trsm(
                 block,
                 side,
@@ -468,6 +593,39 @@ mod tests {
             ];
             for flags in cases {
                 check::<f64>((32, 16), flags, -0.5, 2, 7, staged);
+            }
+        }
+    }
+
+    /// The scratch of the engine's four stages at four warps: room for a 64-block's register
+    /// solve (33.3 KiB in f64), not for a staged 128-tile.
+    fn engine<T: Tiled>() -> usize {
+        4 * T::Shape::stage_bytes(4) as usize
+    }
+
+    /// Triangles past 64 take the blocked register path: every side, triangle, transpose and
+    /// diagonal, `α` on every row (the first block's in its solve, the rest in the first update).
+    /// Under Miri, one 128-triangle case of each direction.
+    #[test]
+    fn triangles_past_64_solve_in_blocks_of_64() {
+        let sides: &[usize] = if cfg!(miri) { &[128] } else { &[128, 192, 256] };
+        for &n in sides {
+            for side in [Side::Left, Side::Right] {
+                for uplo in [Uplo::Lower, Uplo::Upper] {
+                    for op in [Op::N, Op::T] {
+                        for diag in [Diag::NonUnit, Diag::Unit] {
+                            if cfg!(miri) && (op == Op::T || diag == Diag::Unit) {
+                                continue;
+                            }
+                            let dims = if side == Side::Left { (n, 16) } else { (16, n) };
+                            let flags = (side, uplo, op, diag);
+                            check_in::<f64>(dims, flags, -0.5, 4, 3, engine::<f64>());
+                            if !cfg!(miri) {
+                                check_in::<f32>(dims, flags, -0.5, 4, 4, engine::<f32>());
+                            }
+                        }
+                    }
+                }
             }
         }
     }
