@@ -41,8 +41,10 @@ struct Cli {
     /// Factorizations for --dsl: cholesky, lu.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("cholesky"), String::from("lu")])]
     algorithms: Vec<String>,
-    /// Tile side for --dsl, per size in --sizes order (one value: every size).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize])]
+    /// Tile side for --dsl, per size in --sizes order (one value: every size). Default: 64 below
+    /// N = 8192 and 128 from there, the faster side on the H100 at each size
+    /// (bench/results/large-tiles-h100/linalg-ab.txt).
+    #[arg(long, value_delimiter = ',')]
     bs: Vec<usize>,
     /// DSL variants: BACKEND[/POLICY][@THREADS][+plan|+fresh][:checked], e.g. persistent/static,
     /// persistent/static@256, barrier:checked; +plan times a Plan made once, +fresh a region.run
@@ -266,7 +268,11 @@ where
     for which in &cli.algorithms {
         let which: Which = which.parse()?;
         for (i, &n) in cli.sizes.iter().enumerate() {
-            let bs = *cli.bs.get(i).or(cli.bs.last()).expect("--bs has a value");
+            let bs = match cli.bs.get(i).or(cli.bs.last()) {
+                Some(&bs) => bs,
+                None if n >= 8192 => 128,
+                None => 64,
+            };
             if n % bs != 0 {
                 return Err(format!("--bs {bs} does not divide n = {n}").into());
             }
