@@ -1,6 +1,11 @@
 //! POTRF and GETRF (without pivoting) of one tile, blocked.
 //!
-//! Both walk the diagonal in blocks of [`P`] = 16, right-looking:
+//! Tiles of 16, 32 and 64 are factored in registers (`regs`); larger tiles whose
+//! side is a multiple of 64 in 64-blocks, each factored and its panels solved in registers, the
+//! trailing matrix updated on the engine with `K = 64` (`by_64`). Other sides, or too little
+//! scratch or too few threads for the registers, take the blocked paths below.
+//!
+//! The blocked paths walk the diagonal in blocks of [`P`] = 16, right-looking:
 //!
 //! 1. **Diagonal block.** Warp 0 factors the `16 × 16` block in registers: lane `r` holds row
 //!    `r`, and each column step broadcasts the pivot and the pivot row or column with warp

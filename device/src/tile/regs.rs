@@ -34,8 +34,9 @@
 //! | TRSM, side `n` | `(n/16)·16n + n`, and 16 bytes per `n/16` (33.3 KiB for an f64 64-tile) | any multiple of 32 |
 //! | POTRF, GETRF, side `n` | two buffers of `n` (POTRF), four (GETRF), and 16 bytes per `n/16` | at least `n²/32` |
 //!
-//! The operations fall back to the blocked paths for other sides, too little scratch or (the
-//! factorizations) too few threads.
+//! Larger tiles whose side is a multiple of 64 are cut into 64-blocks that come here one at a
+//! time (`factor::by_64`, `trsm::solve_by_64`). The operations fall back to the blocked paths for
+//! other sides, too little scratch or (the factorizations) too few threads.
 
 use super::engine::Gmat;
 use super::lanes::{Lanes, Team};

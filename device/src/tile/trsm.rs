@@ -5,7 +5,10 @@
 //!
 //! Every case is first put in one form, `T·X' = α·B'`: on the left `T = op(A)` and `X' = X`, on
 //! the right `T = op(A)ᵀ` and `X' = Xᵀ` (a transposed view, nothing moves). `T` lower solves
-//! forward, upper backward. The solve then walks `T`'s diagonal in blocks of [`P`] = 16:
+//! forward, upper backward. Triangles of 16, 32 and 64 are solved in registers
+//! (`regs`); larger ones whose side is a multiple of 64 in 64-blocks, each solved
+//! in registers and the rows after it updated on the engine with `K = 64` (`solve_by_64`).
+//! Otherwise (or with too little scratch) the solve walks `T`'s diagonal in blocks of [`P`] = 16:
 //!
 //! 1. **Line solve** ([`solve_lines`]): the 16 rows of `X'` at the diagonal block are solved
 //!    against it by substitution, each column of `X'` (a line) by one thread, its 16 values in
