@@ -21,12 +21,13 @@
 # Not under Miri: the graph module (safe code, and its property tests are too slow to interpret),
 # tests/plan_props.rs (64 property cases of what tests/plans.rs runs), host/tests/layers.rs (safe
 # code reading the sources), examples/tests/heat_steps.rs (starts the example as a process, which
-# Miri cannot). Nine of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
+# Miri cannot). Twelve of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
 # (dlopen); three time a stall or wait for wall-clock time, which runs at Miri's interpreted speed
 # (tests/cpu_backend.rs, tests/async_regions.rs); two compare the device's libm functions with
 # std's over thousands of inputs (safe code); three run the tile GEMM on the sm_90 and TF32 atoms
 # (minutes each under Miri; an instrumented run shows they reach no unsafe site that the other
-# tile tests miss).
+# tile tests miss); three factor or solve tiles past 64 on four warps (over ten minutes each
+# under Miri: `by_64` and `solve_by_64`, whose rows below say so).
 #
 # Every `unsafe` site in the workspace (block, fn, impl, extern fn) has a row in the table below:
 # which of A-D runs it under Miri, or why Miri cannot. `scripts/unsafe-sites.py check`, run first,
@@ -150,7 +151,7 @@
 #| device/src/tile/factor.rs | lu_block | 3 | miri: A
 #| device/src/tile/factor.rs | potrf | 1 | miri: A
 #| device/src/tile/factor.rs | cholesky | 5 | miri: A
-#| device/src/tile/factor.rs | by_64 | 2 | miri: A
+#| device/src/tile/factor.rs | by_64 | 2 | not: needs a tile past 64 on four warps, over ten minutes under Miri; run natively by tiles_past_64_factor_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
 #| device/src/tile/factor.rs | cholesky_global | 4 | miri: A
 #| device/src/tile/factor.rs | getrf | 1 | miri: A
 #| device/src/tile/factor.rs | lu | 5 | miri: A
@@ -223,7 +224,7 @@
 #| device/src/tile/trsm.rs | scale | 2 | miri: A
 #| device/src/tile/trsm.rs | solve | 7 | miri: A
 #| device/src/tile/trsm.rs | update_rest | 2 | miri: A
-#| device/src/tile/trsm.rs | solve_by_64 | 3 | miri: A
+#| device/src/tile/trsm.rs | solve_by_64 | 3 | not: needs a triangle past 64, minutes under Miri; run natively by triangles_past_64_solve_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
 #| device/src/tile/trsm.rs | solve_staged | 2 | miri: A
 #| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)

@@ -643,27 +643,31 @@ mod tests {
     }
 
     /// Tiles past 64 factor in blocks of 64 on the register path, both triangles of POTRF and
-    /// GETRF, in the scratch of the engine's four stages alone, too little to stage the tile
-    /// (under Miri, one 128-tile of each).
+    /// GETRF, in the scratch of the engine's four stages alone, too little to stage the tile.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a 128-tile on four warps runs over ten minutes under Miri"
+    )]
     fn tiles_past_64_factor_in_blocks_of_64() {
-        let sides: &[usize] = if cfg!(miri) { &[128] } else { &[128, 192, 256] };
-        for &n in sides {
+        for n in [128, 192, 256] {
             let (f64_bytes, f32_bytes) = (scratch::<f64>(n, 4, false), scratch::<f32>(n, 4, false));
             assert!(f64_bytes < staged_bytes::<f64>(&[(n, n)]));
             check_potrf_in::<f64>(n, Uplo::Lower, 4, 5, f64_bytes, true);
             check_getrf_in::<f64>(n, 4, 6, f64_bytes, true);
-            if !cfg!(miri) {
-                check_potrf_in::<f64>(n, Uplo::Upper, 4, 7, f64_bytes, true);
-                check_potrf_in::<f32>(n, Uplo::Lower, 4, 8, f32_bytes, true);
-                check_getrf_in::<f32>(n, 4, 9, f32_bytes, true);
-            }
+            check_potrf_in::<f64>(n, Uplo::Upper, 4, 7, f64_bytes, true);
+            check_potrf_in::<f32>(n, Uplo::Lower, 4, 8, f32_bytes, true);
+            check_getrf_in::<f32>(n, 4, 9, f32_bytes, true);
         }
     }
 
     /// A failing pivot past the first 64-block is reported at its column of the whole tile, with
     /// the blocks before it factored and written back.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a 128-tile on four warps runs over ten minutes under Miri"
+    )]
     fn a_failing_pivot_past_the_first_block_is_reported_at_its_column() {
         let n = 128;
         let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| {
