@@ -38,7 +38,7 @@ mod tune;
 use std::path::{Path, PathBuf};
 
 pub use error::Error;
-pub use taskweave_names::{CUBIN_FILE, PTX_FILE, TARGET};
+pub use taskweave_names::{CUBIN_FILE, Entry, PTX_FILE, TARGET};
 pub use toolchain::{COMPONENTS, PINNED};
 
 use taskweave_names::{cfg, env};
@@ -55,8 +55,9 @@ pub struct Builder {
     path: PathBuf,
     target_cpu: String,
     max_registers: u32,
-    /// Register caps chosen for the kernels of named regions ([`Builder::region_registers`]).
-    region_registers: Vec<(String, u32)>,
+    /// Register caps chosen for the kernels of named regions: all of them, or the unchecked
+    /// kernels of one entry ([`Builder::region_registers`], [`Builder::unchecked_registers`]).
+    region_registers: Vec<(String, Option<Entry>, u32)>,
 }
 
 impl Builder {
@@ -98,26 +99,53 @@ impl Builder {
     ///
     /// # Panics
     /// When `registers` is outside 16..=255, what `.maxnreg` accepts.
-    pub fn region_registers(mut self, region: &str, registers: u32) -> Self {
+    pub fn region_registers(self, region: &str, registers: u32) -> Self {
+        self.cap(region, None, registers)
+    }
+
+    /// Caps the registers per thread of the unchecked kernels of one entry of the regions named
+    /// `region` at `registers`, as [`Builder::region_registers`] does for all of their kernels;
+    /// a later choice for the same kernels wins.
+    ///
+    /// The one-task-per-block kernels ([`Entry::Listed`]: one launch per level, CUDA graph
+    /// nodes, streams) are not fitted: `ptxas` may use registers up to the builder's default
+    /// cap, and a light body may then take more than the blocks its shared memory admits could
+    /// have. The Needleman-Wunsch tile took 48, ten blocks of 128 threads per SM where its
+    /// shared memory allows twelve; at 40 it spills one word in its prologue and its kernel ran
+    /// 1.08–1.09x faster on the H100 (`bench/results/nw-registers-h100/`). Checked bodies keep
+    /// their ranges live and spill in earnest at such caps (the same tile checked ran 1.22x
+    /// slower at 40), so this caps the unchecked variants only. Such kernels keep their
+    /// uncapped twin, which launches that fit at the uncapped count take.
+    ///
+    /// # Panics
+    /// When `registers` is outside 16..=255, what `.maxnreg` accepts.
+    pub fn unchecked_registers(self, region: &str, entry: Entry, registers: u32) -> Self {
+        self.cap(region, Some(entry), registers)
+    }
+
+    /// Records a cap for the kernels of `region` (the unchecked ones of `entry`, or all of them).
+    fn cap(mut self, region: &str, entry: Option<Entry>, registers: u32) -> Self {
         assert!(
             (16..=255).contains(&registers),
             "taskweave: region `{region}`: a register cap is 16 to 255 per thread, not {registers}"
         );
-        self.region_registers.push((region.to_owned(), registers));
+        self.region_registers
+            .push((region.to_owned(), entry, registers));
         self
     }
 
-    /// The cap chosen for `kernel`'s region, if any ([`Builder::region_registers`]).
+    /// The cap chosen for `kernel`, if any ([`Builder::region_registers`],
+    /// [`Builder::unchecked_registers`]).
     fn chosen_registers(&self, kernel: &str) -> Option<u32> {
-        let region = taskweave_names::Kernel::parse(kernel)?
-            .stem
-            .rsplit_once('_')?
-            .0;
+        let kernel = taskweave_names::Kernel::parse(kernel)?;
+        let region = kernel.stem.rsplit_once('_')?.0;
         self.region_registers
             .iter()
             .rev()
-            .find(|(name, _)| name == region)
-            .map(|&(_, registers)| registers)
+            .find(|(name, entry, _)| {
+                name == region && entry.is_none_or(|e| e == kernel.entry && kernel.unchecked)
+            })
+            .map(|&(_, _, registers)| registers)
     }
 
     /// The regions given a cap ([`Builder::region_registers`]) that none of `kernels` belongs
@@ -125,7 +153,7 @@ impl Builder {
     fn unmatched_regions(&self, kernels: &[&str]) -> Vec<&str> {
         self.region_registers
             .iter()
-            .map(|(name, _)| name.as_str())
+            .map(|(name, _, _)| name.as_str())
             .filter(|name| {
                 !kernels.iter().any(|kernel| {
                     taskweave_names::Kernel::parse(kernel)
@@ -262,6 +290,29 @@ mod tests {
         ] {
             assert_eq!(b.chosen_registers(kernel), None, "{kernel}");
         }
+    }
+
+    #[test]
+    fn an_unchecked_cap_applies_to_the_unchecked_kernels_of_that_entry_only() {
+        let b = Builder::new(".")
+            .region_registers("nw", 96)
+            .unchecked_registers("nw", super::Entry::Listed, 40);
+        for (kernel, cap) in [
+            ("taskweave_listed_nw_12345678__unchecked", Some(40)),
+            ("taskweave_listed_nw_12345678", Some(96)),
+            ("taskweave_region_nw_12345678__unchecked", Some(96)),
+            ("taskweave_region_nw_12345678", Some(96)),
+            ("taskweave_levels_nw_12345678", Some(96)),
+            ("taskweave_listed_nw_odd_12345678", None),
+        ] {
+            assert_eq!(b.chosen_registers(kernel), cap, "{kernel}");
+        }
+        // A later region-wide choice wins over the earlier one for the entry.
+        let b = b.region_registers("nw", 64);
+        assert_eq!(
+            b.chosen_registers("taskweave_listed_nw_12345678__unchecked"),
+            Some(64)
+        );
     }
 
     #[test]
