@@ -71,8 +71,8 @@
 #| device/src/error.rs | bound | 1 | not: nvptx64 (as bind)
 #| device/src/error.rs | raise | 2 | not: nvptx64 (as bind)
 #| device/src/error.rs | panic | 1 | not: nvptx64 (the GPU panic handler)
-#| device/src/sched/levels.rs | run_one | 1 | miri: A
-#| device/src/sched/levels.rs | run_one | 1 | not: nvptx64 (the block's current-task word in shared memory)
+#| device/src/sched/levels.rs | run_decoded | 1 | miri: A
+#| device/src/sched/levels.rs | run_decoded | 1 | not: nvptx64 (the block's current-task word in shared memory)
 #| device/src/sched/levels.rs | run_listed | 3 | miri: A
 #| device/src/sched/levels.rs | run_levels | 4 | miri: A
 #| device/src/sched/levels.rs | run | 1 | miri: A (the tests' dispatch)

@@ -68,7 +68,18 @@ fn run_one<D: Dispatch>(
     scratch_bytes: usize,
     dispatch: &D,
 ) {
-    let (kind, args) = rt.task(task);
+    run_decoded(rt, task, rt.task(task), scratch, scratch_bytes, dispatch);
+}
+
+/// Runs `task`, whose kind and arguments `rt.task(task)` gave as `decoded`.
+pub(super) fn run_decoded<D: Dispatch>(
+    rt: &WorkerView<'_>,
+    task: u32,
+    (kind, args): (u32, &[u64]),
+    scratch: *mut u8,
+    scratch_bytes: usize,
+    dispatch: &D,
+) {
     // The task a failure names: the panic handler and the error record read the block's
     // current-task word, as under the persistent scheduler.
     #[cfg(target_arch = "nvptx64")]

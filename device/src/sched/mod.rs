@@ -149,10 +149,21 @@ pub unsafe fn gpu_listed<D: Dispatch>(
     dispatch: &D,
 ) {
     let (scratch, bytes) = crate::shared::dynamic();
-    // SAFETY: forwarded from the caller; the dynamic shared memory is this block's.
+    // The block finds its task (its index, then its record, then its arguments: dependent loads)
+    // before it binds its fault record, whose load by one thread and barrier then overlap that
+    // chain instead of coming first. Nothing before the binding can fail with a report: a fault
+    // on a bad table would stop the kernel whatever came first.
+    // SAFETY: guaranteed by the caller: the descriptor is valid, `list` has one task per block.
+    let (rt, task) = unsafe {
+        (
+            WorkerView::from_desc(&*desc),
+            *list.add(crate::arch::block_idx() as usize),
+        )
+    };
+    let decoded = rt.task(task);
+    // SAFETY: forwarded from the caller.
     unsafe { bind_faults(desc) };
-    // SAFETY: as above.
-    unsafe { levels::run_listed(&*desc, list, scratch, bytes, dispatch) };
+    levels::run_decoded(&rt, task, decoded, scratch, bytes, dispatch);
 }
 
 /// The body of every region's one-launch, grid-barrier-per-level kernel.
