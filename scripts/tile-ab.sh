@@ -45,6 +45,9 @@ run_one() { # label command... -> prints X
     grep 'time per tile:' "$log" | tail -n 1 | sed -E 's/.*time per tile: ([0-9.]+) ns.*/\1/'
 }
 
+# The CUDA C program runs the same matrix as tile_bench: its --nb and --tile.
+c_nb=$(echo "$sizes" | sed -nE 's/.*--nb ([0-9]+).*/\1/p'); c_nb=${c_nb:-128}
+c_tile=$(echo "$sizes" | sed -nE 's/.*--tile ([0-9]+).*/\1/p'); c_tile=${c_tile:-32}
 cuda=""
 if command -v nvcc >/dev/null; then
     cuda="$out/nw_tile"
@@ -54,7 +57,7 @@ fi
 {
     echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
     echo "# old: $old   new: $new   rounds: $rounds   tile_bench $sizes"
-    [ -n "$cuda" ] && echo "# CUDA C: $(nvcc --version | tail -n 1); nw_tile 128 32 200 128" || echo "# CUDA C: no nvcc, skipped"
+    [ -n "$cuda" ] && echo "# CUDA C: $(nvcc --version | tail -n 1); nw_tile $c_nb $c_tile 200 128" || echo "# CUDA C: no nvcc, skipped"
 } | tee "$out/summary.txt"
 
 declare -A times
@@ -72,7 +75,7 @@ for r in $(seq 1 "$rounds"); do
         done
     done
     if [ -n "$cuda" ]; then
-        t=$(run_one cuda "$cuda" 128 32 200 128)
+        t=$(run_one cuda "$cuda" "$c_nb" "$c_tile" 200 128)
         times[cuda]+="$t "
         printf 'round %d  %-22s %-4s %8s ns/tile\n' "$r" "cuda-c" "" "$t" | tee -a "$out/summary.txt"
     fi

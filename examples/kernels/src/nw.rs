@@ -95,6 +95,26 @@ task_region! {
     }
 }
 
+task_region! {
+    /// [`nw_odd_tiles`] on arrays resident on the GPU (`Runtime::upload`): what `tile_bench
+    /// --resident` times, with nothing copied between runs, as the CUDA C program keeps its arrays
+    /// on the device between launches.
+    pub fn nw_odd_tiles_resident(
+        x: &DeviceArray<u8>,
+        y: &DeviceArray<u8>,
+        m: &mut DeviceArray<i32>,
+        cols: &mut DeviceArray<i32>,
+        nb: usize,
+        bs: usize,
+    ) {
+        for ti in (1..nb).step_by(2) {
+            for tj in (1..nb).step_by(2) {
+                spawn!(nw_tile(x, y, m, cols, ti, tj, nb, bs));
+            }
+        }
+    }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod reference {
     //! The sequential reference: the full-matrix recurrence, row by row.
