@@ -64,6 +64,10 @@ pub trait Fragment: Copy {
     const REGS: usize;
     /// Register `reg` of lane `lane` is `f(lane, reg, row, col)`, with `(row, col)` from the layout.
     fn from_fn(f: impl FnMut(u32, usize, u32, u32) -> Self::Elem) -> Self;
+    /// Registers `2i` and `2i + 1` of every lane are the pair `f(row, col)`, `(row, col)` being
+    /// register `2i`'s place (with [`Layout::COL_PAIRS`], the second sits at `(row, col + 1)`):
+    /// one call per pair, so that a pair can come from one load.
+    fn from_pairs(f: impl FnMut(u32, u32) -> (Self::Elem, Self::Elem)) -> Self;
     /// Calls `f(lane, reg, row, col, value)` for every register the calling thread holds.
     fn for_each(&self, f: impl FnMut(u32, usize, u32, u32, Self::Elem));
     /// Each register replaced by `f(row, col, value)`.
@@ -86,6 +90,28 @@ impl<T: Copy, L: Layout, const N: usize> Fragment for Frag<T, L, N> {
                 let (r, c) = L::coord(lane, reg);
                 f(lane, reg, r, c)
             })
+        });
+        Self {
+            regs,
+            layout: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn from_pairs(mut f: impl FnMut(u32, u32) -> (T, T)) -> Self {
+        // The second of each pair, kept for the odd register that follows (the unrolled loop
+        // makes `reg` a constant, so the `None` arm below is never taken for an odd one).
+        let mut second: Option<Lanes<T>> = None;
+        let regs = array(|reg| match second.take() {
+            Some(odd) if reg % 2 == 1 => odd,
+            _ => {
+                let both = Lanes::from_fn(|lane| {
+                    let (r, c) = L::coord(lane, reg);
+                    f(r, c)
+                });
+                second = Some(both.map(|(_, y)| y));
+                both.map(|(x, _)| x)
+            }
         });
         Self {
             regs,
@@ -657,6 +683,29 @@ mod tests {
         check_layout::<Acc8x8>(2);
         check_layout::<Acc16x8>(4);
         check_layout::<SimtC>(32);
+    }
+
+    /// `from_pairs` puts each pair where `from_fn` puts its two elements, one call per pair.
+    fn check_pairs<L: Layout, const N: usize>() {
+        let value = |r: u32, c: u32| f64::from(r * 100 + c);
+        let mut calls = 0;
+        let paired = Frag::<f64, L, N>::from_pairs(|r, c| {
+            calls += 1;
+            (value(r, c), value(r, c + 1))
+        });
+        let single = Frag::<f64, L, N>::from_fn(|_, _, r, c| value(r, c));
+        assert_eq!(calls, 32 * N / 2);
+        let mut got = Vec::new();
+        paired.for_each(|lane, reg, r, c, v| got.push((lane, reg, r, c, v)));
+        let mut want = Vec::new();
+        single.for_each(|lane, reg, r, c, v| want.push((lane, reg, r, c, v)));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn pairs_fill_the_registers_the_layout_pairs() {
+        check_pairs::<Acc8x8, 2>();
+        check_pairs::<Acc16x8, 4>();
     }
 
     /// Stages `x` (`rows × k`, row-major) in a shared tile of major `M` over `buf`.

@@ -186,10 +186,7 @@ pub(crate) unsafe fn solve<S: Shape>(
         unsafe { scale(&team, x, alpha) };
         block.sync();
     }
-    let blocks = t.rows / P;
-    for step in 0..blocks {
-        let i = if forward { step } else { blocks - 1 - step };
-        let r0 = i * P;
+    for (_, r0, (rest0, rest)) in steps(t.rows, P, forward) {
         // SAFETY: the caller's promise; the sub-blocks lie inside `t` and `x`.
         unsafe {
             solve_lines(
@@ -201,17 +198,29 @@ pub(crate) unsafe fn solve<S: Shape>(
             )
         };
         block.sync();
-        let (rest0, rest) = if forward {
-            (r0 + P, t.rows - r0 - P)
-        } else {
-            (0, r0)
-        };
         if rest == 0 {
             continue;
         }
         // SAFETY: the caller's promise; the rows updated and the rows read are disjoint.
         unsafe { update_rest::<S>(block, scratch, t, x, (r0, P), (rest0, rest), S::Elem::ONE) };
     }
+}
+
+/// The steps of a blocked solve of `n` rows in blocks of `side`, in solve order (down for a
+/// forward solve, up for a backward one): each step's index, the block's first row, and the
+/// rows still to solve after it, `(first, count)`.
+#[inline(always)]
+fn steps(n: u32, side: u32, forward: bool) -> impl Iterator<Item = (u32, u32, (u32, u32))> {
+    let blocks = n / side;
+    (0..blocks).map(move |step| {
+        let r0 = if forward { step } else { blocks - 1 - step } * side;
+        let rest = if forward {
+            (r0 + side, n - r0 - side)
+        } else {
+            (0, r0)
+        };
+        (step, r0, rest)
+    })
 }
 
 /// `X'[rest] = β·X'[rest] − T[rest, solved]·X'[solved]` on the engine, written on X in its own
@@ -286,10 +295,7 @@ unsafe fn solve_by_64<S: Shape>(
     if n <= BIG || !n.is_multiple_of(BIG) || !regs::solves::<S::Elem>(room, BIG, team) {
         return false;
     }
-    let blocks = n / BIG;
-    for step in 0..blocks {
-        let i = if forward { step } else { blocks - 1 - step };
-        let r0 = i * BIG;
+    for (step, r0, (rest0, rest)) in steps(n, BIG, forward) {
         let scale = if step == 0 { alpha } else { S::Elem::ONE };
         // SAFETY: the caller's promise; the blocks lie inside `t` and `x`, and the register path
         // takes them (checked above: the same side and room every step).
@@ -306,11 +312,6 @@ unsafe fn solve_by_64<S: Shape>(
             )
         };
         debug_assert!(solved);
-        let (rest0, rest) = if forward {
-            (r0 + BIG, n - r0 - BIG)
-        } else {
-            (0, r0)
-        };
         if rest > 0 {
             // SAFETY: as above; the rows updated and the rows read are disjoint.
             unsafe { update_rest::<S>(block, scratch, t, x, (r0, BIG), (rest0, rest), scale) };
@@ -364,10 +365,7 @@ unsafe fn solve_staged<T: Element>(
             t
         };
         block.sync();
-        let blocks = n / P;
-        for step in 0..blocks {
-            let i = if forward { step } else { blocks - 1 - step };
-            let r0 = i * P;
+        for (_, r0, (rest0, rest)) in steps(n, P, forward) {
             solve_lines(
                 *team,
                 t.sub(r0, r0, P, P),
@@ -376,11 +374,6 @@ unsafe fn solve_staged<T: Element>(
                 unit,
             );
             block.sync();
-            let (rest0, rest) = if forward {
-                (r0 + P, n - r0 - P)
-            } else {
-                (0, r0)
-            };
             if rest == 0 {
                 continue;
             }
