@@ -196,6 +196,10 @@ pub struct Variant {
     /// `region.run` may rerun the runtime's plan of an earlier call (its plan cache, on by
     /// default); off (`+fresh`), every call inspects.
     pub cached: bool,
+    /// SM-aware workers, this many per SM (`%2`).
+    pub per_sm: Option<u32>,
+    /// SMs that run the critical path alone (`!1`; static policy, with `per_sm`).
+    pub critical_sms: u32,
 }
 
 impl Variant {
@@ -208,6 +212,12 @@ impl Variant {
         }
         if self.threads != DEFAULT_THREADS {
             label.push_str(&format!(" {}thr", self.threads));
+        }
+        if let Some(n) = self.per_sm {
+            label.push_str(&format!(" {n}/SM"));
+        }
+        if self.critical_sms > 0 {
+            label.push_str(&format!(" chain-alone-{}", self.critical_sms));
         }
         if self.checked {
             label.push_str(" checked");
@@ -225,7 +235,8 @@ impl Variant {
 impl std::str::FromStr for Variant {
     type Err = String;
     /// `persistent/static`, `barrier`, `graph:checked`, `persistent/static@256+plan:checked`,
-    /// `persistent/grr+fresh`, ...
+    /// `persistent/grr+fresh`, `persistent/static%2!1+plan` (two workers per SM, the critical
+    /// path alone on one SM), ...
     fn from_str(s: &str) -> Result<Self, String> {
         let (s, checked) = match s.strip_suffix(":checked") {
             Some(rest) => (rest, true),
@@ -238,6 +249,20 @@ impl std::str::FromStr for Variant {
         let (s, planned) = match s.strip_suffix("+plan") {
             Some(rest) => (rest, true),
             None => (s, false),
+        };
+        let (s, critical_sms) = match s.split_once('!') {
+            Some((rest, n)) => match n.parse::<u32>() {
+                Ok(n) => (rest, n),
+                _ => return Err(format!("`{n}` is not an SM count")),
+            },
+            None => (s, 0),
+        };
+        let (s, per_sm) = match s.split_once('%') {
+            Some((rest, n)) => match n.parse::<u32>() {
+                Ok(n) if n > 0 => (rest, Some(n)),
+                _ => return Err(format!("`{n}` is not a count of workers per SM")),
+            },
+            None => (s, None),
         };
         let (s, threads) = match s.split_once('@') {
             Some((rest, t)) => match t.parse::<u32>() {
@@ -257,6 +282,8 @@ impl std::str::FromStr for Variant {
             threads,
             planned,
             cached,
+            per_sm,
+            critical_sms,
         })
     }
 }
@@ -297,13 +324,18 @@ pub fn dsl_case<T: Scalar>(
         shared_bytes: u32,
         dev: &'d mut DeviceArray<T>,
     ) -> Region<'d> {
-        T::region(case.which, dev, case.nb, case.bs)
+        let region = T::region(case.which, dev, case.nb, case.bs)
             .backend(variant.backend)
             .policy(variant.policy)
             .checked(variant.checked)
             .threads(variant.threads)
             .shared_bytes(shared_bytes)
             .cache(variant.cached)
+            .critical_path_sms(variant.critical_sms);
+        match variant.per_sm {
+            Some(n) => region.workers_per_sm(n),
+            None => region,
+        }
     }
     for _ in 0..=reps {
         let mut dev = runtime.upload(a)?;
@@ -376,6 +408,22 @@ mod tests {
         assert_eq!((v.policy, v.cached, v.checked), (Policy::Grr, false, true));
         assert_eq!(v.label(), "persistent/grr checked uncached");
         assert!("barrier".parse::<Variant>().unwrap().cached);
+        let v: Variant = "persistent/static@256%2!1+plan".parse().unwrap();
+        assert_eq!(
+            (v.threads, v.per_sm, v.critical_sms, v.planned),
+            (256, Some(2), 1, true)
+        );
+        assert_eq!(
+            v.label(),
+            "persistent/static 256thr 2/SM chain-alone-1 planned"
+        );
+        for (bad, why) in [
+            ("persistent/static%0", "is not a count of workers per SM"),
+            ("persistent/static%2!x", "is not an SM count"),
+        ] {
+            let err = bad.parse::<Variant>().unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -155,6 +155,46 @@ fn lu_matches_the_sequential_reference() {
 }
 
 #[test]
+fn the_critical_path_runs_alone_on_its_sm_and_the_factors_still_match() {
+    // Three "SMs" of two workers on the CPU backend; the first runs the critical path alone.
+    let runtime = Runtime::cpu_with(3);
+    let nb = 5;
+    for (mut f, chain) in [
+        // POTRF of every diagonal tile, the TRSM below it and the SYRK of the next diagonal tile.
+        (
+            Factor::<f64>::new("cholesky f64", nb, 16, 1, cholesky::cholesky_f64, true),
+            3 * nb - 2,
+        ),
+        // GETRF, the two TRSMs beside and below it (parallel, both critical: one chain worker
+        // runs both) and the GEMM of the next diagonal tile.
+        (
+            Factor::<f64>::new("lu f64", nb, 16, 1, lu::lu_f64, false),
+            4 * nb - 3,
+        ),
+    ] {
+        let report = f
+            .region()
+            .policy(taskweave::Policy::Static)
+            .workers_per_sm(2)
+            .critical_path_sms(1)
+            .run(&runtime)
+            .unwrap();
+        if let Err(why) = f.verify() {
+            panic!("{}: {why}", f.label);
+        }
+        let ran: Vec<u32> = report.worker_stats.iter().map(|s| s.tasks).collect();
+        assert_eq!(ran.len(), 6, "{}", f.label);
+        assert_eq!((ran[0], ran[1]), (chain as u32, 0), "{}: {ran:?}", f.label);
+        assert_eq!(
+            ran.iter().sum::<u32>() as usize,
+            report.tasks,
+            "{}",
+            f.label
+        );
+    }
+}
+
+#[test]
 fn task_counts_match_the_regions() {
     let runtime = Runtime::cpu();
     for nb in 1..5 {

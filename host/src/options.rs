@@ -144,6 +144,9 @@ pub struct Options {
     pub per_sm: Option<u32>,
     /// SM-aware workers: the SMs the region may use (see [`Region::sms`](crate::Region::sms)).
     pub sm_set: Option<Range<u32>>,
+    /// SM-aware workers under the static policy: the SMs of the set (its first ones) that run
+    /// the critical path alone (see [`Region::critical_path_sms`](crate::Region::critical_path_sms)).
+    pub critical_sms: u32,
     /// Threads per emulated block on the CPU backend.
     pub cpu_lanes: u32,
     /// Bytes of shared scratch per block for `Block::shared`.
@@ -165,6 +168,7 @@ impl Default for Options {
             workers: None,
             per_sm: None,
             sm_set: None,
+            critical_sms: 0,
             cpu_lanes: 1,
             shared_bytes: 8 * 1024,
             trace: false,

@@ -225,6 +225,20 @@ impl<'a> Region<'a> {
         self
     }
 
+    /// Runs the DAG's critical path alone on the first `n` SMs of the set (SM-aware workers under
+    /// [`Policy::Static`](crate::Policy::Static)): the tasks on it, in the static schedule's model
+    /// where every task costs the same, go to the first worker of each of those SMs, the other
+    /// workers there get none, and every other task goes to the other SMs. The schedule alone
+    /// already keeps a chain on one worker; this keeps the workers that would share its SM idle,
+    /// so that a factorization's chain of panel tasks (POTRF, the TRSM below it, the update of
+    /// the next diagonal tile) does not share an SM with the updates that run beside it. Without `workers_per_sm` or
+    /// `sms`, under another policy, or with no SM left for the other tasks, the run is refused
+    /// with [`Error::SmOptions`](crate::Error::SmOptions). 0 (the default) sets nothing apart.
+    pub fn critical_path_sms(mut self, n: u32) -> Self {
+        self.options.critical_sms = n;
+        self
+    }
+
     /// Threads per emulated block on the CPU backend (default 1).
     pub fn cpu_lanes(mut self, lanes: u32) -> Self {
         self.options.cpu_lanes = lanes.max(1);

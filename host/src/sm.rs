@@ -18,7 +18,8 @@ use std::ops::Range;
 use taskweave_device::abi::RegionDesc;
 
 use crate::error::Error;
-use crate::options::Options;
+use crate::graph::Reserve;
+use crate::options::{Options, Policy};
 
 /// Where a region's workers run: `per_sm` workers on each SM of `set`, worker `w` on SM
 /// `set.start + w / per_sm`.
@@ -30,6 +31,8 @@ pub(crate) struct SmLayout {
     pub set: Range<u32>,
     /// Active workers per SM.
     pub per_sm: u32,
+    /// The first SMs of the set, which run the critical path alone (static policy).
+    pub critical: u32,
 }
 
 impl SmLayout {
@@ -44,14 +47,32 @@ impl SmLayout {
         occupancy: Option<u32>,
         default_per_sm: impl FnOnce(u32) -> u32,
     ) -> Result<Option<Self>, Error> {
-        if !options.sm_aware() {
-            return Ok(None);
-        }
         let refuse = |option: String, reason: String| Error::SmOptions {
             region,
             option,
             reason,
         };
+        let critical = options.critical_sms;
+        let critical_option = || format!("critical_path_sms({critical})");
+        if !options.sm_aware() {
+            if critical > 0 {
+                return Err(refuse(
+                    critical_option(),
+                    "needs SM-aware workers: set `workers_per_sm` or `sms` too".to_owned(),
+                ));
+            }
+            return Ok(None);
+        }
+        if critical > 0 && options.policy != Policy::Static {
+            return Err(refuse(
+                critical_option(),
+                format!(
+                    "needs the static policy, which places every task before the run (the \
+                     region runs under `{}`)",
+                    options.policy
+                ),
+            ));
+        }
         if let Some(workers) = options.workers {
             return Err(refuse(
                 format!("workers({workers})"),
@@ -94,6 +115,12 @@ impl SmLayout {
                 ),
             ));
         }
+        if critical >= len {
+            return Err(refuse(
+                critical_option(),
+                format!("leaves none of the {len} SMs of the set for the other tasks"),
+            ));
+        }
         if len.checked_mul(per_sm).is_none() {
             return Err(refuse(
                 format!("workers_per_sm({per_sm})"),
@@ -104,7 +131,20 @@ impl SmLayout {
             sm_count,
             set,
             per_sm,
+            critical,
         }))
+    }
+
+    /// The static schedule's reserve for the critical path: the first worker of each of the
+    /// first `critical` SMs runs it, the other workers of those SMs run nothing.
+    pub fn reserve(&self) -> Reserve {
+        let mut reserve = Reserve::default();
+        for sm in 0..self.critical {
+            let first = sm * self.per_sm;
+            reserve.chain.push(first);
+            reserve.idle.extend(first + 1..first + self.per_sm);
+        }
+        reserve
     }
 
     /// The worker count: the SMs of the set times the workers per SM.
@@ -203,5 +243,50 @@ mod tests {
         assert!(message(&both).starts_with("region `r`: `workers(8)` cannot be combined"));
         let huge = SmLayout::resolve("r", &options(Some(u32::MAX), None), 2, None, |_| 1);
         assert!(matches!(huge, Err(Error::SmOptions { .. })));
+    }
+
+    fn critical(n: u32, policy: Policy, per_sm: Option<u32>, set: Option<Range<u32>>) -> Options {
+        Options {
+            critical_sms: n,
+            policy,
+            ..options(per_sm, set)
+        }
+    }
+
+    #[test]
+    fn the_critical_path_takes_the_first_worker_of_its_sms_and_idles_the_rest() {
+        let layout = resolve(&critical(2, Policy::Static, Some(3), Some(10..20)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            layout.reserve(),
+            Reserve {
+                chain: vec![0, 3],
+                idle: vec![1, 2, 4, 5],
+            }
+        );
+        assert_eq!((layout.sm_of(3), layout.sm_of(5)), (11, 11));
+        let plain = resolve(&options(Some(3), None)).unwrap().unwrap();
+        assert_eq!(plain.reserve(), Reserve::default());
+    }
+
+    #[test]
+    fn a_critical_path_that_cannot_be_set_apart_is_refused() {
+        let message = |o: &Options| resolve(o).unwrap_err().to_string();
+        assert_eq!(
+            message(&critical(1, Policy::Static, None, None)),
+            "region `r`: `critical_path_sms(1)` needs SM-aware workers: set `workers_per_sm` or \
+             `sms` too"
+        );
+        assert_eq!(
+            message(&critical(1, Policy::Grr, Some(2), None)),
+            "region `r`: `critical_path_sms(1)` needs the static policy, which places every task \
+             before the run (the region runs under `grr`)"
+        );
+        assert_eq!(
+            message(&critical(4, Policy::Static, Some(2), Some(0..4))),
+            "region `r`: `critical_path_sms(4)` leaves none of the 4 SMs of the set for the other \
+             tasks"
+        );
     }
 }

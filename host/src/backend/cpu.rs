@@ -131,7 +131,12 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
     // The tables as they start: kept in the plan when it runs again, cloned for each run.
     let pristine = match call.plan.take_cache::<Tables>(Backend::Cpu) {
         Some(tables) if tables.workers == workers => tables,
-        _ => Tables::new(call.plan.inspection(), workers, options.policy),
+        _ => Tables::new(
+            call.plan.inspection(),
+            workers,
+            options.policy,
+            &sms.as_ref().map(SmLayout::reserve).unwrap_or_default(),
+        ),
     };
     let mut tables = if call.reused {
         let tables = pristine.clone();

@@ -251,7 +251,8 @@ impl Layout {
         keep: Keep,
     ) -> Self {
         let n = ins.task_count();
-        let mut tables = Tables::new(ins, workers, options.policy);
+        let reserve = sms.map(SmLayout::reserve).unwrap_or_default();
+        let mut tables = Tables::new(ins, workers, options.policy, &reserve);
         let host = tables.desc(ins, options.desc(workers, arrays));
         let host = sms.map_or(host, |layout| layout.desc(host));
         let dag = &ins.dag;
@@ -382,6 +383,7 @@ mod tests {
     use taskweave_device::sched::affinity::NOT_RUN;
 
     use super::*;
+    use crate::graph::Reserve;
     use crate::inspect::{Access, ArrayInfo, Recorder};
 
     /// 20 tasks over overlapping ranges of one array, some writing.
@@ -420,6 +422,7 @@ mod tests {
             sm_count: 4,
             set: 1..4,
             per_sm: 1,
+            critical: 0,
         };
         for (policy, trace, sms, keep) in [
             (Policy::Grr, false, None, Keep::OnDevice),
@@ -440,7 +443,7 @@ mod tests {
             let bytes = &layout.image.bytes;
             let at = |address: u64| (address - base) as usize;
             let holds = |address: u64, want: &[u8]| bytes[at(address)..][..want.len()] == *want;
-            let tables = Tables::new(&ins, workers, policy);
+            let tables = Tables::new(&ins, workers, policy, &Reserve::default());
             assert!(holds(desc.tasks, bytes_of(&ins.tasks)));
             assert!(holds(desc.args, bytes_of(&ins.args)));
             assert!(holds(desc.offsets, bytes_of(&ins.dag.offsets)));

@@ -82,7 +82,7 @@ mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
-pub use schedule::{Schedule, list_schedule};
+pub use schedule::{Reserve, Schedule, list_schedule, list_schedule_reserving};
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub use tracker::{DepTracker, MAX_EDGES};
 

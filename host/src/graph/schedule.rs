@@ -15,6 +15,19 @@ pub struct Schedule {
     pub lists: Vec<Vec<u32>>,
 }
 
+/// Workers set apart for the critical path: the tasks on it (those whose top level plus rank is
+/// the DAG's critical path, in the schedule's model where every task costs the same) go to the
+/// `chain` workers only, and no task goes to the `idle` ones. Every other task goes to the other
+/// workers. With SM-aware workers, a chain worker and the idle workers of its SM run the critical
+/// path alone on that SM, where it would otherwise share the SM with whatever else runs there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reserve {
+    /// The workers that run the critical path.
+    pub chain: Vec<u32>,
+    /// The workers that run nothing.
+    pub idle: Vec<u32>,
+}
+
 /// A task's cost in the schedule's model, in abstract units.
 const TASK: u64 = 2;
 /// What a dependence between tasks on different workers adds in the model: half a task, roughly a
@@ -40,15 +53,51 @@ const PARENT_CANDIDATES: usize = 4;
 /// # Panics
 /// If `workers` is zero.
 pub fn list_schedule(dag: &Dag, workers: u32) -> Schedule {
+    list_schedule_reserving(dag, workers, &Reserve::default())
+}
+
+/// [`list_schedule`] with workers set apart for the critical path ([`Reserve`]): a task on the
+/// critical path goes to the chain worker where the model starts it earliest; any other task is
+/// placed as by [`list_schedule`] among the workers neither chain nor idle.
+///
+/// # Panics
+/// If `reserve` names a worker past `workers`, has chain workers but leaves no other worker, or
+/// idle workers but no chain worker.
+pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Schedule {
     assert!(workers > 0, "a schedule needs a worker");
+    let mut reserved = vec![false; workers as usize];
+    for &w in reserve.chain.iter().chain(&reserve.idle) {
+        assert!(w < workers, "reserved worker {w} of {workers}");
+        reserved[w as usize] = true;
+    }
+    assert!(
+        reserve.idle.is_empty() || !reserve.chain.is_empty(),
+        "idle workers without a chain worker"
+    );
+    assert!(
+        reserve.chain.is_empty() || reserved.contains(&false),
+        "the reserve leaves no worker for the tasks off the critical path"
+    );
     let n = dag.task_count();
     let parents = dag.parents();
+    // On the critical path: the longest path through the task is the longest of all.
+    let critical: Vec<bool> = if reserve.chain.is_empty() {
+        Vec::new()
+    } else {
+        let top = dag.critical_path();
+        let levels = dag.levels();
+        (0..n).map(|t| levels[t] + dag.rank[t] == top).collect()
+    };
     let mut worker = vec![0u32; n];
     let mut finish = vec![0u64; n];
     let mut free = vec![0u64; workers as usize];
     let mut lists = vec![Vec::new(); workers as usize];
-    // Every worker's free time, smallest first; an entry is stale once its worker took a task.
-    let mut idle: BinaryHeap<Reverse<(u64, u32)>> = (0..workers).map(|w| Reverse((0, w))).collect();
+    // Every general worker's free time, smallest first; an entry is stale once its worker took a
+    // task.
+    let mut idle: BinaryHeap<Reverse<(u64, u32)>> = (0..workers)
+        .filter(|&w| !reserved[w as usize])
+        .map(|w| Reverse((0, w)))
+        .collect();
     let mut candidates = Vec::with_capacity(PARENT_CANDIDATES + 1);
     // The parents' finish times and workers, latest first.
     let mut latest: Vec<(u64, u32)> = Vec::new();
@@ -71,22 +120,28 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Schedule {
             (false, false, _) => last + HOP,
         };
         candidates.clear();
-        for &(_, w) in &latest {
-            if !candidates.contains(&w) {
-                candidates.push(w);
-                if candidates.len() == PARENT_CANDIDATES {
-                    break;
+        let on_chain = critical.get(t as usize).copied().unwrap_or(false);
+        if on_chain {
+            candidates.extend_from_slice(&reserve.chain);
+        } else {
+            for &(_, w) in &latest {
+                if !reserved[w as usize] && !candidates.contains(&w) {
+                    candidates.push(w);
+                    if candidates.len() == PARENT_CANDIDATES {
+                        break;
+                    }
                 }
             }
-        }
-        while let Some(&Reverse((at, w))) = idle.peek() {
-            if free[w as usize] == at {
-                break;
+            while let Some(&Reverse((at, w))) = idle.peek() {
+                if free[w as usize] == at {
+                    break;
+                }
+                idle.pop();
             }
-            idle.pop();
+            let Reverse((_, first_free)) =
+                *idle.peek().expect("one entry per general worker is live");
+            candidates.push(first_free);
         }
-        let Reverse((_, first_free)) = *idle.peek().expect("one entry per worker is live");
-        candidates.push(first_free);
         let (w, start) = candidates
             .iter()
             .map(|&w| (w, free[w as usize].max(ready_on(w))))
@@ -95,7 +150,9 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Schedule {
         worker[t as usize] = w;
         finish[t as usize] = start + TASK;
         free[w as usize] = start + TASK;
-        idle.push(Reverse((start + TASK, w)));
+        if !on_chain {
+            idle.push(Reverse((start + TASK, w)));
+        }
         lists[w as usize].push(t);
     }
     Schedule { worker, lists }
@@ -309,6 +366,105 @@ pub(super) mod tests {
         for workers in [1, 4, 16] {
             assert_eq!(list_schedule(&dag, workers), reference(&dag, workers));
         }
+    }
+
+    /// A tiled Cholesky's DAG on `t × t` tiles (lower triangle), and each task's name.
+    fn cholesky(t: usize) -> (Dag, Vec<String>) {
+        let tile = |i: usize, j: usize| i * t + j..i * t + j + 1;
+        let mut tracker = DepTracker::new(&[t * t]);
+        let mut names = Vec::new();
+        for k in 0..t {
+            tracker
+                .add_task(&[(0, tile(k, k), Access::ReadWrite)])
+                .unwrap();
+            names.push(format!("potrf {k}"));
+            for i in k + 1..t {
+                tracker
+                    .add_task(&[
+                        (0, tile(k, k), Access::Read),
+                        (0, tile(i, k), Access::ReadWrite),
+                    ])
+                    .unwrap();
+                names.push(format!("trsm {i} {k}"));
+            }
+            for i in k + 1..t {
+                for j in k + 1..=i {
+                    let mut accesses = vec![(0, tile(i, k), Access::Read)];
+                    if j != i {
+                        accesses.push((0, tile(j, k), Access::Read));
+                    }
+                    accesses.push((0, tile(i, j), Access::ReadWrite));
+                    tracker.add_task(&accesses).unwrap();
+                    names.push(format!("update {i} {j} {k}"));
+                }
+            }
+        }
+        (tracker.finish().unwrap(), names)
+    }
+
+    #[test]
+    fn a_reserve_runs_the_critical_path_alone() {
+        let t = 8;
+        let (dag, names) = cholesky(t);
+        let reserve = Reserve {
+            chain: vec![0],
+            idle: vec![1],
+        };
+        let plan = list_schedule_reserving(&dag, 12, &reserve);
+        check(&dag, &plan);
+        // The chain: each diagonal tile's factor, the solve below it and the update of the next
+        // diagonal tile from that solve.
+        let mut want: Vec<String> = (0..t).map(|k| format!("potrf {k}")).collect();
+        for k in 0..t - 1 {
+            want.push(format!("trsm {} {k}", k + 1));
+            want.push(format!("update {0} {0} {k}", k + 1));
+        }
+        want.sort();
+        let mut chain: Vec<String> = plan.lists[0]
+            .iter()
+            .map(|&task| names[task as usize].clone())
+            .collect();
+        chain.sort();
+        assert_eq!(chain, want);
+        assert!(plan.lists[1].is_empty());
+        assert!(plan.lists[2..].iter().all(|l| !l.is_empty()));
+        // Without the reserve the list schedule keeps the chain on one worker too (a parent's
+        // worker wins ties), but worker 1, which would share its SM, runs other tasks.
+        let free = list_schedule(&dag, 12);
+        check(&dag, &free);
+        assert!(!free.lists[1].is_empty());
+    }
+
+    #[test]
+    fn parallel_branches_of_the_critical_path_share_the_chain_workers() {
+        // Two chains of equal length: both critical, one chain worker each when there are two.
+        let mut tracker = DepTracker::new(&[2]);
+        for _ in 0..10 {
+            tracker.add_task(&[(0, 0..1, Access::ReadWrite)]).unwrap();
+            tracker.add_task(&[(0, 1..2, Access::ReadWrite)]).unwrap();
+        }
+        let dag = tracker.finish().unwrap();
+        let reserve = Reserve {
+            chain: vec![0, 2],
+            idle: vec![1, 3],
+        };
+        let plan = list_schedule_reserving(&dag, 5, &reserve);
+        check(&dag, &plan);
+        assert_eq!((plan.lists[0].len(), plan.lists[2].len()), (10, 10));
+        assert!(
+            plan.lists[4].is_empty(),
+            "every task is on the critical path"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "leaves no worker")]
+    fn a_reserve_of_every_worker_is_refused() {
+        let reserve = Reserve {
+            chain: vec![0],
+            idle: vec![1],
+        };
+        list_schedule_reserving(&chain(3), 2, &reserve);
     }
 
     #[test]
