@@ -135,7 +135,7 @@
 #| device/src/shared.rs | store | 3 | not: nvptx64 (st.shared)
 #| device/src/block.rs | scratch_rest | 1 | miri: A (the tile library's scratch)
 #| device/src/view.rs | operands | 1 | miri: A (the tile operand tests)
-#| device/src/tile/engine.rs | init | 1 | miri: A
+#| device/src/tile/engine.rs | init | 2 | miri: A
 #| device/src/tile/engine.rs | run | 4 | miri: A
 #| device/src/tile/engine.rs | stage | 3 | miri: A
 #| device/src/tile/engine.rs | step | 3 | miri: A
@@ -143,6 +143,7 @@
 #| device/src/tile/engine.rs | finish | 3 | miri: A
 #| device/src/tile/engine.rs | finish | 1 | not: no test reaches it, Miri or not (a paired store whose first column lies outside the kept triangle: SYRK on the upper triangle)
 #| device/src/tile/engine.rs | shared | 2 | miri: A
+#| device/src/tile/engine.rs | load_pair | 2 | miri: A
 #| device/src/tile/engine.rs | store_pair | 2 | miri: A
 #| device/src/tile/factor.rs | load | 2 | miri: A
 #| device/src/tile/factor.rs | store | 2 | miri: A
