@@ -615,7 +615,9 @@ where
     /// scaled by `pre` only once every load is issued. Scaling each element as it arrived gave
     /// ptxas a load, a multiply and a select per element, which it issued a few at a time under
     /// the kernel's register cap: a `β = 1` batch of 128-tiles waited on C's latency several
-    /// times per block tile and ran at 9.3 TFLOP/s against 16.1 with `β = 0`.
+    /// times per block tile and ran at 9.3 TFLOP/s against 16.1 with `β = 0`. Whether to read
+    /// and how is chosen once for the warp tile, outside the unrolled arrays: chosen per
+    /// fragment, it left the wide shape's 64 accumulators a lane partly in local memory.
     #[inline(always)]
     fn init(
         &self,
@@ -636,12 +638,16 @@ where
                 A::Elem::ZERO
             }
         };
-        let mut acc: [[A::C; NI]; MI] = array(hot!(|i| {
-            array(hot!(|j| {
-                let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
-                if !read {
-                    A::C::from_fn(|_, _, _, _| A::Elem::ZERO)
-                } else if pairs {
+        if !read {
+            return array(hot!(|_| array(hot!(|_| A::C::from_fn(|_, _, _, _| {
+                A::Elem::ZERO
+            })))));
+        }
+        let origin = |i: usize, j: usize| (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+        let mut acc: [[A::C; NI]; MI] = if pairs {
+            array(hot!(|i| {
+                array(hot!(|j| {
+                    let (ri, cj) = origin(i, j);
                     A::C::from_pairs(|r, c| {
                         let (row, col) = (ri + r, cj + c);
                         if inside(row, col) && inside(row, col + 1) {
@@ -651,12 +657,17 @@ where
                             (one(row, col), one(row, col + 1))
                         }
                     })
-                } else {
-                    A::C::from_fn(|_, _, r, c| one(ri + r, cj + c))
-                }
+                }))
             }))
-        }));
-        if read && pre != A::Elem::ONE {
+        } else {
+            array(hot!(|i| {
+                array(hot!(|j| {
+                    let (ri, cj) = origin(i, j);
+                    A::C::from_fn(|_, _, r, c| one(ri + r, cj + c))
+                }))
+            }))
+        };
+        if pre != A::Elem::ONE {
             unroll::<MI>(hot!(|i| {
                 unroll::<NI>(hot!(|j| acc[i][j].map(|_, _, v| pre * v)));
             }));
