@@ -6,6 +6,11 @@
 For each file: the span from the first task's start to the last task's end, then per task kind
 the count and the median, smallest and largest duration in microseconds. A blocked factorization
 whose span is its step count times (factor + solve + update) is bound by its critical path.
+
+Traces that mark the path that set the span (`"path"` in each event's arguments, see
+`Report::trace_path`) get a second table: per kind, the path's tasks, how long they ran, and the
+gaps before them, split by what held each task: its last parent (`after`), or its worker's
+previous task.
 """
 import collections
 import json
@@ -27,6 +32,36 @@ def main(paths):
                 f"  {kind:14} n={len(durations):7} median {statistics.median(durations):8.1f}"
                 f" min {min(durations):8.1f} max {max(durations):8.1f}"
             )
+        on_path(events)
+
+
+def on_path(events):
+    on = sorted((e for e in events if e.get("args", {}).get("path")), key=lambda e: e["ts"])
+    if not on:
+        return
+    rows = collections.defaultdict(lambda: {"n": 0, "run": [], "gap": 0.0})
+    previous = None
+    for e in on:
+        if previous is None:
+            held = "start"
+            gap = e["ts"]
+        else:
+            held = "parent" if e["args"].get("after") == previous["args"]["task"] else "worker"
+            gap = e["ts"] - (previous["ts"] + previous["dur"])
+        row = rows[(e["name"], held)]
+        row["n"] += 1
+        row["run"].append(e["dur"])
+        row["gap"] += gap
+        previous = e
+    run = sum(e["dur"] for e in on)
+    end = on[-1]["ts"] + on[-1]["dur"]
+    print(f"  path: {len(on)} tasks, {run:.0f} us running, {end - run:.0f} us between them")
+    for (kind, held), row in sorted(rows.items(), key=lambda kv: -sum(kv[1]["run"])):
+        print(
+            f"    {kind:14} after {held:6} n={row['n']:6} run {sum(row['run']):9.0f} us"
+            f" (median {statistics.median(row['run']):7.1f}) gaps {row['gap']:8.0f} us"
+            f" (mean {row['gap'] / row['n']:6.1f})"
+        )
 
 
 if __name__ == "__main__":

@@ -139,3 +139,55 @@ fn the_static_policy_runs_the_inspectors_plan() {
         assert!(row.iter().all(|&w| w == row[0]), "row {i}: {row:?}");
     }
 }
+
+/// The path of a traced wavefront: every step is held by a parent
+/// or by its worker, it ends with the last cell, and its run time and gaps add up to the span.
+/// On a wavefront as wide as the workers, the last cell's path runs through its parents, and the
+/// trace's `after` argument names the parent each cell waited for.
+#[test]
+fn the_trace_path_accounts_for_the_span() {
+    use taskweave::{Held, Policy};
+    let t = 5;
+    let mut g = vec![0u32; t * t];
+    let report = wavefront(&mut g, t)
+        .policy(Policy::Static)
+        .trace(true)
+        .run(&Runtime::cpu_with(t as u32))
+        .expect("the region runs");
+    let path = report.trace_path().expect("tracing was on");
+    assert_eq!(path.run_ns() + path.gap_ns(), path.span_ns);
+    assert_eq!(path.steps.last().map(|s| s.task), Some(t * t - 1));
+    assert_eq!(path.steps[0].held, Held::Nothing);
+    // Each step's task is a parent of the next, or ran just before it on the same worker.
+    let trace = report.trace.as_ref().expect("tracing was on");
+    for pair in path.steps.windows(2) {
+        let (a, b) = (pair[0].task, pair[1].task);
+        match pair[1].held {
+            Held::Parent => assert!(b == a + 1 || b == a + t, "{a} then {b}"),
+            Held::Worker => assert_eq!(trace[a].worker, trace[b].worker),
+            Held::Nothing => panic!("only the first step is held by nothing"),
+        }
+        assert!(trace[a].end <= trace[b].start);
+    }
+    let total: usize = path.by_kind().iter().map(|s| s.tasks).sum();
+    assert_eq!(total, path.steps.len());
+    assert!(path.to_string().contains("cell"), "{path}");
+
+    let json = report.chrome_trace().expect("tracing was on");
+    let events = json["traceEvents"].as_array().expect("an event list");
+    let after = |task: usize| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "X" && e["args"]["task"] == task)
+            .map(|e| e["args"]["after"].clone())
+            .expect("an event per task")
+    };
+    assert!(after(0).is_null());
+    let on_path = events.iter().filter(|e| e["args"]["path"] == true).count();
+    assert_eq!(on_path, path.steps.len());
+    // Cell (1, 1) waited for (0, 1) or (1, 0), whichever ended last.
+    let waited = after(t + 1).as_u64().expect("a parent") as usize;
+    assert!(waited == 1 || waited == t, "{waited}");
+    let other = if waited == 1 { t } else { 1 };
+    assert!(trace[waited].end >= trace[other].end);
+}

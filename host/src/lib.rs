@@ -46,7 +46,7 @@ pub use options::{Backend, Options, Policy};
 pub use pinned::Pinned;
 pub use plan::{Plan, REPLAY_PLANS_ENV, RESET_ON_DEVICE_ENV, VERIFY_PLANS_ENV};
 pub use region::Region;
-pub use report::Report;
+pub use report::{Held, KindShare, PathStep, Report, TracePath};
 pub use resident::DeviceArray;
 pub use runtime::Runtime;
 pub use submit::{HELPERS, Pending};

@@ -8,6 +8,10 @@ use taskweave_device::abi::{TraceRecord, WorkerStats};
 use crate::call::Call;
 use crate::options::{Backend, Policy};
 
+mod path;
+
+pub use path::{Held, KindShare, PathStep, TracePath};
+
 /// The outcome of a successful region run.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -63,6 +67,9 @@ pub struct Report {
     pub kinds: &'static [&'static str],
     /// Each task's kind index, when tracing was on (to colour traces and timelines by kind).
     pub task_kinds: Option<Vec<u32>>,
+    /// Each task's parent that finished last in the trace (`u32::MAX` for a task without
+    /// parents), when tracing was on: what the task waited for, unless its worker was busy.
+    pub last_parent: Option<Vec<u32>>,
 }
 
 impl Report {
@@ -102,10 +109,34 @@ impl Report {
                     .map(|t| t.kind)
                     .collect()
             }),
+            last_parent: trace
+                .as_deref()
+                .filter(|t| t.len() == ins.task_count())
+                .map(|trace| {
+                    let parents = ins.dag.parents();
+                    (0..ins.task_count() as u32)
+                        .map(|t| {
+                            let latest = parents
+                                .parents_of(t)
+                                .iter()
+                                .max_by_key(|&&p| (trace[p as usize].end, std::cmp::Reverse(p)));
+                            latest.copied().unwrap_or(path::NO_PARENT)
+                        })
+                        .collect()
+                }),
             worker_stats,
             trace,
             kinds: ins.kinds,
         }
+    }
+
+    /// The tasks that set the traced run's span, and what held each ([`TracePath`]); `None`
+    /// when tracing was off or no task ran. Its one-line `Display` says how much of the span
+    /// the path's tasks ran, by kind, and how much went between them.
+    pub fn trace_path(&self) -> Option<TracePath> {
+        let trace = self.trace.as_deref()?;
+        let last_parent = self.last_parent.as_deref()?;
+        TracePath::new(trace, last_parent, |t| self.kind_of(t))
     }
 
     /// This report with its [`Report::wall_time`] counted from `start`, when the caller's call
@@ -127,10 +158,16 @@ impl Report {
     /// task, on a track per worker, named by task kind; `None` when tracing was off.
     ///
     /// Times are microseconds from the first task's start. Each event's arguments give the task
-    /// index and, on the GPU, the SM it ran on.
+    /// index, on the GPU the SM it ran on, `after`: the task's parent that finished last (`null`
+    /// for a task without parents), and `path`: whether the task is on the
+    /// [`trace_path`](Report::trace_path).
     pub fn chrome_trace(&self) -> Option<serde_json::Value> {
         let trace = self.trace.as_ref()?;
         let origin = trace.iter().map(|r| r.start).min().unwrap_or(0);
+        let mut on_path = vec![false; trace.len()];
+        for step in self.trace_path().iter().flat_map(|p| &p.steps) {
+            on_path[step.task] = true;
+        }
         let mut events: Vec<serde_json::Value> = trace
             .iter()
             .enumerate()
@@ -144,7 +181,12 @@ impl Report {
                     "tid": r.worker,
                     "ts": (r.start - origin) as f64 / 1e3,
                     "dur": r.end.saturating_sub(r.start) as f64 / 1e3,
-                    "args": { "task": task, "sm": r.sm },
+                    "args": {
+                        "task": task,
+                        "sm": r.sm,
+                        "after": self.after(task),
+                        "path": on_path[task],
+                    },
                 })
             })
             .collect();
@@ -153,6 +195,12 @@ impl Report {
             "args": { "name": format!("region `{}` on {}", self.region, self.backend) },
         }));
         Some(serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ns" }))
+    }
+
+    /// The parent of `task` that finished last, when tracing was on and it has one.
+    fn after(&self, task: usize) -> Option<u32> {
+        let parent = *self.last_parent.as_ref()?.get(task)?;
+        (parent != path::NO_PARENT).then_some(parent)
     }
 
     /// The kind name of task `task`, when tracing recorded kinds.
