@@ -61,8 +61,8 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Schedule {
 /// placed as by [`list_schedule`] among the workers neither chain nor idle.
 ///
 /// # Panics
-/// If `reserve` names a worker past `workers`, has chain workers but leaves no other worker, or
-/// idle workers but no chain worker.
+/// If `workers` is zero, or `reserve` names a worker past `workers`, has chain workers but
+/// leaves no other worker, or idle workers but no chain worker.
 pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Schedule {
     assert!(workers > 0, "a schedule needs a worker");
     let mut reserved = vec![false; workers as usize];
