@@ -31,6 +31,9 @@ pub struct RunArgs {
     /// SM-aware workers on the SMs `START..END` only (persistent and CPU backends).
     #[arg(long, value_name = "START..END", value_parser = parse_sms)]
     pub sms: Option<std::ops::Range<u32>>,
+    /// Run the critical path alone on the first N SMs (static policy, with --per-sm or --sms).
+    #[arg(long, value_name = "N")]
+    pub critical_sms: Option<u32>,
     /// Threads per task block.
     #[arg(long, default_value_t = 128)]
     pub threads: u32,
@@ -90,6 +93,10 @@ impl RunArgs {
             Some(n) => region.workers_per_sm(n),
             None => region,
         };
+        let region = match self.critical_sms {
+            Some(n) => region.critical_path_sms(n),
+            None => region,
+        };
         let region = match &self.sms {
             Some(sms) => region.sms(sms.clone()),
             None => region,
@@ -119,6 +126,9 @@ impl RunArgs {
             report.tasks,
             path.display()
         );
+        if let Some(path) = report.trace_path() {
+            eprintln!("{path}");
+        }
         Ok(())
     }
 }

@@ -52,6 +52,7 @@ fn args(policy: Policy, trace: bool) -> RunArgs {
         workers: Some(2),
         per_sm: None,
         sms: None,
+        critical_sms: None,
         threads: 32,
         cpu_lanes: 1,
         unchecked: false,

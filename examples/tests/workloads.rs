@@ -13,6 +13,7 @@ fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
         workers: Some(workers),
         per_sm: None,
         sms: None,
+        critical_sms: None,
         threads,
         cpu_lanes: lanes,
         unchecked: false,

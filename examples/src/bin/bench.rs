@@ -84,6 +84,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         workers: cli.workers,
         per_sm: None,
         sms: None,
+        critical_sms: None,
         threads: cli.threads,
         cpu_lanes: 1,
         unchecked: !cli.checked,

@@ -91,6 +91,7 @@ fn run() -> Result<()> {
                 workers: None,
                 per_sm: None,
                 sms: None,
+                critical_sms: None,
                 threads: 128,
                 cpu_lanes: 1,
                 unchecked: false,

@@ -3,8 +3,9 @@
 //!
 //! `tile_ops --op gemm --prec f64 --bs 64 --count 4096` runs 4096 independent tasks, each
 //! `C[t] = A[t]·B[t] + β·C[t]` on 64 × 64 tiles, as one level of a DAG. It prints the region's
-//! execution time (the kernel, median of `--reps` after one warm-up), the time per tile, the
-//! rate in TFLOP/s, and a check of sampled tiles: GEMM against a plain f64 product within the
+//! execution time (the kernel, median of `--reps` after one warm-up), the wall time per call
+//! (host arrays, so the copies up and back are in it), the time per tile, the rate in TFLOP/s,
+//! and a check of sampled tiles: GEMM against a plain f64 product within the
 //! bound of a `bs`-term sum (`2(bs + 2)ε` times `|A|·|B| + |β|·|C|`, element by element); SYRK
 //! likewise on its triangle; TRSM, POTRF and GETRF by their residuals (`B[t]·L⁻ᵀ·Lᵀ − B`,
 //! `A − L·Lᵀ`, `A − L·U`) within `4(bs + 2)ε` times the same products in absolute values.
@@ -274,6 +275,7 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
     let beta = T::from_f64(cli.beta);
     let mut out = made.clone();
     let mut times = Vec::with_capacity(cli.reps);
+    let mut walls = Vec::with_capacity(cli.reps);
     for rep in 0..=cli.reps {
         out.copy_from_slice(&made);
         let region = T::region(&mut out, &a, &b, beta, operation(cli), count, bs);
@@ -285,6 +287,7 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
             println!("warm-up: {report}");
         } else {
             times.push(report.execute_time.as_secs_f64());
+            walls.push(report.wall_time.as_secs_f64());
         }
     }
     let t = median(&times);
@@ -298,6 +301,10 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
         times.iter().copied().fold(0.0, f64::max) * 1e3,
         t / count as f64 * 1e9,
         flops / t / 1e12
+    );
+    println!(
+        "wall per call: {:.3} ms median (host arrays: the copies up and back included)",
+        median(&walls) * 1e3
     );
 
     // Checks, on tiles spread over the batch.
