@@ -83,8 +83,12 @@ impl TracePath {
         }
         let origin = trace.iter().map(|r| r.start).min().unwrap_or(0);
         let mut steps = Vec::new();
+        // A run whose records break their dependences (clocks that disagree) could lead back to
+        // a task already on the path; the walk stops there instead of going round.
+        let mut seen = vec![false; trace.len()];
         let mut t = last;
         loop {
+            seen[t] = true;
             let parent = last_parent.get(t).copied().unwrap_or(NO_PARENT);
             let parent = (parent != NO_PARENT).then_some(parent as usize);
             let prior = (before[t] != usize::MAX).then_some(before[t]);
@@ -94,7 +98,8 @@ impl TracePath {
                 (Some(p), _) => Some((Held::Parent, p)),
                 (None, Some(w)) => Some((Held::Worker, w)),
                 (None, None) => None,
-            };
+            }
+            .filter(|&(_, from)| !seen[from]);
             let r = &trace[t];
             let run_ns = r.end.saturating_sub(r.start);
             match held {
@@ -276,6 +281,21 @@ mod tests {
         let path = TracePath::new(&trace, &[NO_PARENT, NO_PARENT, 0], |_| "k").unwrap();
         assert_eq!(path.steps.last().unwrap().held, Held::Parent);
         assert_eq!(path.steps[0].task, 0);
+    }
+
+    /// A parent recorded as starting after its child (on the child's worker) would lead the
+    /// walk from the child to the parent and back by the worker; it stops instead.
+    #[test]
+    fn records_that_contradict_their_dependences_end_the_walk() {
+        let trace = [record(0, 10, 0), record(20, 30, 0)];
+        let path = TracePath::new(&trace, &[NO_PARENT, 0], |_| "k").unwrap();
+        assert_eq!(path.steps.len(), 2);
+        // Task 1 (the parent) ended last; its worker's previous task is 0, whose parent is 1.
+        let swapped = [record(20, 30, 0), record(0, 10, 0)];
+        let path = TracePath::new(&swapped, &[1, NO_PARENT], |_| "k").unwrap();
+        assert!(path.steps.len() <= 2, "{path:?}");
+        let path = TracePath::new(&swapped, &[NO_PARENT, 0], |_| "k").unwrap();
+        assert!(path.steps.len() <= 2, "{path:?}");
     }
 
     #[test]
