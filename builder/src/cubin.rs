@@ -89,6 +89,8 @@ pub(crate) fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) -> Re
     let output = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-O3")
+        // Its optimizations on every core: the examples' module took one core 15–40 minutes.
+        .arg("--split-compile=0")
         .arg(ptx)
         .arg("-o")
         .arg(cubin)
