@@ -23,7 +23,7 @@ stage | stage-*) ;;
 esac
 # Assemble the PTX into a cubin as well, with setup.sh's ptxas when there is no other: the staged
 # binaries then load their kernels without the driver's JIT, which did not finish the examples'
-# 18 MB module in ten minutes on the H100 (2026-11-27; about 45 s when it was a third of that).
+# 18 MB module in ten minutes on the H100 (2026-11-27; it once took about 45 s).
 if [ -z "${TASKWEAVE_PTXAS:-}" ] && ! command -v ptxas >/dev/null; then
     venv_ptxas=$(ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/ptxas 2>/dev/null | head -1 || true)
     if [ -n "$venv_ptxas" ]; then
