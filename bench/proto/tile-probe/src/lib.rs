@@ -1,0 +1,117 @@
+//! One 64-tile's POTRF, GETRF and TRSM (f64) from the device crate's tile library, each timed
+//! inside the kernel (see README.md). Every thread of one block calls a kernel; thread 0 writes
+//! `[ns, cycles]` of the first call and of the second to `out[0..4]`.
+#![no_std]
+#![feature(abi_ptx, asm_experimental_arch)]
+use taskweave_device::Block;
+use taskweave_device::tile::flags::{Diag, Op, Side, Uplo};
+use taskweave_device::tile::operand::Rect;
+use taskweave_device::view::{Declared, Misses, ViewMut};
+
+/// `%globaltimer` (ns) and `%clock64` (SM cycles).
+#[inline(always)]
+fn now() -> (u64, u64) {
+    let (t, c): (u64, u64);
+    // SAFETY: reads two special registers.
+    unsafe {
+        core::arch::asm!("mov.u64 {0}, %globaltimer; mov.u64 {1}, %clock64;", out(reg64) t, out(reg64) c)
+    };
+    (t, c)
+}
+
+/// Runs `f` twice on the block's view of `p[..len]`, at element offsets 0 and 8192 (row 128 of a
+/// 64-wide array), and times each call between two barriers.
+///
+/// # Safety
+/// `p[..len]` is device memory that only this block uses, `out[..4]` too, and the launch gave the
+/// block dynamic shared memory for the operations' scratch.
+unsafe fn timed(
+    p: *mut f64,
+    len: usize,
+    out: *mut u64,
+    f: impl Fn(&Block, &mut ViewMut<'_, f64, false>, usize),
+) {
+    let (s, bytes) = taskweave_device::shared::dynamic();
+    // SAFETY: the block's own dynamic shared memory, used by nothing else.
+    let block = unsafe { Block::new(0, 0, s, bytes) };
+    let misses = Misses::new();
+    let r = [0..len];
+    let d = Declared {
+        ranges: &r,
+        writes: &r,
+        slot: 0,
+        name: "a",
+        task: "t",
+        misses: &misses,
+    };
+    // SAFETY: the caller's promise; the declared range is the whole array.
+    let mut v = unsafe { ViewMut::<f64, false>::new(p, len, d) };
+    for second in [0, 1] {
+        block.sync();
+        let t0 = now();
+        f(&block, &mut v, second * 128 * 64);
+        block.sync();
+        let t1 = now();
+        if block.thread() == 0 {
+            // SAFETY: `out[..4]` is this block's (the caller's promise).
+            unsafe {
+                *out.add(2 * second) = t1.0 - t0.0;
+                *out.add(2 * second + 1) = t1.1 - t0.1;
+            }
+        }
+    }
+}
+
+/// POTRF of the lower triangle of the tile at `p` (rows of `ld`), then of the one 128 rows down.
+///
+/// # Safety
+/// As for `timed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn potrf64(p: *mut f64, len: usize, ld: usize, out: *mut u64) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        timed(p, len, out, |b, v, o| {
+            let _ =
+                taskweave_device::tile::potrf(b, Uplo::Lower, v.mat_mut(Rect::new(o, 64, 64, ld)));
+        })
+    }
+}
+/// GETRF (no pivoting) of the tile at `p`, then of the one 128 rows down.
+///
+/// # Safety
+/// As for `timed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn getrf64(p: *mut f64, len: usize, ld: usize, out: *mut u64) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        timed(p, len, out, |b, v, o| {
+            let _ = taskweave_device::tile::getrf(b, v.mat_mut(Rect::new(o, 64, 64, ld)));
+        })
+    }
+}
+/// `X := −X·L⁻ᵀ` for `L` the lower triangle of rows 0..64 and `X` rows 64..128, then the same
+/// 128 rows down.
+///
+/// # Safety
+/// As for `timed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn trsm64(p: *mut f64, len: usize, ld: usize, out: *mut u64) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        timed(p, len, out, |b, v, o| {
+            let ops = v.operands();
+            let a = ops.mat(Rect::new(o, 64, 64, ld));
+            let x = ops.mat_mut(Rect::new(o + 64 * ld, 64, 64, ld));
+            taskweave_device::tile::trsm(
+                b,
+                Side::Right,
+                Uplo::Lower,
+                Op::T,
+                Diag::NonUnit,
+                -1.0,
+                a,
+                x,
+            );
+        })
+    }
+}
