@@ -220,7 +220,7 @@ impl Team {
     /// (a 32-bit division is a sequence of about twenty instructions) made the staged copies of
     /// one 64-tile cost thousands of instructions per warp.
     #[inline(always)]
-    pub fn for_each_cell(&self, rows: u32, cols: u32, mut f: impl FnMut(u32, u32)) {
+    pub fn for_each_cell(&self, rows: u32, cols: u32, f: impl FnMut(u32, u32)) {
         if cols == 0 {
             return;
         }
@@ -233,7 +233,10 @@ impl Team {
             f,
         );
         #[cfg(not(target_arch = "nvptx64"))]
-        self.for_each_item(rows * cols, |i| f(i / cols, i % cols));
+        {
+            let mut f = f;
+            self.for_each_item(rows * cols, |i| f(i / cols, i % cols));
+        }
     }
 
     /// Calls `f(i)` for each `i` in `0..n` that the calling thread's lanes own: item `i` belongs to
