@@ -47,11 +47,10 @@
 #     (scripts/gpu-evidence.sh).
 #   driver: calls the CUDA driver (cudarc, FFI), which Miri cannot run. On the GPU as above.
 #
-#| bench/proto/tile-probe/src/lib.rs | getrf64 | 2 | not: nvptx64 (a probe kernel built by hand for the GPU alone, a kernel entry point)
+#| bench/proto/tile-probe/src/lib.rs | kernels | 10 | not: nvptx64 (a probe kernel built by hand for the GPU alone, the kernel entry points)
 #| bench/proto/tile-probe/src/lib.rs | now | 1 | not: nvptx64 (a probe kernel built by hand for the GPU alone, special registers)
-#| bench/proto/tile-probe/src/lib.rs | potrf64 | 2 | not: nvptx64 (a probe kernel built by hand for the GPU alone, a kernel entry point)
+#| bench/proto/tile-probe/src/lib.rs | solve | 2 | not: nvptx64 (a probe kernel built by hand for the GPU alone, raw operands)
 #| bench/proto/tile-probe/src/lib.rs | timed | 4 | not: nvptx64 (a probe kernel built by hand for the GPU alone, the block's dynamic shared memory and raw views)
-#| bench/proto/tile-probe/src/lib.rs | trsm64 | 2 | not: nvptx64 (a probe kernel built by hand for the GPU alone, a kernel entry point)
 #| device/src/arch/gpu.rs | special_register_u32 | 1 | not: nvptx64 (special registers)
 #| device/src/arch/gpu.rs | clock64 | 1 | not: nvptx64 (special register)
 #| device/src/arch/gpu.rs | global_timer_ns | 1 | not: nvptx64 (special register)

@@ -1,26 +1,57 @@
-# Times one 64-tile's POTRF, GETRF and TRSM (f64) of two builds of the tile library inside a kernel
-# (%globaltimer and %clock64 around the call, thread 0), one block, median of 50 launches after 10.
+# Times one 64-tile's POTRF, GETRF and the factorizations' three TRSMs (f64 and f32) of two builds of the
+# tile library inside a kernel (%globaltimer and %clock64 around the call, thread 0), one block, median of 50 launches after 10.
 # Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py NAME...
 # with each build's cubin at .gpu/probe/NAME.cubin (README.md). A build whose name starts with
-# "trace" was built with --cfg p32_trace, and its 32-block path's phase cycles are printed too.
+# "trace" was built with --cfg p32_trace from the source in
+# bench/results/panel32-shared-h100/panel32-shared.patch, and its 32-block path's phase cycles are
+# printed too. Both calls' results are checked against NumPy; the script exits 1 when any error is
+# above BOUND, so that a wrong build cannot pass for a fast one.
 import sys, numpy as np, cupy as cp
 n = 64
+# About 64·eps·‖A‖ scaled by a margin: the builds measured here give 1e-16 to 1e-15 in f64 and
+# 1e-7 to 1e-6 in f32.
+BOUND = {np.float64: 1e-12, np.float32: 1e-4}
+# The kernels' second call works on the tile 128 rows down (src/lib.rs).
+TILES = (0, 128)
 rng = np.random.default_rng(1)
 B = rng.standard_normal((n, n)); A = B @ B.T / n + np.eye(n)
 M = rng.standard_normal((n, n)) + np.eye(n) * (n / 4 + 1)
 L = np.linalg.cholesky(A)
+# LU's triangles: a unit lower one with small entries (a random one's inverse grows exponentially)
+# and the upper one of M.
+Lu = np.tril(rng.standard_normal((n, n)) / n, -1) + np.eye(n)
+U = np.triu(M)
 X0 = rng.standard_normal((n, n))
-def potrf_prep(): return cp.asarray(np.vstack([A, A, A, A]))
-def potrf_check(d):
-    l = np.tril(cp.asnumpy(d)[:n]); return np.abs(l @ l.T - A).max() / np.abs(A).max()
-def getrf_prep(): return cp.asarray(np.vstack([M, M, M, M]))
-def getrf_check(d):
-    f = cp.asnumpy(d)[:n]; l = np.tril(f, -1) + np.eye(n); u = np.triu(f)
-    return np.abs(l @ u - M).max() / np.abs(M).max()
-def trsm_prep(): return cp.asarray(np.vstack([L, X0, L, X0]))
-def trsm_check(d):
-    x = cp.asnumpy(d)[n:2*n]; return np.abs(x @ L.T + X0).max() / np.abs(X0).max()
-ops = {"potrf64": (potrf_prep, potrf_check), "getrf64": (getrf_prep, getrf_check), "trsm64": (trsm_prep, trsm_check)}
+def rel(x, ref): return np.abs(x - ref).max() / np.abs(ref).max()
+def tiles(d, rows=n):
+    h = cp.asnumpy(d).astype(np.float64); return [h[t:t+rows] for t in TILES]
+def potrf_check(d, a):
+    def one(f):
+        # The upper triangle is not the factor's: it must be left as it was.
+        if not np.array_equal(np.triu(f, 1), np.triu(a, 1)): return np.inf
+        l = np.tril(f); return rel(l @ l.T, a)
+    return max(one(f) for f in tiles(d))
+def getrf_check(d, a):
+    def one(f): return rel((np.tril(f, -1) + np.eye(n)) @ np.triu(f), a)
+    return max(one(f) for f in tiles(d))
+def solve_check(d, t, x0, residual):
+    return max(rel(residual(f[n:], t), x0) for f in tiles(d, 2 * n))
+# name: (dtype, the input's 64-row blocks, the check of the result)
+ops = {}
+for dt, bits in ((np.float64, 64), (np.float32, 32)):
+    a, m = A.astype(dt).astype(np.float64), M.astype(dt).astype(np.float64)
+    l, lu, u, x0 = (v.astype(dt).astype(np.float64) for v in (L, Lu, U, X0))
+    ops[f"potrf{bits}"] = (dt, [a, a, a, a], lambda d, a=a: potrf_check(d, a))
+    ops[f"getrf{bits}"] = (dt, [m, m, m, m], lambda d, m=m: getrf_check(d, m))
+    # X := -X·L^-T, so X·L^T = -X0.
+    ops[f"trsm{bits}"] = (dt, [l, x0, l, x0],
+        lambda d, l=l, x0=x0: solve_check(d, l, -x0, lambda x, t: x @ t.T))
+    # X := Lu^-1·X (Lu's diagonal is not read: store M's there), so Lu·X = X0.
+    ops[f"trsm_row{bits}"] = (dt, [np.tril(lu, -1) + np.triu(m), x0] * 2,
+        lambda d, lu=lu, x0=x0: solve_check(d, lu, x0, lambda x, t: t @ x))
+    # X := X·U^-1, so X·U = X0 (U's lower part holds Lu's, not read).
+    ops[f"trsm_col{bits}"] = (dt, [u + np.tril(lu, -1), x0] * 2,
+        lambda d, u=u, x0=x0: solve_check(d, u, x0, lambda x, t: x @ t))
 builds = sys.argv[1:]
 mods = {b: cp.RawModule(path=f".gpu/probe/{b}.cubin") for b in builds}
 # Keep the clocks up.
@@ -28,20 +59,27 @@ x = cp.random.random((4096, 4096))
 for _ in range(50): x = x @ x; x /= cp.abs(x).max()
 cp.cuda.Device().synchronize()
 print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+failed = []
 for threads in (128, 256):
-    for op, (prep, check) in ops.items():
+    for op, (dt, blocks, check) in ops.items():
         for rnd in (1, 2):
             for b in builds:
-                k = mods[b].get_function(op)
+                try:
+                    k = mods[b].get_function(op)
+                except Exception:
+                    continue  # a build from before this kernel was added
                 k.max_dynamic_shared_size_bytes = 73728
                 out = cp.zeros(4, dtype=cp.uint64)
                 ts, cs, ts2, cs2 = [], [], [], []
+                host = np.vstack(blocks).astype(dt)
                 for r in range(60):
-                    d = prep()
+                    d = cp.asarray(host)
                     k((1,), (threads,), (d, np.uint64(d.size), np.uint64(n), out), shared_mem=73728)
                     cp.cuda.Device().synchronize()
                     o = out.get(); ts.append(int(o[0])); cs.append(int(o[1])); ts2.append(int(o[2])); cs2.append(int(o[3]))
                 err = check(d)
+                if not err <= BOUND[dt]:
+                    failed.append(f"{op} threads {threads} {b}: rel. error {err:.1e}")
                 extra = ""
                 if b.startswith("trace"):
                     tr = cp.ndarray((16,), dtype=cp.uint64, memptr=mods[b].get_global("P32_TRACE")).get().astype(np.int64)
@@ -50,3 +88,7 @@ for threads in (128, 256):
                     else:
                         extra = " phases: copy-in %d chol0 %d lines %d update %d chol1 %d copy-out %d" % (tuple(tr[i+1]-tr[i] for i in range(8, 13)) + (tr[15]-tr[13],))
                 print(f"{op} threads {threads} round {rnd} {b:5}: {np.median(ts[10:])/1e3:7.2f} us {np.median(cs[10:]):8.0f} cycles  rel. error {err:.1e}; again in the launch {np.median(ts2[10:])/1e3:7.2f} us {np.median(cs2[10:]):8.0f} cycles{extra}", flush=True)
+if failed:
+    print("FAILED (error above the bound):", *failed, sep="\n  ")
+    sys.exit(1)
+print("all results within the bound of NumPy's")

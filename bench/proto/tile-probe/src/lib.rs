@@ -25,11 +25,11 @@ fn now() -> (u64, u64) {
 /// # Safety
 /// `p[..len]` is device memory that only this block uses, `out[..4]` too, and the launch gave the
 /// block dynamic shared memory for the operations' scratch.
-unsafe fn timed(
-    p: *mut f64,
+unsafe fn timed<T: Copy>(
+    p: *mut T,
     len: usize,
     out: *mut u64,
-    f: impl Fn(&Block, &mut ViewMut<'_, f64, false>, usize),
+    f: impl Fn(&Block, &mut ViewMut<'_, T, false>, usize),
 ) {
     let (s, bytes) = taskweave_device::shared::dynamic();
     // SAFETY: the block's own dynamic shared memory, used by nothing else.
@@ -45,7 +45,7 @@ unsafe fn timed(
         misses: &misses,
     };
     // SAFETY: the caller's promise; the declared range is the whole array.
-    let mut v = unsafe { ViewMut::<f64, false>::new(p, len, d) };
+    let mut v = unsafe { ViewMut::<T, false>::new(p, len, d) };
     for second in [0, 1] {
         block.sync();
         let t0 = now();
@@ -62,56 +62,121 @@ unsafe fn timed(
     }
 }
 
-/// POTRF of the lower triangle of the tile at `p` (rows of `ld`), then of the one 128 rows down.
-///
-/// # Safety
-/// As for `timed`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn potrf64(p: *mut f64, len: usize, ld: usize, out: *mut u64) {
-    // SAFETY: the caller's promise.
-    unsafe {
-        timed(p, len, out, |b, v, o| {
-            let _ =
-                taskweave_device::tile::potrf(b, Uplo::Lower, v.mat_mut(Rect::new(o, 64, 64, ld)));
-        })
-    }
+/// The probe's kernels for one element type: `potrf`, `getrf`, and the three TRSMs of the
+/// factorizations, `trsm` (Cholesky's `X := −X·L⁻ᵀ`), `trsm_row` (LU's row panel, `X := L⁻¹·X`
+/// with a unit diagonal) and `trsm_col` (LU's column panel, `X := X·U⁻¹`): the tile at `p` (rows
+/// of `ld`), or the triangle there and `X` the 64 rows below it; then the same 128 rows down.
+macro_rules! kernels {
+    ($t:ty, $potrf:ident, $getrf:ident, $trsm:ident, $row:ident, $col:ident) => {
+        /// POTRF of the lower triangle.
+        ///
+        /// # Safety
+        /// As for `timed`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $potrf(p: *mut $t, len: usize, ld: usize, out: *mut u64) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                timed(p, len, out, |b, v, o| {
+                    let _ = taskweave_device::tile::potrf(
+                        b,
+                        Uplo::Lower,
+                        v.mat_mut(Rect::new(o, 64, 64, ld)),
+                    );
+                })
+            }
+        }
+        /// GETRF without pivoting.
+        ///
+        /// # Safety
+        /// As for `timed`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $getrf(p: *mut $t, len: usize, ld: usize, out: *mut u64) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                timed(p, len, out, |b, v, o| {
+                    let _ = taskweave_device::tile::getrf(b, v.mat_mut(Rect::new(o, 64, 64, ld)));
+                })
+            }
+        }
+        /// `X := −X·L⁻ᵀ`.
+        ///
+        /// # Safety
+        /// As for `timed`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $trsm(p: *mut $t, len: usize, ld: usize, out: *mut u64) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                solve(
+                    p,
+                    len,
+                    ld,
+                    out,
+                    (Side::Right, Uplo::Lower, Op::T, Diag::NonUnit),
+                    -1.0,
+                )
+            }
+        }
+        /// `X := L⁻¹·X`, `L` unit lower.
+        ///
+        /// # Safety
+        /// As for `timed`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $row(p: *mut $t, len: usize, ld: usize, out: *mut u64) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                solve(
+                    p,
+                    len,
+                    ld,
+                    out,
+                    (Side::Left, Uplo::Lower, Op::N, Diag::Unit),
+                    1.0,
+                )
+            }
+        }
+        /// `X := X·U⁻¹`.
+        ///
+        /// # Safety
+        /// As for `timed`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $col(p: *mut $t, len: usize, ld: usize, out: *mut u64) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                solve(
+                    p,
+                    len,
+                    ld,
+                    out,
+                    (Side::Right, Uplo::Upper, Op::N, Diag::NonUnit),
+                    1.0,
+                )
+            }
+        }
+    };
 }
-/// GETRF (no pivoting) of the tile at `p`, then of the one 128 rows down.
+
+/// TRSM of the 64 rows below the triangle at `p` against it, timed by `timed`.
 ///
 /// # Safety
 /// As for `timed`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn getrf64(p: *mut f64, len: usize, ld: usize, out: *mut u64) {
-    // SAFETY: the caller's promise.
-    unsafe {
-        timed(p, len, out, |b, v, o| {
-            let _ = taskweave_device::tile::getrf(b, v.mat_mut(Rect::new(o, 64, 64, ld)));
-        })
-    }
-}
-/// `X := −X·L⁻ᵀ` for `L` the lower triangle of rows 0..64 and `X` rows 64..128, then the same
-/// 128 rows down.
-///
-/// # Safety
-/// As for `timed`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn trsm64(p: *mut f64, len: usize, ld: usize, out: *mut u64) {
+unsafe fn solve<T: taskweave_device::tile::shapes::Tiled>(
+    p: *mut T,
+    len: usize,
+    ld: usize,
+    out: *mut u64,
+    (side, uplo, op, diag): (Side, Uplo, Op, Diag),
+    alpha: f64,
+) {
     // SAFETY: the caller's promise.
     unsafe {
         timed(p, len, out, |b, v, o| {
             let ops = v.operands();
             let a = ops.mat(Rect::new(o, 64, 64, ld));
             let x = ops.mat_mut(Rect::new(o + 64 * ld, 64, 64, ld));
-            taskweave_device::tile::trsm(
-                b,
-                Side::Right,
-                Uplo::Lower,
-                Op::T,
-                Diag::NonUnit,
-                -1.0,
-                a,
-                x,
-            );
+            taskweave_device::tile::trsm(b, side, uplo, op, diag, T::from_f64(alpha), a, x);
         })
     }
 }
+
+kernels!(f64, potrf64, getrf64, trsm64, trsm_row64, trsm_col64);
+kernels!(f32, potrf32, getrf32, trsm32, trsm_row32, trsm_col32);
