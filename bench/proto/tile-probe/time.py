@@ -1,6 +1,6 @@
 # Times one 64-tile's POTRF, GETRF and the factorizations' three TRSMs (f64 and f32) of two builds of the
 # tile library inside a kernel (%globaltimer and %clock64 around the call, thread 0), one block, median of 50 launches after 10.
-# Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py NAME...
+# Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py [--flush] NAME...
 # with each build's cubin at .gpu/probe/NAME.cubin (README.md). A build whose name starts with
 # "trace" was built with --cfg p32_trace from the source in
 # bench/results/panel32-shared-h100/panel32-shared.patch, and its 32-block path's phase cycles are
@@ -52,7 +52,12 @@ for dt, bits in ((np.float64, 64), (np.float32, 32)):
     # X := X·U^-1, so X·U = X0 (U's lower part holds Lu's, not read).
     ops[f"trsm_col{bits}"] = (dt, [u + np.tril(lu, -1), x0] * 2,
         lambda d, u=u, x0=x0: solve_check(d, u, x0, lambda x, t: x @ t))
-builds = sys.argv[1:]
+# --flush: before each launch, write a buffer eight times the L2 cache's size, so that the tile
+# code's instructions come from memory as they may inside a factorization that streams its matrix
+# through L2 (without it, the first call of a launch finds its code in L2 from the launch before).
+flush = "--flush" in sys.argv
+builds = [b for b in sys.argv[1:] if b != "--flush"]
+scrub = cp.empty(8 * cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"] // 8, dtype=cp.float64) if flush else None
 mods = {b: cp.RawModule(path=f".gpu/probe/{b}.cubin") for b in builds}
 # Keep the clocks up.
 x = cp.random.random((4096, 4096))
@@ -74,6 +79,7 @@ for threads in (128, 256):
                 host = np.vstack(blocks).astype(dt)
                 for r in range(60):
                     d = cp.asarray(host)
+                    if flush: scrub.fill(r)
                     k((1,), (threads,), (d, np.uint64(d.size), np.uint64(n), out), shared_mem=73728)
                     cp.cuda.Device().synchronize()
                     o = out.get(); ts.append(int(o[0])); cs.append(int(o[1])); ts2.append(int(o[2])); cs2.append(int(o[3]))
