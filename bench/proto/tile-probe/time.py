@@ -1,6 +1,6 @@
 # Times one 64-tile's POTRF, GETRF and the factorizations' three TRSMs (f64 and f32) of two builds of the
 # tile library inside a kernel (%globaltimer and %clock64 around the call, thread 0), one block, median of 50 launches after 10.
-# Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py [--flush] NAME...
+# Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py [--flush] [--load] NAME...
 # with each build's cubin at .gpu/probe/NAME.cubin (README.md). A build whose name starts with
 # "trace" was built with --cfg p32_trace from the source in
 # bench/results/panel32-shared-h100/panel32-shared.patch, and its 32-block path's phase cycles are
@@ -56,8 +56,18 @@ for dt, bits in ((np.float64, 64), (np.float32, 32)):
 # code's instructions come from memory as they may inside a factorization that streams its matrix
 # through L2 (without it, the first call of a launch finds its code in L2 from the launch before).
 flush = "--flush" in sys.argv
-builds = [b for b in sys.argv[1:] if b != "--flush"]
+# --load: before each launch, start a copy of 1 GiB on a low-priority stream and launch the tile on
+# a high-priority one, so that it runs beside the copy's blocks with the memory system busy, as a
+# chain task inside a factorization does (the copy lasts about 300 us; the tile, 15-50).
+load = "--load" in sys.argv
+builds = [b for b in sys.argv[1:] if b not in ("--flush", "--load")]
 scrub = cp.empty(8 * cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"] // 8, dtype=cp.float64) if flush else None
+if load:
+    # CUDA's range is [-5, 0] on these GPUs (lower is higher); a value outside it is clamped.
+    least, greatest = 0, -5
+    copy_stream = cp.cuda.Stream(non_blocking=True, priority=least)
+    tile_stream = cp.cuda.Stream(non_blocking=True, priority=greatest)
+    la, lb = cp.ones(1 << 26), cp.empty(1 << 26)
 mods = {b: cp.RawModule(path=f".gpu/probe/{b}.cubin") for b in builds}
 # Keep the clocks up.
 x = cp.random.random((4096, 4096))
@@ -80,7 +90,12 @@ for threads in (128, 256):
                 for r in range(60):
                     d = cp.asarray(host)
                     if flush: scrub.fill(r)
-                    k((1,), (threads,), (d, np.uint64(d.size), np.uint64(n), out), shared_mem=73728)
+                    if load:
+                        cp.cuda.Device().synchronize()
+                        with copy_stream: cp.copyto(lb, la)
+                        k((1,), (threads,), (d, np.uint64(d.size), np.uint64(n), out), shared_mem=73728, stream=tile_stream)
+                    else:
+                        k((1,), (threads,), (d, np.uint64(d.size), np.uint64(n), out), shared_mem=73728)
                     cp.cuda.Device().synchronize()
                     o = out.get(); ts.append(int(o[0])); cs.append(int(o[1])); ts2.append(int(o[2])); cs2.append(int(o[3]))
                 err = check(d)
