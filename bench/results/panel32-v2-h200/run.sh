@@ -6,7 +6,7 @@
 # deliberately broken build (v3 with its block product one column short), which must fail its
 # check; l: the probe with a copy of 1 GiB running beside each launch (--load). a: one tile's ops; the factorizations at 2048 and 4096. t: traced factorizations at 4096
 # (64-tiles), each task kind's times (scripts/trace-summary.py); s: the same with one worker per
-# SM. b1, b2: one round each of old and new
+# SM; o: one op on 1, 264 and 2,640 independent tiles. b1, b2: one round each of old and new
 # at 8192 (128-tiles). c: the demo and the sanitizers on the new code. Run from the repository root
 # with the staged builds in .gpu/base.tar.xz and .gpu/new.tar.xz (.gpu/prep.sh unpacks them into
 # /tmp) and the probe's cubins in .gpu/probe/.
@@ -67,6 +67,15 @@ for spec in "cholesky f64" "lu f64"; do set -- $spec; for R in $OLD $NEW; do
   python3 scripts/trace-summary.py /tmp/tr/$name.json
 done; done > $OUT/trace-4096-one-per-sm.txt 2>&1
 grep -E "^## |^path:|^  [a-z]+_f" $OUT/trace-4096-one-per-sm.txt | cut -c1-200
+fi
+if [ "$part" = o ]; then
+# One op on 1, 264 (one per worker) and 2,640 independent tiles: alone, with every worker running
+# the same op at once, and in waves.
+{ for op in trsm potrf; do for count in 1 264 2640; do for R in $OLD $NEW $OLD $NEW; do
+  echo "## $(who $R) $op 64 f64 count $count"
+  timeout 60 $R tile_ops --op $op --prec f64 --bs 64 --count $count --backend persistent --policy static --unchecked --reps 10 --shared-bytes 73728 2>&1 | grep -v "^warm-up"
+done; done; done; } > $OUT/ops-count.txt 2>&1
+awk '/^## /{h=$2" "$3" "$7; next} /ns per tile/{print h, $(NF-5)}' $OUT/ops-count.txt | paste - - - -
 fi
 if [ "$part" = b1 ] || [ "$part" = b2 ]; then
 L="linalg --dsl --vendor --algorithms cholesky,lu --precisions f64,f32 --reps 5 --variants persistent/static+plan,persistent/static+plan:checked,barrier"
