@@ -56,9 +56,9 @@ for dt, bits in ((np.float64, 64), (np.float32, 32)):
 # code's instructions come from memory as they may inside a factorization that streams its matrix
 # through L2 (without it, the first call of a launch finds its code in L2 from the launch before).
 flush = "--flush" in sys.argv
-# --load: before each launch, start a copy of 1 GiB on a low-priority stream and launch the tile on
+# --load: before each launch, start a copy of 512 MiB on a low-priority stream and launch the tile on
 # a high-priority one, so that it runs beside the copy's blocks with the memory system busy, as a
-# chain task inside a factorization does (the copy lasts about 300 us; the tile, 15-50).
+# chain task inside a factorization does (the copy moves 1 GiB, about 250 us; the tile takes 15-50).
 load = "--load" in sys.argv
 builds = [b for b in sys.argv[1:] if b not in ("--flush", "--load")]
 scrub = cp.empty(8 * cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"] // 8, dtype=cp.float64) if flush else None

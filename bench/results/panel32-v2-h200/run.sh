@@ -4,7 +4,7 @@
 # path (old, base), interleaved, cuSOLVER in the same processes. PART p: the tile probe of base,
 # the first version (p32) and this one (v3), with L2 flushed before each launch and without, and a
 # deliberately broken build (v3 with its block product one column short), which must fail its
-# check; l: the probe with a copy of 1 GiB running beside each launch (--load). a: one tile's ops; the factorizations at 2048 and 4096. t: traced factorizations at 4096
+# check; l: the probe with a copy of 512 MiB running beside each launch (--load). a: one tile's ops; the factorizations at 2048 and 4096. t: traced factorizations at 4096
 # (64-tiles), each task kind's times (scripts/trace-summary.py); s: the same with one worker per
 # SM; o: one op on 1, 264 and 2,640 independent tiles. b1, b2: one round each of old and new
 # at 8192 (128-tiles). c: the demo and the sanitizers on the new code. Run from the repository root
@@ -22,7 +22,7 @@ tail -n 3 $OUT/probe--flush.txt $OUT/probe.txt; grep -E "FAIL|exit|bound" $OUT/p
 exit
 fi
 if [ "$part" = l ]; then
-# The probe with a 1 GiB copy running beside each launch (time.py --load), L2 flushed and not.
+# The probe with a 512 MiB copy running beside each launch (time.py --load), L2 flushed and not.
 for f in "--flush --load" "--load"; do
   o=$OUT/probe${f// /}.txt
   { hdr python3 bench/proto/tile-probe/time.py $f base v3; python3 bench/proto/tile-probe/time.py $f base v3; } > $o 2>&1; echo "exit $?" >> $o
