@@ -6,6 +6,10 @@
 #   scripts/stage-gpu.sh stage-main # the same into ./stage-main (also ignored), e.g. for an A/B
 #   scripts/stage-gpu.sh stage-main tile_bench   # only the named binaries (a stage of all ten
 #                                                # binaries is about 70 MB)
+#   TASKWEAVE_REGIONS='cholesky_*,lu_*' scripts/stage-gpu.sh stage-ab cholesky lu
+#                                   # only those regions' kernels in the PTX and cubin: minutes of
+#                                   # ptxas instead of most of an hour, for an A/B of one workload
+#                                   # (the binaries' other regions then fail to load)
 #   (on the GPU machine) stage/run.sh selfcheck     # prints date, device and command first
 #   (on the GPU machine) stage/run.sh lu --nb 15 --bs 32
 #

@@ -65,6 +65,16 @@ pub enum Error {
         /// The kernels crate.
         krate: PathBuf,
     },
+    /// `TASKWEAVE_REGIONS` keeps none of the crate's kernels.
+    #[error(
+        "TASKWEAVE_REGIONS=`{patterns}` names no region of this crate (a name is a region's whole name, or a prefix ending in `*`); its regions are: {regions}"
+    )]
+    NoRegionKept {
+        /// The variable's value.
+        patterns: String,
+        /// The crate's regions, comma-separated.
+        regions: String,
+    },
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {

@@ -94,12 +94,24 @@ impl<'a> Module<'a> {
     /// The module with kernel `kernel` alone and the functions it reaches, under `.maxnreg cap`
     /// when `cap` is given; `None` if there is no such kernel.
     pub(crate) fn alone(&self, kernel: &str, cap: Option<u32>) -> Option<String> {
-        let body = self.items.iter().find_map(|item| match item {
-            Item::Entry { name, text } if *name == kernel => Some(*text),
-            _ => None,
-        })?;
+        self.kernels()
+            .any(|name| name == kernel)
+            .then(|| self.only(|name| name == kernel, cap))
+    }
+
+    /// The module with the kernels that `keep` names and the functions they reach, each kept
+    /// kernel under `.maxnreg cap` when `cap` is given.
+    pub(crate) fn only(&self, keep: impl Fn(&str) -> bool, cap: Option<u32>) -> String {
+        let bodies: Vec<&str> = self
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Entry { name, text } if keep(name) => Some(*text),
+                _ => None,
+            })
+            .collect();
         let mut reached = HashSet::new();
-        let mut todo = vec![body];
+        let mut todo = bodies.clone();
         while let Some(text) = todo.pop() {
             for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$')) {
                 if let Some((name, def)) = self.funcs.get_key_value(word)
@@ -109,20 +121,20 @@ impl<'a> Module<'a> {
                 }
             }
         }
-        let mut out = String::with_capacity(body.len() * 4);
+        let mut out = String::with_capacity(bodies.iter().map(|b| b.len() * 4).sum());
         for item in &self.items {
             match item {
                 Item::Other(text) => out.push_str(text),
                 Item::Func { name, text } if reached.contains(name) => out.push_str(text),
                 Item::Func { .. } => {}
-                Item::Entry { name, text } if *name == kernel => match cap {
+                Item::Entry { name, text } if keep(name) => match cap {
                     Some(cap) => out.push_str(&with_cap(text, cap)),
                     None => out.push_str(text),
                 },
                 Item::Entry { .. } => {}
             }
         }
-        Some(out)
+        out
     }
 }
 
@@ -436,6 +448,12 @@ mod tests {
         assert!(other.contains(".maxntid 64\n.maxnreg 80\n{\n\tcall.uni unused"));
         assert!(!other.contains("deep") && !other.contains(") used("));
         assert!(module.alone("missing", None).is_none());
+        // Two kernels keep what either reaches, each function once, and their own caps.
+        let both = module.only(|name| name == "k" || name == "other", None);
+        assert!(both.contains(".func deep()\n{") && both.contains("call.uni unused"));
+        assert_eq!(both.matches(".func deep()\n{").count(), 1);
+        assert!(both.contains(".maxntid 64\n{\n\tcall.uni unused"));
+        assert!(module.only(|_| false, None).matches(".entry").count() == 0);
         assert_eq!(
             with_cap(&module.alone("k", Some(64)).unwrap(), 96)
                 .matches(".maxnreg")

@@ -178,6 +178,7 @@ impl Builder {
             env::FIT_REGISTERS,
             env::PTXAS,
             env::TOOLCHAIN,
+            env::REGIONS,
         ] {
             println!("cargo:rerun-if-env-changed={var}");
         }
@@ -211,7 +212,20 @@ impl Builder {
                  kernels in this crate: no cap was changed for it"
             );
         }
-        let owner = tune::regions(&text).min();
+        let owner = tune::regions(&text).min().map(str::to_owned);
+        let text = match std::env::var(env::REGIONS) {
+            Ok(patterns) if !patterns.trim().is_empty() => {
+                let kept = keep_regions(&patterns, &kernels)?;
+                println!(
+                    "cargo:warning=taskweave: {} keeps {kept} of {} kernels; the other regions \
+                     fail to load (\"finding kernel ... in the PTX\")",
+                    env::REGIONS,
+                    kernels.len()
+                );
+                fit::Module::parse(&text).only(|kernel| region_kept(&patterns, kernel), None)
+            }
+            _ => text,
+        };
         let text = tune::add_uncapped_twins(&text);
         let ptxas = cubin::find_ptxas();
         let fitted = fit::caps(
@@ -259,6 +273,45 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// The region of `kernel`, if it is one of the scheduler's.
+fn region_of(kernel: &str) -> Option<&str> {
+    let kernel = taskweave_names::Kernel::parse(kernel)?;
+    Some(kernel.stem.rsplit_once('_')?.0)
+}
+
+/// Whether `TASKWEAVE_REGIONS`'s `patterns` keep `kernel`: its region is one of the names, or
+/// starts with one that ends in `*`. Kernels of no region are not kept.
+fn region_kept(patterns: &str, kernel: &str) -> bool {
+    region_of(kernel).is_some_and(|region| {
+        patterns
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .any(|p| match p.strip_suffix('*') {
+                Some(prefix) => region.starts_with(prefix),
+                None => region == p,
+            })
+    })
+}
+
+/// How many of `kernels` `patterns` keep; an error naming the crate's regions when none.
+fn keep_regions(patterns: &str, kernels: &[&str]) -> Result<usize, Error> {
+    let kept = kernels
+        .iter()
+        .filter(|kernel| region_kept(patterns, kernel))
+        .count();
+    if kept == 0 {
+        let mut regions: Vec<&str> = kernels.iter().filter_map(|k| region_of(k)).collect();
+        regions.sort_unstable();
+        regions.dedup();
+        return Err(Error::NoRegionKept {
+            patterns: patterns.to_owned(),
+            regions: regions.join(", "),
+        });
+    }
+    Ok(kept)
 }
 
 fn env(name: &'static str) -> Result<String, Error> {
@@ -325,6 +378,51 @@ mod tests {
             "taskweave_listed_lu_f32_12345678",
         ];
         assert_eq!(b.unmatched_regions(&kernels), ["lu_f23"]);
+    }
+
+    #[test]
+    fn taskweave_regions_keeps_named_regions_and_prefixes_only() {
+        let kernels = [
+            "taskweave_region_lu_f32_12345678",
+            "taskweave_listed_lu_f32_12345678__unchecked",
+            "taskweave_region_lud_12345678",
+            "taskweave_region_cholesky_f64_resident_12345678",
+            "taskweave_region_nw_12345678",
+            "helper_function",
+        ];
+        let kept = |patterns: &str| -> Vec<&str> {
+            kernels
+                .iter()
+                .copied()
+                .filter(|k| super::region_kept(patterns, k))
+                .collect()
+        };
+        // `lu_*` is a prefix: not `lud`, whose name does not start with `lu_`.
+        assert_eq!(
+            kept("cholesky_*, lu_*"),
+            &kernels[..2]
+                .iter()
+                .chain(&kernels[3..4])
+                .copied()
+                .collect::<Vec<_>>()[..]
+        );
+        // A plain name is the whole region's name.
+        assert_eq!(kept("lu"), Vec::<&str>::new());
+        assert_eq!(
+            kept("lud,nw"),
+            [
+                "taskweave_region_lud_12345678",
+                "taskweave_region_nw_12345678"
+            ]
+        );
+        assert_eq!(super::keep_regions("lu_*", &kernels).unwrap(), 2);
+        let none = super::keep_regions("chol", &kernels)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains("`chol`") && none.contains("cholesky_f64_resident, lu_f32, lud, nw"),
+            "{none}"
+        );
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub mod env {
     /// Read by the device build: `0` keeps it from fitting each persistent kernel's register cap
     /// with `ptxas` (they all get `MAX_REGISTERS` then).
     pub const FIT_REGISTERS: &str = "TASKWEAVE_FIT_REGISTERS";
+    /// Read by the device build: the regions whose kernels it keeps, comma-separated (a name ending
+    /// in `*` keeps every region it starts), for builds that need only some of them; unset or
+    /// empty keeps all.
+    pub const REGIONS: &str = "TASKWEAVE_REGIONS";
     /// Read by the device build: the `ptxas` to assemble a cubin with (empty or `0`: none).
     pub const PTXAS: &str = "TASKWEAVE_PTXAS";
     /// Read by the device build: the Rust toolchain it compiles with, instead of the pinned one.
