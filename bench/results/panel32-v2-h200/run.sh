@@ -7,9 +7,10 @@
 # check; l: the probe with a copy of 512 MiB running beside each launch (--load). a: one tile's ops; the factorizations at 2048 and 4096. t: traced factorizations at 4096
 # (64-tiles), each task kind's times (scripts/trace-summary.py); s: the same with one worker per
 # SM; o: one op on 1, 264 and 2,640 independent tiles. b1, b2: one round each of old and new
-# at 8192 (128-tiles). c: the demo and the sanitizers on the new code. Run from the repository root
-# with the staged builds in .gpu/base.tar.xz and .gpu/new.tar.xz (.gpu/prep.sh unpacks them into
-# /tmp) and the probe's cubins in .gpu/probe/.
+# at 8192 (128-tiles). c: the demo and the sanitizers on the new code (never run: nothing merged).
+# Run from the repository root with the staged builds in .gpu/base.tar.xz and .gpu/new.tar.xz
+# (scripts/unpack-stage.sh unpacks them into /tmp; the run itself called .gpu/prep.sh, the same
+# script) and the probe's cubins in .gpu/probe/.
 set -uo pipefail
 part=${1:-a}
 hdr() { echo "# date: $(date -u +%FT%TZ)"; echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"; echo "# command: $*"; }
@@ -30,7 +31,7 @@ for f in "--flush --load" "--load"; do
 done
 exit
 fi
-bash .gpu/prep.sh base new
+bash scripts/unpack-stage.sh base new
 OLD=/tmp/base/run.sh NEW=/tmp/new/run.sh
 who() { [ $1 = $OLD ] && echo old || echo new; }
 if [ "$part" = a ]; then
