@@ -258,19 +258,27 @@ unsafe fn stage_triangle<T: Element>(
     forward: bool,
 ) {
     let n = t.rows;
-    team.for_each_cell(n, n, |o, i| {
-        let (k, q) = if t.trans { (i, o) } else { (o, i) };
-        let (h, kk) = (k as usize / E, k as usize % E);
-        // SAFETY: inside `t` and the planes (the caller's promise).
-        unsafe {
-            *tt.add(h * plane + q as usize * E + kk) =
-                if (forward && k >= q) || (!forward && k <= q) {
-                    *t.at(k, q)
-                } else {
-                    T::ZERO
-                };
-        }
-    });
+    let place = |o: u32, i: u32| if t.trans { (i, o) } else { (o, i) };
+    team.copy_cells(
+        n,
+        n,
+        T::ZERO,
+        |o, i| {
+            let (k, q) = place(o, i);
+            if (forward && k >= q) || (!forward && k <= q) {
+                // SAFETY: inside `t` (the caller's promise).
+                unsafe { *t.at(k, q) }
+            } else {
+                T::ZERO
+            }
+        },
+        |o, i, v| {
+            let (k, q) = place(o, i);
+            let (h, kk) = (k as usize / E, k as usize % E);
+            // SAFETY: inside the planes (the caller's promise).
+            unsafe { *tt.add(h * plane + q as usize * E + kk) = v };
+        },
+    );
 }
 
 /// Step `q = 16·b + k0` of [`solve`]: entry `q` of every line becomes final, and the entries after

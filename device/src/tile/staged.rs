@@ -145,21 +145,33 @@ pub(crate) unsafe fn copy<T: Element>(
     } else {
         (rows, cols)
     };
-    team.for_each_cell(outer, inner, |o, i| {
-        let (r, c) = if along.trans { (i, o) } else { (o, i) };
-        let kept = match part {
-            Part::All => true,
-            Part::Lower => c <= r,
-            Part::Upper => r <= c,
-        };
-        if kept {
-            // SAFETY: inside both matrices (the caller's promise).
-            unsafe {
-                let v = *src.at(r, c);
-                *dst.at(r, c) = if alpha == T::ONE { v } else { alpha * v };
+    let place = |o: u32, i: u32| if along.trans { (i, o) } else { (o, i) };
+    let kept = |(r, c): (u32, u32)| match part {
+        Part::All => true,
+        Part::Lower => c <= r,
+        Part::Upper => r <= c,
+    };
+    team.copy_cells(
+        outer,
+        inner,
+        T::ZERO,
+        |o, i| {
+            let (r, c) = place(o, i);
+            if kept((r, c)) {
+                // SAFETY: inside `src` (the caller's promise).
+                unsafe { *src.at(r, c) }
+            } else {
+                T::ZERO
             }
-        }
-    });
+        },
+        |o, i, v| {
+            let (r, c) = place(o, i);
+            if kept((r, c)) {
+                // SAFETY: inside `dst` (the caller's promise).
+                unsafe { *dst.at(r, c) = if alpha == T::ONE { v } else { alpha * v } };
+            }
+        },
+    );
 }
 
 /// `c −= a·b` for `a` of `c.rows × 16` and `b` of `16 × c.cols` (only `c`'s lower triangle when
