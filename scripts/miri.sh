@@ -215,14 +215,14 @@
 #| device/src/tile/testing.rs | on_block | 2 | miri: A
 #| device/src/tile/regs.rs | pair | 3 | miri: A
 #| device/src/tile/regs.rs | solve | 5 | miri: A
-#| device/src/tile/regs.rs | stage_triangle | 2 | miri: A
+#| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
 #| device/src/tile/regs.rs | substitute | 3 | miri: A
 #| device/src/tile/regs.rs | factor | 6 | miri: A
 #| device/src/tile/regs.rs | eliminate | 6 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
 #| device/src/tile/regs.rs | run_factor | 1 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A
-#| device/src/tile/staged.rs | copy | 2 | miri: A
+#| device/src/tile/staged.rs | copy | 3 | miri: A
 #| device/src/tile/staged.rs | update | 4 | miri: A
 #| device/src/tile/staged.rs | solve_lines | 5 | miri: A
 #| device/src/tile/trsm.rs | trsm | 1 | miri: A

@@ -248,8 +248,9 @@ impl Team {
     /// `load(r, c)` for each of them, then `store(r, c, v)` for each. A loop that stores each cell
     /// before it loads the next waits a whole memory latency per cell, since the compiler cannot
     /// move a load above a store that may alias it: staging a 64-tile's triangle that way (32
-    /// cells per thread) was a third of a TRSM inside a factorization on the H200
-    /// (bench/results/chain-stalls-h200/). `none` stands in for the loads past the grid's end.
+    /// cells per thread) held 28% of a TRSM's warp samples inside a factorization on the H200,
+    /// and the barrier after it 7% more (bench/results/chain-stalls-h200/). `none` stands in for
+    /// the loads past the grid's end.
     #[inline(always)]
     pub fn copy_cells<V: Copy>(
         &self,
