@@ -23,6 +23,7 @@ part=${1:-n}
 builds=${2:-base v2}
 hdr() { echo "# date: $(date -u +%FT%TZ)"; echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"; echo "# command: $*"; }
 bash scripts/unpack-stage.sh base v2 cp
+[ -f .gpu/xp.tar.xz ] && bash scripts/unpack-stage.sh xp
 if [ "$part" = n ]; then
 ncu --version | tail -1
 for nb in 64 4; do for b in $builds; do
@@ -77,4 +78,30 @@ echo "PASS lines: $(grep -c ': PASS' $OUT/verify.txt), FAIL or error lines: $(gr
   timeout 240 compute-sanitizer --tool $tool /tmp/cp/bin/$case --nb 3 --prec f64 --resident --reps 1 --backend persistent --policy static 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|check:"
 done; done; } > $OUT/sanitizers.txt 2>&1
 cat $OUT/sanitizers.txt
+fi
+# PART x: cp against xp (cp with the first round of the TRSM's right-hand side loaded before the
+# triangle is staged; regions cholesky_f64_resident,lu_f64_resident): linalg f64 at 2048 and 4096
+# two rounds, 8192 one, then traces at 4096 and the f64 verification on every backend.
+if [ "$part" = x ]; then
+for round in 1 2; do for b in cp xp; do
+  o=$OUT/linalg-x-$round-$b.txt
+  { echo "## round $round $b"; timeout 200 /tmp/$b/run.sh linalg --dsl --vendor --sizes 2048,4096 --precisions f64 --reps 5 --variants persistent/static+plan; echo "exit $?"; } > $o 2>&1
+  grep -E "^##|exit" $o | tr '\n' ' '; echo
+done; done
+for b in cp xp; do
+  o=$OUT/linalg-x8-$b.txt
+  { echo "## $b"; timeout 200 /tmp/$b/run.sh linalg --dsl --vendor --sizes 8192 --precisions f64 --reps 5 --variants persistent/static+plan; echo "exit $?"; } > $o 2>&1
+done
+mkdir -p /tmp/tr
+for alg in cholesky lu; do for b in cp xp; do
+  { timeout 120 /tmp/$b/run.sh $alg --nb 64 --bs 64 --prec f64 --resident --reps 3 --backend persistent --policy static --unchecked --trace /tmp/tr/$alg-$b.json
+    python3 scripts/trace-summary.py /tmp/tr/$alg-$b.json; } 2>&1 | grep -E "^#|execute|median" | sed "s/^/$alg $b: /"
+done; done > $OUT/trace-x.txt
+{ for alg in cholesky lu; do for bs in 48 64 128; do
+  for be in "persistent --policy static" "persistent --policy grr" barrier grid-barrier graph streams; do
+    echo "## $alg f64 bs $bs $be"
+    timeout 60 /tmp/xp/run.sh $alg --nb 6 --bs $bs --prec f64 --resident --reps 1 --reference --backend $be 2>&1 | grep -E "check|error|Error|panick"
+  done; done; done
+  for tool in memcheck racecheck; do echo "## $tool cholesky 64"; timeout 200 compute-sanitizer --tool $tool /tmp/xp/bin/cholesky --nb 3 --bs 64 --prec f64 --resident --reps 1 --backend persistent --policy static 2>&1 | grep -E "SUMMARY|check:"; done; } > $OUT/verify-x.txt 2>&1
+echo "PASS lines: $(grep -c ': PASS' $OUT/verify-x.txt), FAIL or error lines: $(grep -ciE 'fail|error:|panick' $OUT/verify-x.txt)"; grep SUMMARY $OUT/verify-x.txt
 fi
