@@ -107,18 +107,12 @@ impl Layout {
     }
 }
 
-/// Elements in 16 bytes: the gap after each quarter of a buffer, which keeps the quarters'
-/// starts 16-byte aligned and puts the four quarters' lanes, reading one pair of entries each,
-/// on four different sets of banks.
+/// Elements in 16 bytes: the gap after each plane of a staged triangle and each group of an
+/// exchange buffer, which keeps their starts 16-byte aligned and spreads the lanes that read them
+/// at once over different banks.
 #[inline(always)]
 fn gap<T>() -> usize {
     16 / size_of::<T>()
-}
-
-/// Where entry `c` of a line sits in an exchange buffer: quarters [`gap`] elements apart.
-#[inline(always)]
-fn pos<T>(c: u32) -> usize {
-    c as usize + (c as usize / E) * gap::<T>()
 }
 
 /// Two elements from 16-byte aligned `p` (an f64 pair) or 8-byte aligned `p` (f32): one vector
@@ -360,6 +354,43 @@ unsafe fn substitute<T: Element>(
     }));
 }
 
+/// Rows of the block of a factored tile that one thread holds.
+const FR: usize = 8;
+/// Columns of that block.
+const FC: usize = 4;
+
+/// What one thread holds of a factored tile: `cells[i][k]` is element `(8·bi + i, 4·bj + k)`,
+/// `(bi, bj)` being the thread's block.
+type Cells<T> = [[Lanes<T>; FC]; FR];
+
+/// Where element `r` of a factorization's exchange buffer sits: groups of [`FR`] elements
+/// [`gap`] apart, so that the eight row groups a warp reads at once start on different banks and
+/// every even element is 16-byte aligned (f64 pairs).
+#[inline(always)]
+fn pos<T>(r: u32) -> usize {
+    r as usize + (r as usize / FR) * gap::<T>()
+}
+
+/// Stores `v` at 16-byte aligned `p` (an f64 pair) or 8-byte aligned `p` (f32).
+///
+/// # Safety
+/// As for [`pair`], writing.
+#[inline(always)]
+unsafe fn put_pair<T: Element>(p: *mut T, v: [T; 2]) {
+    #[repr(C, align(16))]
+    struct Pair16<T>([T; 2]);
+    if size_of::<T>() == 8 {
+        // SAFETY: the caller's promise (16-byte aligned for an 8-byte `T`).
+        unsafe { (*p.cast::<Pair16<T>>()).0 = v };
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe {
+            *p = v[0];
+            *p.add(1) = v[1];
+        }
+    }
+}
+
 /// Which factorization [`factor`] runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -369,11 +400,11 @@ pub(crate) enum Kind {
     Lu,
 }
 
-/// POTRF or GETRF of the square tile `a` in registers (module docs): the lines are `a`'s rows.
-/// Returns `None`, having done nothing, when the side is not 16, 32 or 64, the block has fewer
-/// than `n²/32` threads, or `room` cannot hold the exchange buffers; else the factorization's
-/// result as [`potrf`](super::potrf()) and [`getrf`](super::getrf()) give it. Every thread of the
-/// block calls it and gets the same result; it ends with a barrier.
+/// POTRF or GETRF of the square tile `a` in registers (module docs): each thread holds an
+/// `8 × 4` block of the tile. Returns `None`, having done nothing, when the side is not 16, 32 or
+/// 64, the block has fewer than `n²/32` threads, or `room` cannot hold the exchange buffers; else
+/// the factorization's result as [`potrf`](super::potrf()) and [`getrf`](super::getrf()) give it.
+/// Every thread of the block calls it and gets the same result; it ends with a barrier.
 ///
 /// # Safety
 /// `a` is valid memory that only this block accesses during the call; `room` is the block's and
@@ -387,8 +418,7 @@ pub(crate) unsafe fn factor<T: Element>(
     kind: Kind,
 ) -> Option<Result<(), usize>> {
     let n = a.rows;
-    let layout = Layout::of(n, team)?;
-    if layout.groups(team) * (R as u32) < n {
+    if !matches!(n, 16 | 32 | 64) || team.threads() < n * n / (FR * FC) as u32 {
         return None;
     }
     // Two exchange buffers (a step's column, and for LU its row), alternating by step parity so
@@ -397,18 +427,11 @@ pub(crate) unsafe fn factor<T: Element>(
     let stride = pos::<T>(n);
     let buffers = if kind == Kind::Lu { 4 } else { 2 };
     let (exchange, _) = room.take_array::<T>(buffers * stride)?;
-    // Zeros first: the steps multiply entries they do not use by zero, which must not be a NaN.
-    // SAFETY: inside the buffers, which only this block uses until the call returns.
-    team.for_each_item((buffers * stride) as u32, |e| unsafe {
-        *exchange.add(e as usize) = T::ZERO
-    });
-    block.sync();
-    let row = |lane: u32, i: usize| R as u32 * layout.group(lane) + i as u32;
-    let entry = |lane: u32, k: usize| E as u32 * layout.part(lane) + k as u32;
+    let grid = Grid::of(n, team);
     // Lower triangle only for Cholesky: the upper one is neither read nor written.
-    let kept = |r: u32, c: u32| r < n && (kind == Kind::Lu || c <= r);
-    let mut regs: Regs<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
-        let (r, c) = (row(lane, i), entry(lane, k));
+    let kept = |r: u32, c: u32| c < n && (kind == Kind::Lu || c <= r);
+    let mut cells: Cells<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+        let (r, c) = grid.cell(lane, i, k);
         if kept(r, c) {
             // SAFETY: inside `a` (the caller's promise).
             unsafe { *a.at(r, c) }
@@ -417,25 +440,24 @@ pub(crate) unsafe fn factor<T: Element>(
         }
     })))));
     let mut failed = None;
-    for b in 0..layout.parts {
-        unroll::<E>(hot!(|k0| {
+    for q in 0..n / FR as u32 {
+        unroll::<FR>(hot!(|u| {
             if failed.is_none() {
+                let column = exchange.wrapping_add((u % 2) * stride);
+                let pivots = exchange.wrapping_add((2 + u % 2) * stride);
                 // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
-                // step is k0's, 16 being even.
-                let column = unsafe { exchange.add((k0 % 2) * stride) };
-                let pivots = exchange.wrapping_add((2 + k0 % 2) * stride);
-                // SAFETY: as above; `a` is held in the registers.
+                // step is u's, FR being even.
                 failed =
-                    unsafe { eliminate(block, layout, &mut regs, column, pivots, n, b, k0, kind) };
+                    unsafe { eliminate(block, grid, &mut cells, column, pivots, n, q, u, kind) };
             }
         }));
         if failed.is_some() {
             break;
         }
     }
-    unroll::<R>(hot!(|i| unroll::<E>(hot!(|k| regs[i][k].for_each(
+    unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
         |lane, v| {
-            let (r, c) = (row(lane, i), entry(lane, k));
+            let (r, c) = grid.cell(lane, i, k);
             if kept(r, c) {
                 // SAFETY: as for the loads.
                 unsafe { *a.at(r, c) = v };
@@ -446,13 +468,56 @@ pub(crate) unsafe fn factor<T: Element>(
     Some(failed.map_or(Ok(()), Err))
 }
 
-/// Step `j = 16·b + k0` of [`factor`]: column `j` (and row `j`, LU) is published, the block meets,
-/// and every lane finishes column `j` of its lines and updates its entries after `j`. Returns the
-/// step when its pivot fails (not positive, Cholesky; zero, LU), the same in every thread.
+/// Which `8 × 4` block of an `n`-tile each thread of a block holds: thread `t` holds row block
+/// `t mod n/8` and column block `t / (n/8)`, so that a warp holds whole column blocks (a step's
+/// column is published by the lanes of one or two warps) and its lanes read eight different row
+/// groups of the exchange buffer. Threads past `n²/32` hold column blocks past the tile.
+#[derive(Clone, Copy)]
+struct Grid {
+    /// `log2(n / 8)`.
+    shift: u32,
+    /// The calling warp's first thread.
+    first: u32,
+}
+
+impl Grid {
+    #[inline(always)]
+    fn of(n: u32, team: &Team) -> Self {
+        Self {
+            shift: (n / FR as u32).trailing_zeros(),
+            first: team.warp() * arch::WARP_SIZE,
+        }
+    }
+
+    /// The row block of `lane`'s thread.
+    #[inline(always)]
+    fn bi(self, lane: u32) -> u32 {
+        (self.first + lane) & ((1 << self.shift) - 1)
+    }
+
+    /// The column block of `lane`'s thread.
+    #[inline(always)]
+    fn bj(self, lane: u32) -> u32 {
+        (self.first + lane) >> self.shift
+    }
+
+    /// The element `cells[i][k]` of `lane`'s thread is.
+    #[inline(always)]
+    fn cell(self, lane: u32, i: usize, k: usize) -> (u32, u32) {
+        (
+            FR as u32 * self.bi(lane) + i as u32,
+            FC as u32 * self.bj(lane) + k as u32,
+        )
+    }
+}
+
+/// Step `j = 8·q + u` of [`factor`]: column `j` (and row `j`, LU) is published, the block meets,
+/// and every thread finishes its share of column `j` and updates its entries after `j`. Returns
+/// the step when its pivot fails (not positive, Cholesky; zero, LU), the same in every thread.
 ///
 /// # Safety
-/// `column` and `pivots` are this step's exchange buffers ([`pos`]`(n)` elements each; `pivots`
-/// only for LU).
+/// `column` and `pivots` are this step's exchange buffers ([`pos`]`(n)` elements each,
+/// 16-byte aligned; `pivots` only for LU).
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and buffers"
@@ -460,43 +525,48 @@ pub(crate) unsafe fn factor<T: Element>(
 #[inline(always)]
 unsafe fn eliminate<T: Element>(
     block: &Block,
-    layout: Layout,
-    regs: &mut Regs<T>,
+    grid: Grid,
+    cells: &mut Cells<T>,
     column: *mut T,
     pivots: *mut T,
     n: u32,
-    b: u32,
-    k0: usize,
+    q: u32,
+    u: usize,
     kind: Kind,
 ) -> Option<usize> {
-    let j = E as u32 * b + k0 as u32;
-    let row = |lane: u32, i: usize| R as u32 * layout.group(lane) + i as u32;
-    // Publish column j (rows j and after) from the lanes holding quarter b.
-    unroll::<R>(hot!(|i| regs[i][k0].for_each(|lane, v| {
-        let r = row(lane, i);
-        if layout.part(lane) == b && r >= j && r < n {
-            // SAFETY: inside the buffer (`r < n`).
-            unsafe { *column.add(pos::<T>(r)) = v };
-        }
-    })));
-    // LU: and row j (columns after j) from the lanes holding line j, in one warp.
-    let (group, groups) = (j / R as u32, arch::WARP_SIZE >> layout.shift);
-    if kind == Kind::Lu && group >= layout.warp_first && group < layout.warp_first + groups {
-        let i = (j % R as u32) as usize;
-        unroll::<R>(hot!(|ii| {
-            if ii == i {
-                unroll::<E>(hot!(|k| regs[ii][k].for_each(|lane, v| {
-                    let c = E as u32 * layout.part(lane) + k as u32;
-                    if row(lane, ii) == j && c > j {
-                        // SAFETY: inside the buffer (`c < n`).
-                        unsafe { *pivots.add(pos::<T>(c)) = v };
-                    }
-                })));
+    let j = FR as u32 * q + u as u32;
+    // The column block holding column j, and j's place in it.
+    let (cq, cc) = (j / FC as u32, u % FC);
+    // Whether row 8·bi + i comes after j; whether column 4·bj + k does.
+    let row_after = |bi: u32, i: usize| bi > q || (bi == q && i > u);
+    let column_after = |bj: u32, k: usize| bj > cq || (bj == cq && k > cc);
+    // Publish column j from the threads holding it, every row (the rows before j are masked out
+    // where they are read).
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let v = cells[2 * p][cc].zip(cells[2 * p + 1][cc], |x, y| [x, y]);
+        v.for_each(|lane, v| {
+            if grid.bj(lane) == cq {
+                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+                // SAFETY: inside the buffer (`r < n`), `r` even.
+                unsafe { put_pair(column.add(pos::<T>(r)), v) };
             }
+        });
+    }));
+    // LU: and row j from the threads holding it, every column of the tile.
+    if kind == Kind::Lu {
+        unroll::<{ FC / 2 }>(hot!(|p| {
+            let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
+            v.for_each(|lane, v| {
+                let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
+                if grid.bi(lane) == q && c < n {
+                    // SAFETY: inside the buffer (`c < n`), `c` even.
+                    unsafe { put_pair(pivots.add(pos::<T>(c)), v) };
+                }
+            });
         }));
     }
     block.sync();
-    // SAFETY: written before the barrier by the lane holding (j, j).
+    // SAFETY: written before the barrier by the thread holding (j, j).
     let d = unsafe { *column.add(pos::<T>(j)) };
     let (scale, factor) = match kind {
         Kind::Cholesky => {
@@ -505,7 +575,7 @@ unsafe fn eliminate<T: Element>(
                 return Some(j as usize);
             }
             let s = d.rsqrt();
-            // L[r][j] = a[r][j]·s; the update subtracts a[r][j]·a[c][j]·s².
+            // L[r][j] = a[r][j]·s; the update subtracts a[r][j]·(a[c][j]·s²).
             (s, s * s)
         }
         Kind::Lu => {
@@ -516,68 +586,70 @@ unsafe fn eliminate<T: Element>(
             (inverse, inverse)
         }
     };
-    // Each lane's multiplier per line: its row's entry of column j, times `factor` (zero for rows
-    // not after j, whose entries after j stay: LU's U, Cholesky's unused upper triangle).
-    let multipliers: [Lanes<T>; R] = array(hot!(|i| Lanes::from_fn(|lane| {
-        let r = row(lane, i);
-        if r > j && r < n {
-            // SAFETY: written before the barrier (rows j and after).
-            unsafe { *column.add(pos::<T>(r)) * factor }
-        } else {
-            T::ZERO
-        }
-    })));
-    // Finish column j: L[r][j] (and Cholesky's pivot, √d).
-    unroll::<R>(hot!(|i| {
-        regs[i][k0] = regs[i][k0].map_lane(|lane, v| {
-            let r = row(lane, i);
-            if layout.part(lane) != b || r < j {
-                v
-            } else if r == j {
-                if kind == Kind::Cholesky { d * scale } else { v }
-            } else {
-                v * scale
-            }
+    // Each thread's multipliers: its rows' entries of column j (zero for rows not after j, whose
+    // entries after j stay: LU's U, Cholesky's unused upper triangle).
+    let mut multipliers: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+            // SAFETY: written before the barrier (every row), `r` even.
+            unsafe { pair(column.add(pos::<T>(r))) }
         });
+        unroll::<2>(hot!(|h| {
+            let i = 2 * p + h;
+            multipliers[i] = v.map_lane(|lane, v| {
+                if row_after(grid.bi(lane), i) {
+                    v[h]
+                } else {
+                    T::ZERO
+                }
+            });
+        }));
     }));
-    // The entries after j: a[r][c] −= m_r·x_c, x_c being column j's entry at row c (Cholesky) or
-    // row j's entry at column c (LU).
+    // The entries of column j (Cholesky) or row j (LU) by which they are multiplied, times
+    // `factor`, zero for the columns not after j (the finished columns of L, and column j).
     let source = if kind == Kind::Cholesky {
         column
     } else {
         pivots
     };
-    // Entry 16·h + k of a line comes after j when h > b, or h == b and k > k0: the multipliers
-    // are masked to zero for the lanes whose entry does not (a multiply-add of zero leaves the
-    // entry, with no select per entry; the buffers' stale entries are finite).
-    let masked = |later: bool| -> [Lanes<T>; R] {
-        array(hot!(|i| multipliers[i].map_lane(|lane, m| {
-            let h = layout.part(lane);
-            if (later && h >= b) || h > b {
-                m
-            } else {
-                T::ZERO
-            }
-        })))
-    };
-    let (late, early) = (masked(true), masked(false));
-    unroll::<{ E / 2 }>(hot!(|p| {
-        let k = 2 * p;
-        let x = Lanes::from_fn(|lane| {
-            let c = E as u32 * layout.part(lane) + k as u32;
-            // SAFETY: inside the buffer, `c` even and the quarters 16-byte aligned.
+    let mut x: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
+            // SAFETY: written before the barrier (every column); `c` even, clamped into the
+            // buffer for the threads past the tile (whose results are not stored).
             unsafe { pair(source.add(pos::<T>(c))) }
         });
-        unroll::<2>(hot!(|d| {
-            let kd = k + d;
-            let m = if kd > k0 { &late } else { &early };
-            unroll::<R>(hot!(|i| {
-                regs[i][kd] = regs[i][kd]
-                    .zip(x, |v, x| (v, x[d]))
-                    .zip(m[i], |(v, x), m| (-m).fma(x, v));
-            }));
+        unroll::<2>(hot!(|h| {
+            let k = 2 * p + h;
+            x[k] = v.map_lane(|lane, v| {
+                if column_after(grid.bj(lane), k) {
+                    v[h] * factor
+                } else {
+                    T::ZERO
+                }
+            });
         }));
     }));
+    // Finish column j: L[r][j] for the rows after j (and Cholesky's pivot, d·s = √d).
+    unroll::<FR>(hot!(|i| {
+        cells[i][cc] = cells[i][cc].map_lane(|lane, v| {
+            let (bi, bj) = (grid.bi(lane), grid.bj(lane));
+            let on_pivot = kind == Kind::Cholesky && bi == q && i == u;
+            if bj == cq && (row_after(bi, i) || on_pivot) {
+                v * scale
+            } else {
+                v
+            }
+        });
+    }));
+    // The entries after j: a[r][c] −= m_r·x_c.
+    unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
+        cells[i][k] = cells[i][k]
+            .zip(multipliers[i], |v, m| (v, m))
+            .zip(x[k], |(v, m), x| (-m).fma(x, v));
+    }))));
     None
 }
 
