@@ -20,6 +20,7 @@ pub trait Element:
     + core::ops::Mul<Output = Self>
     + core::ops::Div<Output = Self>
     + core::ops::Neg<Output = Self>
+    + super::smem::Word
     + sealed::Sealed
     + 'static
 {

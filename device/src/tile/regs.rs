@@ -41,71 +41,12 @@
 use super::engine::Gmat;
 use super::lanes::{Lanes, Team};
 use super::numeric::Element;
+#[cfg(target_arch = "nvptx64")]
+use super::smem::window;
 use super::staged::Room;
 use super::unroll::{array, hot, unroll};
 use crate::Block;
 use crate::arch;
-
-/// Entries of one line that one lane holds.
-pub(crate) const E: usize = 16;
-/// Lines that one lane holds.
-const R: usize = 2;
-
-/// What one lane holds: entries `16·h + k` of its lines, `regs[i][k]` for line `i` (`h` is the
-/// lane's quarter).
-type Regs<T> = [[Lanes<T>; E]; R];
-
-/// How an `n`-line tile maps onto the lanes of a block.
-#[derive(Clone, Copy)]
-struct Layout {
-    /// Lanes per line (`n / 16`): a power of two, so that they are neighbours in one warp.
-    parts: u32,
-    /// `log2(parts)`: lanes are divided by shifts (a 32-bit division is about twenty
-    /// instructions, and a check for zero).
-    shift: u32,
-    /// The line groups (of [`R`] lines) before the calling warp's first.
-    warp_first: u32,
-}
-
-impl Layout {
-    /// The layout of lines of `n` entries for `team`, if `n` is 16, 32 or 64.
-    #[inline(always)]
-    fn of(n: u32, team: &Team) -> Option<Self> {
-        matches!(n, 16 | 32 | 64).then(|| {
-            let parts = n / E as u32;
-            let shift = parts.trailing_zeros();
-            Self {
-                parts,
-                shift,
-                warp_first: team.warp() * (arch::WARP_SIZE >> shift),
-            }
-        })
-    }
-
-    /// The line groups a block of `team`'s size holds at once.
-    #[inline(always)]
-    fn groups(self, team: &Team) -> u32 {
-        team.warps() * (arch::WARP_SIZE >> self.shift)
-    }
-
-    /// The quarter of its lines that `lane` holds.
-    #[inline(always)]
-    fn part(self, lane: u32) -> u32 {
-        lane & (self.parts - 1)
-    }
-
-    /// The line group that `lane` of the calling warp holds.
-    #[inline(always)]
-    fn group(self, lane: u32) -> u32 {
-        self.warp_first + (lane >> self.shift)
-    }
-
-    /// The first lane of `lane`'s group.
-    #[inline(always)]
-    fn leader(self, lane: u32) -> u32 {
-        lane & !(self.parts - 1)
-    }
-}
 
 /// Elements in 16 bytes: the gap after each plane of a staged triangle and each group of an
 /// exchange buffer, which keeps their starts 16-byte aligned and spreads the lanes that read them
@@ -113,245 +54,6 @@ impl Layout {
 #[inline(always)]
 fn gap<T>() -> usize {
     16 / size_of::<T>()
-}
-
-/// Two elements from 16-byte aligned `p` (an f64 pair) or 8-byte aligned `p` (f32): one vector
-/// load of shared memory for f64 where two scalar loads would each take an issue slot.
-///
-/// # Safety
-/// `p` and `p + 1` are valid, and `p` is aligned as said.
-#[inline(always)]
-unsafe fn pair<T: Element>(p: *const T) -> [T; 2] {
-    #[repr(C, align(16))]
-    struct Pair16<T>([T; 2]);
-    if size_of::<T>() == 8 {
-        // SAFETY: the caller's promise (16-byte aligned for an 8-byte `T`).
-        unsafe { (*p.cast::<Pair16<T>>()).0 }
-    } else {
-        // SAFETY: the caller's promise.
-        unsafe { [*p, *p.add(1)] }
-    }
-}
-
-/// Whether [`solve`] with an `n × n` triangle takes the register path in `room`: `n` is 16, 32 or
-/// 64 and the room holds the staged triangle and its diagonal's reciprocals. A caller that must
-/// not start what it cannot finish asks first.
-#[inline(always)]
-pub(crate) fn solves<T: Element>(room: Room, n: u32, team: &Team) -> bool {
-    Layout::of(n, team).is_some_and(|layout| {
-        let plane = n as usize * E + gap::<T>();
-        room.take_array::<T>(layout.parts as usize * plane)
-            .and_then(|(_, room)| room.take_array::<T>(n as usize))
-            .is_some()
-    })
-}
-
-/// `x := α·t⁻¹·x` for the `n × n` triangular `t` (lower and solved forward, or upper and solved
-/// backward; a unit diagonal when `unit`) and each column (line) of the `n × w` matrix `x`, in
-/// registers (module docs). Returns `false`, having done nothing, when `n` is not 16, 32 or 64 or
-/// `room` cannot hold the staged triangle. Every thread of the block calls it; it ends with a
-/// barrier when it returns `true`.
-///
-/// # Safety
-/// `t` and `x` are valid memory that no other thread accesses during the call, and they do not
-/// overlap; `room` is the block's and unused until the call returns.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the solve's operands and its room"
-)]
-#[inline(always)]
-pub(crate) unsafe fn solve<T: Element>(
-    block: &Block,
-    team: &Team,
-    room: Room,
-    t: Gmat<T>,
-    x: Gmat<T>,
-    forward: bool,
-    unit: bool,
-    alpha: T,
-) -> bool {
-    let (n, w) = (t.rows, x.cols);
-    let Some(layout) = Layout::of(n, team) else {
-        return false;
-    };
-    // The triangle by quarters of its rows: plane `h` holds `t[16h + k][q]` at `q·16 + k`, 16
-    // bytes of padding after each plane (see [`gap`]); then the diagonal's reciprocals.
-    let plane = n as usize * E + gap::<T>();
-    let Some((tt, room)) = room.take_array::<T>(layout.parts as usize * plane) else {
-        return false;
-    };
-    let Some((inverse, _)) = room.take_array::<T>(n as usize) else {
-        return false;
-    };
-    // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
-    unsafe {
-        stage_triangle(team, t, tt, plane, forward);
-        if !unit {
-            team.for_each_item(n, |q| *inverse.add(q as usize) = (*t.at(q, q)).recip());
-        }
-    }
-    block.sync();
-    let per_round = layout.groups(team) * R as u32;
-    let mut first = 0;
-    while first < w {
-        let line = |lane: u32, i: usize| first + R as u32 * layout.group(lane) + i as u32;
-        // Warp-uniform: a warp with no line this round skips its shuffles as a whole.
-        if line(0, 0) < w {
-            let entry = |lane: u32, k: usize| E as u32 * layout.part(lane) + k as u32;
-            let mut regs: Regs<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
-                let l = line(lane, i);
-                if l < w {
-                    // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
-                    let v = unsafe { *x.at(entry(lane, k), l) };
-                    if alpha == T::ONE { v } else { alpha * v }
-                } else {
-                    T::ZERO
-                }
-            })))));
-            let step = |regs: &mut Regs<T>, b: u32, k0: usize| {
-                // SAFETY: inside the staged triangle and the reciprocals.
-                unsafe { substitute(regs, layout, tt, plane, inverse, b, k0, forward, unit) }
-            };
-            if forward {
-                for b in 0..layout.parts {
-                    unroll::<E>(hot!(|k0| step(&mut regs, b, k0)));
-                }
-            } else {
-                for b in (0..layout.parts).rev() {
-                    unroll::<E>(hot!(|s| step(&mut regs, b, E - 1 - s)));
-                }
-            }
-            unroll::<R>(hot!(|i| unroll::<E>(hot!(|k| regs[i][k].for_each(
-                |lane, v| {
-                    let l = line(lane, i);
-                    if l < w {
-                        // SAFETY: as for the loads.
-                        unsafe { *x.at(entry(lane, k), l) = v };
-                    }
-                }
-            )))));
-        }
-        first += per_round;
-    }
-    block.sync();
-    true
-}
-
-/// Copies the `forward` (lower) or backward (upper) triangle of `t` into quarter planes at `tt`
-/// (see [`solve`]), and zeros for the other triangle (the steps multiply them by zero, which must
-/// not be a NaN), walking `t`'s stored rows so that the global reads coalesce. No barrier.
-///
-/// # Safety
-/// `t` is valid; `tt` holds `n / 16` planes of `plane` elements that no other thread accesses.
-#[inline(always)]
-unsafe fn stage_triangle<T: Element>(
-    team: &Team,
-    t: Gmat<T>,
-    tt: *mut T,
-    plane: usize,
-    forward: bool,
-) {
-    let n = t.rows;
-    let place = |o: u32, i: u32| if t.trans { (i, o) } else { (o, i) };
-    team.copy_cells(
-        n,
-        n,
-        T::ZERO,
-        |o, i| {
-            let (k, q) = place(o, i);
-            if (forward && k >= q) || (!forward && k <= q) {
-                // SAFETY: inside `t` (the caller's promise).
-                unsafe { *t.at(k, q) }
-            } else {
-                T::ZERO
-            }
-        },
-        |o, i, v| {
-            let (k, q) = place(o, i);
-            let (h, kk) = (k as usize / E, k as usize % E);
-            // SAFETY: inside the planes (the caller's promise).
-            unsafe { *tt.add(h * plane + q as usize * E + kk) = v };
-        },
-    );
-}
-
-/// Step `q = 16·b + k0` of [`solve`]: entry `q` of every line becomes final, and the entries after
-/// it (before it, backward) lose its multiple.
-///
-/// # Safety
-/// `tt` and `inverse` hold the staged triangle and its reciprocals.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one step's registers, place and triangle"
-)]
-#[inline(always)]
-unsafe fn substitute<T: Element>(
-    regs: &mut Regs<T>,
-    layout: Layout,
-    tt: *const T,
-    plane: usize,
-    inverse: *const T,
-    b: u32,
-    k0: usize,
-    forward: bool,
-    unit: bool,
-) {
-    let q = E as u32 * b + k0 as u32;
-    let scale = if unit {
-        T::ONE
-    } else {
-        // SAFETY: inside the reciprocals (the caller's promise); one address for the whole warp.
-        unsafe { *inverse.add(q as usize) }
-    };
-    let owner = |lane: u32| layout.leader(lane) | b;
-    let solved: [Lanes<T>; R] = array(hot!(|i| {
-        let mine = if unit {
-            regs[i][k0]
-        } else {
-            regs[i][k0].map(|v| v * scale)
-        };
-        mine.gather(owner)
-    }));
-    unroll::<R>(hot!(|i| {
-        regs[i][k0] = regs[i][k0]
-            .zip(solved[i], |old, v| (old, v))
-            .map_lane(|lane, (old, v)| if layout.part(lane) == b { v } else { old });
-    }));
-    // Entry 16·h + k comes after q (forward) when h > b, or h == b and k > k0. The solved value
-    // is masked to zero for the lanes whose entry does not: a multiply-add of zero leaves an entry
-    // as it is, and needs no select per entry.
-    let masked = |later: bool| -> [Lanes<T>; R] {
-        array(hot!(|i| solved[i].map_lane(|lane, v| {
-            let h = layout.part(lane);
-            let after = match (forward, later) {
-                (true, true) => h >= b,
-                (true, false) => h > b,
-                (false, true) => h <= b,
-                (false, false) => h < b,
-            };
-            if after { v } else { T::ZERO }
-        })))
-    };
-    let (late, early) = (masked(true), masked(false));
-    unroll::<{ E / 2 }>(hot!(|p| {
-        let k = 2 * p;
-        let coefficients = Lanes::from_fn(|lane| {
-            let h = layout.part(lane) as usize;
-            // SAFETY: inside plane `h` (the caller's promise), `k` even and the planes 16-byte
-            // aligned.
-            unsafe { pair(tt.add(h * plane + q as usize * E + k)) }
-        });
-        unroll::<2>(hot!(|d| {
-            let kd = k + d;
-            let later = if forward { kd > k0 } else { kd < k0 };
-            let v = if later { &late } else { &early };
-            unroll::<R>(hot!(|i| {
-                regs[i][kd] = regs[i][kd]
-                    .zip(coefficients, |x, c| (x, c[d]))
-                    .zip(v[i], |(x, c), v| (-c).fma(v, x));
-            }));
-        }));
-    }));
 }
 
 /// Rows of the block of a factored tile that one thread holds.
@@ -363,30 +65,115 @@ const FC: usize = 4;
 /// `(bi, bj)` being the thread's block.
 type Cells<T> = [[Lanes<T>; FC]; FR];
 
-/// Where element `r` of a factorization's exchange buffer sits: groups of [`FR`] elements
-/// [`gap`] apart, so that the eight row groups a warp reads at once start on different banks and
-/// every even element is 16-byte aligned (f64 pairs).
+/// Where element `r` of an exchange buffer or a staged column sits: groups of 16 elements [`gap`]
+/// apart, so that the eight row blocks of [`FR`] a warp reads at once start on different banks
+/// (f64: two blocks 64 bytes apart, then 16 more) and every even element is 16-byte aligned
+/// (f64 pairs).
 #[inline(always)]
 fn pos<T>(r: u32) -> usize {
-    r as usize + (r as usize / FR) * gap::<T>()
+    r as usize + (r as usize / 16) * gap::<T>()
 }
 
-/// Stores `v` at 16-byte aligned `p` (an f64 pair) or 8-byte aligned `p` (f32).
-///
-/// # Safety
-/// As for [`pair`], writing.
-#[inline(always)]
-unsafe fn put_pair<T: Element>(p: *mut T, v: [T; 2]) {
-    #[repr(C, align(16))]
-    struct Pair16<T>([T; 2]);
-    if size_of::<T>() == 8 {
-        // SAFETY: the caller's promise (16-byte aligned for an 8-byte `T`).
-        unsafe { (*p.cast::<Pair16<T>>()).0 = v };
-    } else {
+/// Elements of `T` in the block's shared memory, read and written as `ld.shared` /
+/// `st.shared` at 32-bit addresses on the GPU: through a generic pointer each access was a
+/// generic load or store, slower than a shared one and with 64-bit address arithmetic around it
+/// (bench/results/potrf-rolled-h200/).
+#[derive(Clone, Copy)]
+struct Buf<T> {
+    #[cfg(target_arch = "nvptx64")]
+    base: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    base: *mut T,
+    _marker: core::marker::PhantomData<T>,
+}
+
+impl<T: Element> Buf<T> {
+    /// The buffer at `p`, a pointer into the block's shared memory.
+    #[inline(always)]
+    fn of(p: *mut T) -> Self {
+        Self {
+            #[cfg(target_arch = "nvptx64")]
+            base: window(p.cast()),
+            #[cfg(not(target_arch = "nvptx64"))]
+            base: p,
+            _marker: core::marker::PhantomData,
+        }
+    }
+
+    /// The buffer from element `i` on.
+    #[inline(always)]
+    fn add(self, i: usize) -> Self {
+        Self {
+            #[cfg(target_arch = "nvptx64")]
+            base: self.base + (i * size_of::<T>()) as u32,
+            #[cfg(not(target_arch = "nvptx64"))]
+            base: self.base.wrapping_add(i),
+            _marker: core::marker::PhantomData,
+        }
+    }
+
+    /// Element `i`.
+    ///
+    /// # Safety
+    /// Element `i` lies in the buffer and no other thread writes it now.
+    #[inline(always)]
+    unsafe fn get(self, i: usize) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's promise.
+        return unsafe { T::ld(self.add(i).base) };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the caller's promise.
+        return unsafe { *self.base.add(i) };
+    }
+
+    /// Stores element `i`.
+    ///
+    /// # Safety
+    /// Element `i` lies in the buffer and no other thread accesses it now.
+    #[inline(always)]
+    unsafe fn set(self, i: usize, v: T) {
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's promise.
         unsafe {
-            *p = v[0];
-            *p.add(1) = v[1];
+            T::st(self.add(i).base, v)
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the caller's promise.
+        unsafe {
+            *self.base.add(i) = v
+        };
+    }
+
+    /// Elements `i` and `i + 1`, in one load on the GPU.
+    ///
+    /// # Safety
+    /// As for [`get`](Self::get), both elements; `i` even and the buffer 16-byte aligned.
+    #[inline(always)]
+    unsafe fn pair(self, i: usize) -> [T; 2] {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // SAFETY: the caller's promise (aligned to twice the element).
+            let (x, y) = unsafe { T::ld2(self.add(i).base) };
+            [x, y]
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the caller's promise.
+        unsafe {
+            [self.get(i), self.get(i + 1)]
+        }
+    }
+
+    /// Stores elements `i` and `i + 1`.
+    ///
+    /// # Safety
+    /// As for [`pair`](Self::pair), writing.
+    #[inline(always)]
+    unsafe fn put_pair(self, i: usize, v: [T; 2]) {
+        // SAFETY: the caller's promise. (Two stores: `st.shared.v2` is not among `Word`'s
+        // instructions, and a step stores few.)
+        unsafe {
+            self.set(i, v[0]);
+            self.set(i + 1, v[1]);
         }
     }
 }
@@ -427,6 +214,7 @@ pub(crate) unsafe fn factor<T: Element>(
     let stride = pos::<T>(n);
     let buffers = if kind == Kind::Lu { 4 } else { 2 };
     let (exchange, _) = room.take_array::<T>(buffers * stride)?;
+    let exchange = Buf::of(exchange);
     let grid = Grid::of(n, team);
     // Lower triangle only for Cholesky: the upper one is neither read nor written.
     let kept = |r: u32, c: u32| c < n && (kind == Kind::Lu || c <= r);
@@ -443,8 +231,8 @@ pub(crate) unsafe fn factor<T: Element>(
     for q in 0..n / FR as u32 {
         unroll::<FR>(hot!(|u| {
             if failed.is_none() {
-                let column = exchange.wrapping_add((u % 2) * stride);
-                let pivots = exchange.wrapping_add((2 + u % 2) * stride);
+                let column = exchange.add((u % 2) * stride);
+                let pivots = exchange.add((2 + u % 2) * stride);
                 // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
                 // step is u's, FR being even.
                 failed =
@@ -527,8 +315,8 @@ unsafe fn eliminate<T: Element>(
     block: &Block,
     grid: Grid,
     cells: &mut Cells<T>,
-    column: *mut T,
-    pivots: *mut T,
+    column: Buf<T>,
+    pivots: Buf<T>,
     n: u32,
     q: u32,
     u: usize,
@@ -548,7 +336,7 @@ unsafe fn eliminate<T: Element>(
             if grid.bj(lane) == cq {
                 let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
                 // SAFETY: inside the buffer (`r < n`), `r` even.
-                unsafe { put_pair(column.add(pos::<T>(r)), v) };
+                unsafe { column.put_pair(pos::<T>(r), v) };
             }
         });
     }));
@@ -560,14 +348,14 @@ unsafe fn eliminate<T: Element>(
                 let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
                 if grid.bi(lane) == q && c < n {
                     // SAFETY: inside the buffer (`c < n`), `c` even.
-                    unsafe { put_pair(pivots.add(pos::<T>(c)), v) };
+                    unsafe { pivots.put_pair(pos::<T>(c), v) };
                 }
             });
         }));
     }
     block.sync();
     // SAFETY: written before the barrier by the thread holding (j, j).
-    let d = unsafe { *column.add(pos::<T>(j)) };
+    let d = unsafe { column.get(pos::<T>(j)) };
     let (scale, factor) = match kind {
         Kind::Cholesky => {
             // Not positive, NaN included.
@@ -593,7 +381,7 @@ unsafe fn eliminate<T: Element>(
         let v = Lanes::from_fn(|lane| {
             let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
             // SAFETY: written before the barrier (every row), `r` even.
-            unsafe { pair(column.add(pos::<T>(r))) }
+            unsafe { column.pair(pos::<T>(r)) }
         });
         unroll::<2>(hot!(|h| {
             let i = 2 * p + h;
@@ -619,7 +407,7 @@ unsafe fn eliminate<T: Element>(
             let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
             // SAFETY: written before the barrier (every column); `c` even, clamped into the
             // buffer for the threads past the tile (whose results are not stored).
-            unsafe { pair(source.add(pos::<T>(c))) }
+            unsafe { source.pair(pos::<T>(c)) }
         });
         unroll::<2>(hot!(|h| {
             let k = 2 * p + h;
@@ -651,6 +439,234 @@ unsafe fn eliminate<T: Element>(
             .zip(x[k], |(v, m), x| (-m).fma(x, v));
     }))));
     None
+}
+
+/// The exchange buffer's elements for `lines` lines (a multiple of [`FC`]).
+#[inline(always)]
+fn row_len<T>(lines: u32) -> usize {
+    pos::<T>(lines).next_multiple_of(2)
+}
+
+/// The lines of `x` that one round of [`solve`] holds: [`FC`] per thread, `n/8` threads per line
+/// block.
+#[inline(always)]
+fn round_lines(n: u32, team: &Team) -> u32 {
+    FC as u32 * (team.threads() >> (n / FR as u32).trailing_zeros())
+}
+
+/// The room [`solve`] takes for an `n × n` triangle, if `n` is 16, 32 or 64: the staged triangle
+/// (one padded column per step), the diagonal's reciprocals and two exchange buffers of a round's
+/// lines.
+#[inline(always)]
+fn solve_room<T: Element>(room: Room, n: u32, team: &Team) -> Option<(Buf<T>, Buf<T>, Buf<T>)> {
+    if !matches!(n, 16 | 32 | 64) {
+        return None;
+    }
+    let stride = pos::<T>(n);
+    let (tt, room) = room.take_array::<T>(n as usize * stride)?;
+    let (inverse, room) = room.take_array::<T>(n as usize)?;
+    let (rows, _) = room.take_array::<T>(2 * row_len::<T>(round_lines(n, team)))?;
+    Some((Buf::of(tt), Buf::of(inverse), Buf::of(rows)))
+}
+
+/// Whether [`solve`] with an `n × n` triangle takes the register path in `room`: `n` is 16, 32 or
+/// 64 and the room holds what it stages. A caller that must not start what it cannot finish asks
+/// first.
+#[inline(always)]
+pub(crate) fn solves<T: Element>(room: Room, n: u32, team: &Team) -> bool {
+    solve_room::<T>(room, n, team).is_some()
+}
+
+/// `x := α·t⁻¹·x` for the `n × n` triangular `t` (lower and solved forward, or upper and solved
+/// backward; a unit diagonal when `unit`) and each column (line) of the `n × w` matrix `x`, in
+/// registers (module docs). Returns `false`, having done nothing, when `n` is not 16, 32 or 64 or
+/// `room` cannot hold the staged triangle. Every thread of the block calls it; it ends with a
+/// barrier when it returns `true`.
+///
+/// # Safety
+/// `t` and `x` are valid memory that no other thread accesses during the call, and they do not
+/// overlap; `room` is the block's and unused until the call returns.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the solve's operands and its room"
+)]
+#[inline(always)]
+pub(crate) unsafe fn solve<T: Element>(
+    block: &Block,
+    team: &Team,
+    room: Room,
+    t: Gmat<T>,
+    x: Gmat<T>,
+    forward: bool,
+    unit: bool,
+    alpha: T,
+) -> bool {
+    let (n, w) = (t.rows, x.cols);
+    let Some((tt, inverse, rows)) = solve_room::<T>(room, n, team) else {
+        return false;
+    };
+    let stride = pos::<T>(n);
+    // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
+    unsafe {
+        stage_triangle(team, t, tt, stride, forward);
+        if !unit {
+            team.for_each_item(n, |q| inverse.set(q as usize, (*t.at(q, q)).recip()));
+        }
+    }
+    block.sync();
+    let grid = Grid::of(n, team);
+    let per_round = round_lines(n, team);
+    let len = row_len::<T>(per_round);
+    let groups = n / FR as u32;
+    let mut first = 0;
+    while first < w {
+        let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
+        let mut cells: Cells<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+            let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(lane, k));
+            if l < w {
+                // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
+                let v = unsafe { *x.at(e, l) };
+                if alpha == T::ONE { v } else { alpha * v }
+            } else {
+                T::ZERO
+            }
+        })))));
+        for s in 0..groups {
+            let g = if forward { s } else { groups - 1 - s };
+            unroll::<FR>(hot!(|v| {
+                let u = if forward { v } else { FR - 1 - v };
+                // SAFETY: inside the room's buffers (the caller's promise); the parity of the
+                // step is v's, FR being even.
+                unsafe {
+                    let row = rows.add((v % 2) * len);
+                    substitute(
+                        block, grid, &mut cells, tt, stride, inverse, row, g, u, unit,
+                    )
+                };
+            }));
+        }
+        unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
+            |lane, v| {
+                let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(lane, k));
+                if l < w {
+                    // SAFETY: as for the loads.
+                    unsafe { *x.at(e, l) = v };
+                }
+            }
+        )))));
+        first += per_round;
+    }
+    block.sync();
+    true
+}
+
+/// Copies the strict `forward` (lower) or backward (upper) triangle of `t` into padded columns at
+/// `tt`, column `q` at `q·stride` with row `k` at [`pos`]`(k)`, and zeros elsewhere, the diagonal
+/// included (a step multiplies by them, which must not be a NaN, and the zeros spare the steps
+/// their masks), walking `t`'s stored rows so that the global reads coalesce. No barrier.
+///
+/// # Safety
+/// `t` is valid; `tt` holds `n` columns of `stride` elements that no other thread accesses.
+#[inline(always)]
+unsafe fn stage_triangle<T: Element>(
+    team: &Team,
+    t: Gmat<T>,
+    tt: Buf<T>,
+    stride: usize,
+    forward: bool,
+) {
+    let n = t.rows;
+    let place = |o: u32, i: u32| if t.trans { (i, o) } else { (o, i) };
+    team.copy_cells(
+        n,
+        n,
+        T::ZERO,
+        |o, i| {
+            let (k, q) = place(o, i);
+            if (forward && k > q) || (!forward && k < q) {
+                // SAFETY: inside `t` (the caller's promise).
+                unsafe { *t.at(k, q) }
+            } else {
+                T::ZERO
+            }
+        },
+        |o, i, v| {
+            let (k, q) = place(o, i);
+            // SAFETY: inside the columns (the caller's promise).
+            unsafe { tt.set(q as usize * stride + pos::<T>(k), v) };
+        },
+    );
+}
+
+/// Step `q = 8·g + u` of [`solve`]: the threads holding entry `q` of their lines finish it (times
+/// the pivot's reciprocal) and publish it, the block meets, and every thread subtracts its
+/// multiples of column `q` of the triangle from its entries (the staged zeros leave the entries
+/// not after `q`).
+///
+/// # Safety
+/// `tt` and `inverse` hold the staged triangle and its reciprocals; `row` is this step's
+/// exchange buffer, 16-byte aligned, for a round's lines.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one step's registers, place and triangle"
+)]
+#[inline(always)]
+unsafe fn substitute<T: Element>(
+    block: &Block,
+    grid: Grid,
+    cells: &mut Cells<T>,
+    tt: Buf<T>,
+    stride: usize,
+    inverse: Buf<T>,
+    row: Buf<T>,
+    g: u32,
+    u: usize,
+    unit: bool,
+) {
+    let q = FR as u32 * g + u as u32;
+    if !unit {
+        // SAFETY: inside the reciprocals (the caller's promise); one address for the block.
+        let scale = unsafe { inverse.get(q as usize) };
+        unroll::<FC>(hot!(|k| {
+            cells[u][k] =
+                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
+        }));
+    }
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
+        v.for_each(|lane, v| {
+            if grid.bi(lane) == g {
+                let l = FC as u32 * grid.bj(lane) + 2 * p as u32;
+                // SAFETY: inside the buffer (a round's lines), `l` even.
+                unsafe { row.put_pair(pos::<T>(l), v) };
+            }
+        });
+    }));
+    block.sync();
+    let mut solved: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let l = FC as u32 * grid.bj(lane) + 2 * p as u32;
+            // SAFETY: written before the barrier, `l` even.
+            unsafe { row.pair(pos::<T>(l)) }
+        });
+        solved[2 * p] = v.map(|v| v[0]);
+        solved[2 * p + 1] = v.map(|v| v[1]);
+    }));
+    let column = tt.add(q as usize * stride);
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let c = Lanes::from_fn(|lane| {
+            let e = FR as u32 * grid.bi(lane) + 2 * p as u32;
+            // SAFETY: inside column q of the staged triangle, `e` even.
+            unsafe { column.pair(pos::<T>(e)) }
+        });
+        unroll::<2>(hot!(|h| unroll::<FC>(hot!(|k| {
+            let i = 2 * p + h;
+            cells[i][k] = cells[i][k]
+                .zip(c, |x, c| (x, c[h]))
+                .zip(solved[k], |(x, c), v| (-c).fma(v, x));
+        }))));
+    }));
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
@@ -914,10 +930,12 @@ mod tests {
         );
         let mut a = spd(32, 1);
         assert_eq!(run_factor(&mut a, 1, 16, Kind::Lu), None);
-        // The triangle's planes and reciprocals: (n/16)·(16n + 2) + n elements (a 32-tile under
-        // Miri, which interprets every emulated lane).
+        // The triangle's padded columns, its reciprocals and two exchange buffers of a round's
+        // lines (four warps hold 4·128/(n/8) lines), with 16 bytes after every 16 elements (a
+        // 32-tile under Miri, which interprets every emulated lane).
         let n = if cfg!(miri) { 32 } else { 64 };
-        let need = ((n / 16) * (16 * n + 2) + n) * 8;
+        let pos = |k: usize| k + 2 * (k / 16);
+        let need = (n * pos(n) + n + 2 * pos(4 * 128 / (n / 8))) * 8;
         assert!(!solve_in::<f64>(need - 16, n, 16, 4, true, false, false));
         assert!(solve_in::<f64>(need, n, 16, 4, true, false, false));
     }

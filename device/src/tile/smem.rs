@@ -108,7 +108,7 @@ impl Scratch {
 /// The 32-bit `.shared` address of a generic pointer into shared memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn window(generic: *mut u8) -> u32 {
+pub(crate) fn window(generic: *mut u8) -> u32 {
     let address: u32;
     // SAFETY: converts an address; touches no memory.
     unsafe {
