@@ -213,11 +213,17 @@
 #| device/src/tile/testing.rs | mat | 1 | miri: A
 #| device/src/tile/testing.rs | mat_mut | 1 | miri: A
 #| device/src/tile/testing.rs | on_block | 2 | miri: A
-#| device/src/tile/regs.rs | pair | 3 | miri: A
+#| device/src/tile/regs.rs | get | 2 | miri: A (the host arm)
+#| device/src/tile/regs.rs | get | 1 | not: nvptx64 (ld.shared)
+#| device/src/tile/regs.rs | set | 2 | miri: A (the host arm)
+#| device/src/tile/regs.rs | set | 1 | not: nvptx64 (st.shared)
+#| device/src/tile/regs.rs | pair | 2 | miri: A (the host arm)
+#| device/src/tile/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
+#| device/src/tile/regs.rs | put_pair | 2 | miri: A
 #| device/src/tile/regs.rs | solve | 5 | miri: A
 #| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
-#| device/src/tile/regs.rs | substitute | 3 | miri: A
-#| device/src/tile/regs.rs | factor | 6 | miri: A
+#| device/src/tile/regs.rs | substitute | 5 | miri: A
+#| device/src/tile/regs.rs | factor | 4 | miri: A
 #| device/src/tile/regs.rs | eliminate | 6 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
 #| device/src/tile/regs.rs | run_factor | 1 | miri: A

@@ -7,32 +7,38 @@
 //! 16-wide steps, each a line solve, a barrier and a `K = 16` update over shared memory, and one
 //! 64-tile took 46–49 µs on the H100 inside a factorization (bench/results/panel-h100/).
 //!
-//! Here the tile never leaves registers. It is cut into **lines** (the rows of the tile being
-//! factored; the independent right-hand sides of a solve), and each line into four quarters of
-//! [`E`] = 16 entries (two for 32-tiles, one for 16-tiles): a lane holds one quarter of [`R`] = 2
-//! lines, 32 values, and the lanes that hold one line's quarters are neighbours in a warp. Each
-//! step of the unblocked algorithm then is:
+//! Here the tile never leaves registers. Each thread holds an `8 × 4` block of it ([`FR`] rows
+//! of [`FC`] columns: 32 values), and the block's threads meet once per step of the unblocked
+//! algorithm, with the step's values passed through a small exchange buffer in shared memory:
 //!
-//! - **TRSM**: the lane holding entry `q` of a line scales it by the pivot's reciprocal and hands
-//!   it to the line's other lanes with a warp shuffle; every lane subtracts its multiple from the
-//!   entries after `q`, reading the triangle's column `q` from shared memory. The lines are
-//!   independent, so the solve has no barrier at all.
-//! - **POTRF and GETRF**: column `j` (and, for GETRF, row `j`) is needed by every line, so the
-//!   lanes that hold it write it to a small exchange buffer and the block meets at one barrier
-//!   per column; then every lane updates its own entries after `j`.
+//! - **POTRF and GETRF**: the threads holding column `j` (and, for GETRF, row `j`) publish it;
+//!   after the barrier every thread reads the pivot, finishes its share of column `j` and
+//!   subtracts `m_r·x_c` from its entries after `j`, `m_r` from the column and `x_c` from the
+//!   column (POTRF) or the row (GETRF), masked to zero for the entries not after `j`.
+//! - **TRSM**: the lines (the independent right-hand sides) are the block's columns. The threads
+//!   holding entry `q` of their lines finish it and publish it; every thread then subtracts the
+//!   triangle's column `q`, staged in shared memory with zeros on and off its triangle, times
+//!   the published entries. The zeros are the masks.
 //!
-//! The step index selects a register, and a register array stays in registers only when every
-//! index into it is a constant: each 16-step block is unrolled, so the register a step reads is
-//! fixed, and only which quarter owns it is a runtime question (a predicate). The lanes whose
-//! entries do not come after a step get the step's value (or multiplier) masked to zero once per
-//! line, and their multiply-adds leave the entries as they are: a select per entry made the first
-//! version issue twice the instructions (bench/results/panel-h100/registers/). The unused
-//! triangle and the exchange buffers therefore hold zeros, never stale NaNs.
+//! A register array stays in registers only when every index into it is a constant, so the steps
+//! run in groups of eight, unrolled, in a loop over the groups: the register a step reads (its
+//! row `j mod 8` and column `j mod 4` in a block) is fixed, and only which threads hold it is a
+//! runtime predicate. Two exchange buffers alternate by step parity, so one barrier per step
+//! suffices. The buffers and the staged triangle are read and written with `ld.shared` /
+//! `st.shared` at 32-bit addresses ([`Buf`]), with 16 bytes after every 16 elements so that the
+//! eight row blocks a warp reads at once fall on different banks.
+//!
+//! The first register path cut the tile into lines held by four lanes each, each 16-step block
+//! unrolled: a 48 KB loop body per pass that the POTRF's warps waited on instruction fetch for
+//! (41% of its stalls), and generic loads and stores for every exchange. Rolled into 8-step
+//! groups, with shared accesses, a 64-tile's GETRF inside the LU at 4096 takes 33 µs instead of 62,
+//! its POTRF 26 instead of 30 and Cholesky's TRSM 18 instead of 22.5
+//! (bench/results/potrf-rolled-h200/).
 //!
 //! | operation | shared memory (elements of `T`) | threads |
 //! | --- | --- | --- |
-//! | TRSM, side `n` | `(n/16)·16n + n`, and 16 bytes per `n/16` (33.3 KiB for an f64 64-tile) | any multiple of 32 |
-//! | POTRF, GETRF, side `n` | two buffers of `n` (POTRF), four (GETRF), and 16 bytes per `n/16` | at least `n²/32` |
+//! | TRSM, side `n` | `n` columns of `n`, the reciprocals (`n`) and two buffers of a round's lines (`4·threads/(n/8)`), with 16 bytes per 16 elements (37.6 KiB for an f64 64-tile on 128 threads) | any multiple of 32 |
+//! | POTRF, GETRF, side `n` | two buffers of `n` (POTRF), four (GETRF), with 16 bytes per 16 elements | at least `n²/32` |
 //!
 //! Larger tiles whose side is a multiple of 64 are cut into 64-blocks that come here one at a
 //! time (`factor::by_64`, `trsm::solve_by_64`). The operations fall back to the blocked paths for

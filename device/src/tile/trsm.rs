@@ -594,7 +594,7 @@ mod tests {
     }
 
     /// The scratch of the engine's four stages at four warps: room for a 64-block's register
-    /// solve (33.3 KiB in f64), not for a staged 128-tile.
+    /// solve (37.6 KiB in f64), not for a staged 128-tile.
     fn engine<T: Tiled>() -> usize {
         4 * T::Shape::stage_bytes(4) as usize
     }
