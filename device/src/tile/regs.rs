@@ -67,12 +67,6 @@ const FR: usize = 8;
 /// Columns of that block.
 const FC: usize = 4;
 
-/// Steps per unrolled group: a column block, and half a row block. The group's code is what a
-/// step loop runs from the instruction cache, so it is kept small: groups of eight (a row block)
-/// made a 17 KB body for the f64 POTRF.
-const GROUP: usize = 4;
-const _: () = assert!(FR == 2 * GROUP && FC == GROUP);
-
 /// What one thread holds of a factored tile: `cells[i][k]` is element `(8·bi + i, 4·bj + k)`,
 /// `(bi, bj)` being the thread's block.
 type Cells<T> = [[Lanes<T>; FC]; FR];
@@ -240,15 +234,15 @@ pub(crate) unsafe fn factor<T: Element>(
         }
     })))));
     let mut failed = None;
-    for g in 0..n / GROUP as u32 {
-        unroll::<GROUP>(hot!(|v| {
+    for q in 0..n / FR as u32 {
+        unroll::<FR>(hot!(|u| {
             if failed.is_none() {
-                let column = exchange.add((v % 2) * stride);
-                let pivots = exchange.add((2 + v % 2) * stride);
+                let column = exchange.add((u % 2) * stride);
+                let pivots = exchange.add((2 + u % 2) * stride);
                 // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
-                // step is v's, GROUP being even.
+                // step is u's, FR being even.
                 failed =
-                    unsafe { eliminate(block, grid, &mut cells, column, pivots, n, g, v, kind) };
+                    unsafe { eliminate(block, grid, &mut cells, column, pivots, n, q, u, kind) };
             }
         }));
         if failed.is_some() {
@@ -311,7 +305,7 @@ impl Grid {
     }
 }
 
-/// Step `j = 4·g + v` of [`factor`]: column `j` (and row `j`, LU) is published, the block meets,
+/// Step `j = 8·q + u` of [`factor`]: column `j` (and row `j`, LU) is published, the block meets,
 /// and every thread finishes its share of column `j` and updates its entries after `j`. Returns
 /// the step when its pivot fails (not positive, Cholesky; zero, LU), the same in every thread.
 ///
@@ -330,17 +324,15 @@ unsafe fn eliminate<T: Element>(
     column: Buf<T>,
     pivots: Buf<T>,
     n: u32,
-    g: u32,
-    v: usize,
+    q: u32,
+    u: usize,
     kind: Kind,
 ) -> Option<usize> {
-    let j = GROUP as u32 * g + v as u32;
-    // The row block holding row j, and whether j is in its second half (register row v + 4).
-    let (q, second) = (j / FR as u32, g % 2 == 1);
-    // The column block holding column j (the group's), and j's place in it.
-    let (cq, cc) = (g, v);
+    let j = FR as u32 * q + u as u32;
+    // The column block holding column j, and j's place in it.
+    let (cq, cc) = (j / FC as u32, u % FC);
     // Whether row 8·bi + i comes after j; whether column 4·bj + k does.
-    let row_after = |bi: u32, i: usize| FR as u32 * bi + i as u32 > j;
+    let row_after = |bi: u32, i: usize| bi > q || (bi == q && i > u);
     let column_after = |bj: u32, k: usize| bj > cq || (bj == cq && k > cc);
     // Publish column j from the threads holding it, every row (the rows before j are masked out
     // where they are read).
@@ -356,10 +348,8 @@ unsafe fn eliminate<T: Element>(
     }));
     // LU: and row j from the threads holding it, every column of the tile.
     if kind == Kind::Lu {
-        let row =
-            |k: usize| cells[v][k].zip(cells[v + GROUP][k], |a, b| if second { b } else { a });
         unroll::<{ FC / 2 }>(hot!(|p| {
-            let v = row(2 * p).zip(row(2 * p + 1), |x, y| [x, y]);
+            let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
             v.for_each(|lane, v| {
                 let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
                 if grid.bi(lane) == q && c < n {
@@ -440,7 +430,7 @@ unsafe fn eliminate<T: Element>(
     unroll::<FR>(hot!(|i| {
         cells[i][cc] = cells[i][cc].map_lane(|lane, v| {
             let (bi, bj) = (grid.bi(lane), grid.bj(lane));
-            let on_pivot = kind == Kind::Cholesky && FR as u32 * bi + i as u32 == j;
+            let on_pivot = kind == Kind::Cholesky && bi == q && i == u;
             if bj == cq && (row_after(bi, i) || on_pivot) {
                 v * scale
             } else {
@@ -533,7 +523,7 @@ pub(crate) unsafe fn solve<T: Element>(
     let grid = Grid::of(n, team);
     let per_round = round_lines(n, team);
     let len = row_len::<T>(per_round);
-    let groups = n / GROUP as u32;
+    let groups = n / FR as u32;
     let mut first = 0;
     while first < w {
         let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
@@ -548,15 +538,15 @@ pub(crate) unsafe fn solve<T: Element>(
             }
         })))));
         for s in 0..groups {
-            let h = if forward { s } else { groups - 1 - s };
-            unroll::<GROUP>(hot!(|w| {
-                let v = if forward { w } else { GROUP - 1 - w };
+            let g = if forward { s } else { groups - 1 - s };
+            unroll::<FR>(hot!(|v| {
+                let u = if forward { v } else { FR - 1 - v };
                 // SAFETY: inside the room's buffers (the caller's promise); the parity of the
-                // step is w's, GROUP being even.
+                // step is v's, FR being even.
                 unsafe {
-                    let row = rows.add((w % 2) * len);
+                    let row = rows.add((v % 2) * len);
                     substitute(
-                        block, grid, &mut cells, tt, stride, inverse, row, h, v, unit,
+                        block, grid, &mut cells, tt, stride, inverse, row, g, u, unit,
                     )
                 };
             }));
@@ -614,7 +604,7 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// Step `q = 4·h + v` of [`solve`]: the threads holding entry `q` of their lines finish it (times
+/// Step `q = 8·g + u` of [`solve`]: the threads holding entry `q` of their lines finish it (times
 /// the pivot's reciprocal) and publish it, the block meets, and every thread subtracts its
 /// multiples of column `q` of the triangle from its entries (the staged zeros leave the entries
 /// not after `q`).
@@ -635,32 +625,21 @@ unsafe fn substitute<T: Element>(
     stride: usize,
     inverse: Buf<T>,
     row: Buf<T>,
-    h: u32,
-    v: usize,
+    g: u32,
+    u: usize,
     unit: bool,
 ) {
-    let q = GROUP as u32 * h + v as u32;
-    // The row block holding entry q, and whether q is in its second half (register row v + 4).
-    let (g, second) = (q / FR as u32, h % 2 == 1);
+    let q = FR as u32 * g + u as u32;
     if !unit {
         // SAFETY: inside the reciprocals (the caller's promise); one address for the block.
         let scale = unsafe { inverse.get(q as usize) };
-        unroll::<2>(hot!(|half| {
-            let i = v + half * GROUP;
-            unroll::<FC>(hot!(|k| {
-                cells[i][k] = cells[i][k].map_lane(|lane, x| {
-                    if (half == 1) == second && grid.bi(lane) == g {
-                        x * scale
-                    } else {
-                        x
-                    }
-                });
-            }));
+        unroll::<FC>(hot!(|k| {
+            cells[u][k] =
+                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
         }));
     }
-    let entry = |k: usize| cells[v][k].zip(cells[v + GROUP][k], |a, b| if second { b } else { a });
     unroll::<{ FC / 2 }>(hot!(|p| {
-        let v = entry(2 * p).zip(entry(2 * p + 1), |x, y| [x, y]);
+        let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
         v.for_each(|lane, v| {
             if grid.bi(lane) == g {
                 let l = FC as u32 * grid.bj(lane) + 2 * p as u32;
