@@ -219,8 +219,11 @@ pub(crate) unsafe fn factor<T: Element>(
     // thread has passed the barrier that ends the reads of the step between.
     let stride = pos::<T>(n);
     let buffers = if kind == Kind::Lu { 4 } else { 2 };
-    let (exchange, _) = room.take_array::<T>(buffers * stride)?;
+    // And the pivots, `diag[j]` the pivot of step j as its step found it: the steps leave their
+    // columns of L unscaled, and the end scales them.
+    let (exchange, _) = room.take_array::<T>((buffers + 1) * stride)?;
     let exchange = Buf::of(exchange);
+    let diag = exchange.add(buffers * stride);
     let grid = Grid::of(n, team);
     // Lower triangle only for Cholesky: the upper one is neither read nor written.
     let kept = |r: u32, c: u32| c < n && (kind == Kind::Lu || c <= r);
@@ -241,14 +244,43 @@ pub(crate) unsafe fn factor<T: Element>(
                 let pivots = exchange.add((2 + u % 2) * stride);
                 // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
                 // step is u's, FR being even.
-                failed =
-                    unsafe { eliminate(block, grid, &mut cells, column, pivots, n, q, u, kind) };
+                failed = unsafe {
+                    eliminate(block, grid, &mut cells, column, pivots, diag, n, q, u, kind)
+                };
             }
         }));
         if failed.is_some() {
             break;
         }
     }
+    // Scale the finished columns: L[r][c] = a[r][c]·s_c below the diagonal (Cholesky: and on it,
+    // d·s = √d), s_c being 1/√d_c (Cholesky) or 1/d_c (LU). The pivots were written before the
+    // barrier of the last step run.
+    let done = failed.map_or(n, |j| j as u32);
+    unroll::<FC>(hot!(|k| {
+        let scale = Lanes::from_fn(|lane| {
+            let c = (FC as u32 * grid.bj(lane) + k as u32).min(n - 1);
+            // SAFETY: inside the pivots (clamped for the threads past the tile, whose results
+            // are not stored), written before the last barrier.
+            let d = unsafe { diag.get(pos::<T>(c)) };
+            match kind {
+                Kind::Cholesky => d.rsqrt(),
+                Kind::Lu => d.recip(),
+            }
+        });
+        unroll::<FR>(hot!(|i| {
+            cells[i][k] = cells[i][k]
+                .zip(scale, |v, s| (v, s))
+                .map_lane(|lane, (v, s)| {
+                    let (r, c) = grid.cell(lane, i, k);
+                    if c < done && (r > c || (kind == Kind::Cholesky && r == c)) {
+                        v * s
+                    } else {
+                        v
+                    }
+                });
+        }));
+    }));
     unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
         |lane, v| {
             let (r, c) = grid.cell(lane, i, k);
@@ -305,13 +337,15 @@ impl Grid {
     }
 }
 
-/// Step `j = 8·q + u` of [`factor`]: column `j` (and row `j`, LU) is published, the block meets,
-/// and every thread finishes its share of column `j` and updates its entries after `j`. Returns
-/// the step when its pivot fails (not positive, Cholesky; zero, LU), the same in every thread.
+/// Step `j = 8·q + u` of [`factor`]: column `j` (and row `j`, LU) is published, with its pivot
+/// into `diag`, the block meets, and every thread updates its entries after `j`. Column `j` stays
+/// unscaled, for [`factor`]'s end to scale: scaling it here cost every thread a multiply and two
+/// selects per row of its block, every step. Returns the step when its pivot fails (not positive,
+/// Cholesky; zero, LU), the same in every thread.
 ///
 /// # Safety
 /// `column` and `pivots` are this step's exchange buffers ([`pos`]`(n)` elements each,
-/// 16-byte aligned; `pivots` only for LU).
+/// 16-byte aligned; `pivots` only for LU); `diag` holds [`pos`]`(n)` elements.
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and buffers"
@@ -323,6 +357,7 @@ unsafe fn eliminate<T: Element>(
     cells: &mut Cells<T>,
     column: Buf<T>,
     pivots: Buf<T>,
+    diag: Buf<T>,
     n: u32,
     q: u32,
     u: usize,
@@ -346,6 +381,12 @@ unsafe fn eliminate<T: Element>(
             }
         });
     }));
+    cells[u][cc].for_each(|lane, v| {
+        if grid.bj(lane) == cq && grid.bi(lane) == q {
+            // SAFETY: inside the pivots (`j < n`).
+            unsafe { diag.set(pos::<T>(j), v) };
+        }
+    });
     // LU: and row j from the threads holding it, every column of the tile.
     if kind == Kind::Lu {
         unroll::<{ FC / 2 }>(hot!(|p| {
@@ -362,22 +403,21 @@ unsafe fn eliminate<T: Element>(
     block.sync();
     // SAFETY: written before the barrier by the thread holding (j, j).
     let d = unsafe { column.get(pos::<T>(j)) };
-    let (scale, factor) = match kind {
+    let factor = match kind {
         Kind::Cholesky => {
             // Not positive, NaN included.
             if d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater) {
                 return Some(j as usize);
             }
             let s = d.rsqrt();
-            // L[r][j] = a[r][j]·s; the update subtracts a[r][j]·(a[c][j]·s²).
-            (s, s * s)
+            // L[r][j] = a[r][j]·s (at the end); the update subtracts a[r][j]·(a[c][j]·s²).
+            s * s
         }
         Kind::Lu => {
             if d == T::ZERO {
                 return Some(j as usize);
             }
-            let inverse = d.recip();
-            (inverse, inverse)
+            d.recip()
         }
     };
     // Each thread's multipliers: its rows' entries of column j (zero for rows not after j, whose
@@ -425,18 +465,6 @@ unsafe fn eliminate<T: Element>(
                 }
             });
         }));
-    }));
-    // Finish column j: L[r][j] for the rows after j (and Cholesky's pivot, d·s = √d).
-    unroll::<FR>(hot!(|i| {
-        cells[i][cc] = cells[i][cc].map_lane(|lane, v| {
-            let (bi, bj) = (grid.bi(lane), grid.bj(lane));
-            let on_pivot = kind == Kind::Cholesky && bi == q && i == u;
-            if bj == cq && (row_after(bi, i) || on_pivot) {
-                v * scale
-            } else {
-                v
-            }
-        });
     }));
     // The entries after j: a[r][c] −= m_r·x_c.
     unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
@@ -514,7 +542,7 @@ pub(crate) unsafe fn solve<T: Element>(
     let stride = pos::<T>(n);
     // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
     unsafe {
-        stage_triangle(team, t, tt, stride, forward);
+        stage_triangle(team, t, tt, stride, forward, unit);
         if !unit {
             team.for_each_item(n, |q| inverse.set(q as usize, (*t.at(q, q)).recip()));
         }
@@ -545,10 +573,18 @@ pub(crate) unsafe fn solve<T: Element>(
                 // step is v's, FR being even.
                 unsafe {
                     let row = rows.add((v % 2) * len);
-                    substitute(
-                        block, grid, &mut cells, tt, stride, inverse, row, g, u, unit,
-                    )
+                    substitute(block, grid, &mut cells, tt, stride, row, g, u)
                 };
+            }));
+        }
+        // Finish the entries: x_e = b_e / t_ee, the steps having left them unscaled.
+        if !unit {
+            unroll::<FR>(hot!(|i| {
+                let scale = Lanes::from_fn(|lane| {
+                    // SAFETY: inside the reciprocals, written before the first step's barrier.
+                    unsafe { inverse.get((FR as u32 * grid.bi(lane) + i as u32) as usize) }
+                });
+                unroll::<FC>(hot!(|k| cells[i][k] = cells[i][k].zip(scale, |v, s| v * s)));
             }));
         }
         unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
@@ -569,7 +605,10 @@ pub(crate) unsafe fn solve<T: Element>(
 /// Copies the strict `forward` (lower) or backward (upper) triangle of `t` into padded columns at
 /// `tt`, column `q` at `q·stride` with row `k` at [`pos`]`(k)`, and zeros elsewhere, the diagonal
 /// included (a step multiplies by them, which must not be a NaN, and the zeros spare the steps
-/// their masks), walking `t`'s stored rows so that the global reads coalesce. No barrier.
+/// their masks), walking `t`'s stored rows so that the global reads coalesce. Unless `unit`,
+/// column `q` is divided by `t_qq`: the steps then subtract `(t_kq / t_qq)·b_q` with `b_q`
+/// unscaled, and [`solve`] divides each entry by its pivot once, at the end, instead of a multiply
+/// and two selects per line every step. No barrier.
 ///
 /// # Safety
 /// `t` is valid; `tt` holds `n` columns of `stride` elements that no other thread accesses.
@@ -580,6 +619,7 @@ unsafe fn stage_triangle<T: Element>(
     tt: Buf<T>,
     stride: usize,
     forward: bool,
+    unit: bool,
 ) {
     let n = t.rows;
     let place = |o: u32, i: u32| if t.trans { (i, o) } else { (o, i) };
@@ -591,7 +631,13 @@ unsafe fn stage_triangle<T: Element>(
             let (k, q) = place(o, i);
             if (forward && k > q) || (!forward && k < q) {
                 // SAFETY: inside `t` (the caller's promise).
-                unsafe { *t.at(k, q) }
+                let v = unsafe { *t.at(k, q) };
+                // SAFETY: as for `v`.
+                if unit {
+                    v
+                } else {
+                    v * unsafe { *t.at(q, q) }.recip()
+                }
             } else {
                 T::ZERO
             }
@@ -604,14 +650,14 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// Step `q = 8·g + u` of [`solve`]: the threads holding entry `q` of their lines finish it (times
-/// the pivot's reciprocal) and publish it, the block meets, and every thread subtracts its
-/// multiples of column `q` of the triangle from its entries (the staged zeros leave the entries
-/// not after `q`).
+/// Step `q = 8·g + u` of [`solve`]: the threads holding entry `q` of their lines publish it, the
+/// block meets, and every thread subtracts its multiples of column `q` of the staged triangle
+/// (divided by the pivot, [`stage_triangle`]) from its entries (the staged zeros leave the
+/// entries not after `q`).
 ///
 /// # Safety
-/// `tt` and `inverse` hold the staged triangle and its reciprocals; `row` is this step's
-/// exchange buffer, 16-byte aligned, for a round's lines.
+/// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
+/// round's lines.
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and triangle"
@@ -623,21 +669,11 @@ unsafe fn substitute<T: Element>(
     cells: &mut Cells<T>,
     tt: Buf<T>,
     stride: usize,
-    inverse: Buf<T>,
     row: Buf<T>,
     g: u32,
     u: usize,
-    unit: bool,
 ) {
     let q = FR as u32 * g + u as u32;
-    if !unit {
-        // SAFETY: inside the reciprocals (the caller's promise); one address for the block.
-        let scale = unsafe { inverse.get(q as usize) };
-        unroll::<FC>(hot!(|k| {
-            cells[u][k] =
-                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
-        }));
-    }
     unroll::<{ FC / 2 }>(hot!(|p| {
         let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
         v.for_each(|lane, v| {
