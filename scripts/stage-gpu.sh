@@ -42,13 +42,15 @@ else
         | python3 -c 'import json,sys; m=json.load(sys.stdin); print("\n".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))')
     cargo build --release -p taskweave-examples --bins
 fi
+# Where cargo put them: ./target, or CARGO_TARGET_DIR (or its config) when set.
+target=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/ptx"
 for bin in "${bins[@]}"; do
-    cp "target/release/$bin" "$stage/bin/"
+    cp "$target/release/$bin" "$stage/bin/"
     strip --strip-debug "$stage/bin/$bin"
 done
-cp target/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx "$stage/ptx/"
+cp "$target"/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx "$stage/ptx/"
 cat > "$stage/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs one staged binary: stage/run.sh NAME [ARGS...]. Prints the header of bench/results/README.md

@@ -205,7 +205,8 @@ impl Builder {
             path: ptx.path.clone(),
             source,
         })?;
-        let kernels: Vec<&str> = fit::Module::parse(&text).kernels().collect();
+        let module = fit::Module::parse(&text);
+        let kernels: Vec<&str> = module.kernels().collect();
         for name in self.unmatched_regions(&kernels) {
             println!(
                 "cargo:warning=taskweave: `region_registers` names region `{name}`, which has no \
@@ -213,7 +214,8 @@ impl Builder {
             );
         }
         let owner = tune::regions(&text).min().map(str::to_owned);
-        let text = match std::env::var(env::REGIONS) {
+        let kept_text;
+        let text: &str = match std::env::var(env::REGIONS) {
             Ok(patterns) if !patterns.trim().is_empty() => {
                 let kept = keep_regions(&patterns, &kernels)?;
                 println!(
@@ -222,11 +224,12 @@ impl Builder {
                     env::REGIONS,
                     kernels.len()
                 );
-                fit::Module::parse(&text).only(|kernel| region_kept(&patterns, kernel), None)
+                kept_text = module.only(|kernel| region_kept(&patterns, kernel), None);
+                &kept_text
             }
-            _ => text,
+            _ => &text,
         };
-        let text = tune::add_uncapped_twins(&text);
+        let text = tune::add_uncapped_twins(text);
         let ptxas = cubin::find_ptxas();
         let fitted = fit::caps(
             ptxas.as_deref(),
