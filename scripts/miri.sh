@@ -55,6 +55,7 @@
 #| device/src/arch/gpu.rs | clock64 | 1 | not: nvptx64 (special register)
 #| device/src/arch/gpu.rs | global_timer_ns | 1 | not: nvptx64 (special register)
 #| device/src/arch/gpu.rs | sync_threads | 1 | not: nvptx64 (bar.sync)
+#| device/src/arch/gpu.rs | sync_warp | 2 | not: nvptx64 (bar.warp.sync)
 #| device/src/arch/gpu.rs | nanosleep | 1 | not: nvptx64 (nanosleep)
 #| device/src/arch/gpu.rs | shfl_down | 1 | not: nvptx64 (shfl.sync)
 #| device/src/arch/gpu.rs | shfl_idx | 1 | not: nvptx64 (shfl.sync)
@@ -220,11 +221,15 @@
 #| device/src/tile/regs.rs | pair | 2 | miri: A (the host arm)
 #| device/src/tile/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
 #| device/src/tile/regs.rs | put_pair | 2 | miri: A
-#| device/src/tile/regs.rs | solve | 5 | miri: A
-#| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
-#| device/src/tile/regs.rs | substitute | 5 | miri: A
-#| device/src/tile/regs.rs | factor | 4 | miri: A
-#| device/src/tile/regs.rs | eliminate | 6 | miri: A
+#| device/src/tile/regs.rs | solve | 6 | miri: A
+#| device/src/tile/regs.rs | stage_triangle | 4 | miri: A
+#| device/src/tile/regs.rs | substitute | 4 | miri: A
+#| device/src/tile/regs.rs | factor | 7 | miri: A
+#| device/src/tile/regs.rs | first_failure | 2 | miri: A
+#| device/src/tile/regs.rs | publish_row | 2 | miri: A
+#| device/src/tile/regs.rs | update | 3 | miri: A
+#| device/src/tile/regs.rs | produce | 7 | miri: A
+#| device/src/tile/regs.rs | consume | 3 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
 #| device/src/tile/regs.rs | run_factor | 1 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A

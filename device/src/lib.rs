@@ -19,11 +19,15 @@
     target_arch = "nvptx64",
     feature(
         asm_experimental_arch,
+        link_llvm_intrinsics,
         stdarch_nvptx,
         core_float_math,
         stmt_expr_attributes
     )
 )]
+// `link_llvm_intrinsics` is internal: it declares `llvm.nvvm.bar.warp.sync`, whose convergence
+// LLVM respects where it would not an opaque `asm!` (arch::gpu::sync_warp).
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;

@@ -66,6 +66,20 @@ pub fn sync_threads() {
     unsafe { core::arch::nvptx::_syncthreads() };
 }
 
+/// Warp barrier (`bar.warp.sync`, full mask): every lane of the warp must reach it. It also
+/// orders the shared-memory accesses of the lanes that meet there.
+#[inline(always)]
+pub fn sync_warp() {
+    unsafe extern "C" {
+        /// `bar.warp.sync`: LLVM's intrinsic, which it knows to be convergent.
+        #[link_name = "llvm.nvvm.bar.warp.sync"]
+        fn bar_warp_sync(mask: u32);
+    }
+    // The intrinsic rather than an opaque `asm!`, for the reason `sync_threads` gives.
+    // SAFETY: valid in any kernel; the callers keep the convergence rule above.
+    unsafe { bar_warp_sync(u32::MAX) };
+}
+
 /// Suspends the thread for about `ns` nanoseconds (`nanosleep.u32`, at most about 1 ms).
 #[inline(always)]
 pub fn nanosleep(ns: u32) {

@@ -298,6 +298,15 @@ impl Team {
         }
     }
 
+    /// The warp barrier (`bar.warp.sync`), which also orders the shared-memory accesses of the
+    /// warp's lanes: every lane of the calling warp must call it. On the host one thread is the
+    /// whole warp and runs its lanes in order, so it does nothing.
+    #[inline(always)]
+    pub fn sync_warp(&self) {
+        #[cfg(target_arch = "nvptx64")]
+        arch::sync_warp();
+    }
+
     /// Calls `f(i)` for each `i` in `0..n` that the calling thread's lanes own: item `i` belongs to
     /// thread `i % threads()`, as a block-stride loop over the block's threads hands them out.
     #[inline(always)]
