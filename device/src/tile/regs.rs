@@ -20,23 +20,24 @@
 //!   panel's warp applies the panel's published columns to its own (POTRF: a rank-16 update with
 //!   no barrier; GETRF: step by step, each publishing its own row `j` to itself). The columns of
 //!   `L` stay unscaled until the end, which scales each once by its pivot, kept aside.
-//! - **TRSM**: the lines (the independent right-hand sides) are the block's columns. The threads
-//!   holding entry `q` of their lines publish it; the block meets, and every thread subtracts the
-//!   triangle's column `q`, staged in shared memory divided by the pivot and with zeros on and off
-//!   its triangle, times the published entries. The zeros are the masks; the entries are divided
-//!   by their pivots once, at the end.
+//! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, so each
+//!   warp solves its own lines alone. The lanes holding entry `q` of their lines publish it; the
+//!   warp meets, and every lane subtracts the triangle's column `q`, staged in shared memory
+//!   divided by the pivot and with zeros on and off its triangle, times the published entries.
+//!   The zeros are the masks; the entries are divided by their pivots once, at the end.
 //!
 //! Column `j`'s entries, every row of them, live in one warp: that is what lets a panel's warp
-//! factor it without the other warps. A 64-tile's factorization meets the block four times
-//! instead of 64, and its chain of steps waits on warp barriers only.
+//! factor it without the other warps, and a warp solve its lines alone. A 64-tile's
+//! factorization meets the block four times instead of 64, the TRSM twice (after staging and at
+//! the end), and their chains of steps wait on warp barriers only.
 //!
 //! A register array stays in registers only when every index into it is a constant, so the steps
 //! run in groups of eight, unrolled, in a loop over the groups: the register a step reads (its
 //! row `j mod 8` and column `j mod 4` in a block) is fixed, and only which threads hold it is a
 //! runtime predicate. The TRSM's two exchange buffers (GETRF's row buffers) alternate by step
-//! parity, so one barrier per step suffices. The buffers and the staged triangle are read and written with `ld.shared` /
-//! `st.shared` at 32-bit addresses ([`Buf`]), with 16 bytes after every 16 elements so that the
-//! eight row blocks a warp reads at once fall on different banks.
+//! parity, so one barrier per step suffices. The buffers and the staged triangle are read and
+//! written with `ld.shared` / `st.shared` at 32-bit addresses ([`Buf`]), with 16 bytes after
+//! every 16 elements so that the eight row blocks a warp reads at once fall on different banks.
 //!
 //! The first register path cut the tile into lines held by four lanes each, each 16-step block
 //! unrolled: a 48 KB loop body per pass that the POTRF's warps waited on instruction fetch for
@@ -703,7 +704,7 @@ pub(crate) unsafe fn solve<T: Element>(
                 // step is v's, FR being even.
                 unsafe {
                     let row = rows.add((v % 2) * len);
-                    substitute(block, grid, &mut cells, tt, stride, row, g, u)
+                    substitute(team, grid, &mut cells, tt, stride, row, g, u)
                 };
             }));
         }
@@ -780,10 +781,10 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// Step `q = 8·g + u` of [`solve`]: the threads holding entry `q` of their lines publish it, the
-/// block meets, and every thread subtracts its multiples of column `q` of the staged triangle
-/// (divided by the pivot, [`stage_triangle`]) from its entries (the staged zeros leave the
-/// entries not after `q`).
+/// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines publish it, the
+/// warp meets (a line lives in one warp), and every lane subtracts its multiples of column `q` of
+/// the staged triangle (divided by the pivot, [`stage_triangle`]) from its entries (the staged
+/// zeros leave the entries not after `q`).
 ///
 /// # Safety
 /// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
@@ -794,7 +795,7 @@ unsafe fn stage_triangle<T: Element>(
 )]
 #[inline(always)]
 unsafe fn substitute<T: Element>(
-    block: &Block,
+    team: &Team,
     grid: Grid,
     cells: &mut Cells<T>,
     tt: Buf<T>,
@@ -814,7 +815,8 @@ unsafe fn substitute<T: Element>(
             }
         });
     }));
-    block.sync();
+    // A line's entries, every row of them, live in one warp, so the warp meets only its own lanes.
+    team.sync_warp();
     let mut solved: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
     unroll::<{ FC / 2 }>(hot!(|p| {
         let v = Lanes::from_fn(|lane| {
