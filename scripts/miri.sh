@@ -221,15 +221,11 @@
 #| device/src/tile/regs.rs | pair | 2 | miri: A (the host arm)
 #| device/src/tile/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
 #| device/src/tile/regs.rs | put_pair | 2 | miri: A
-#| device/src/tile/regs.rs | solve | 6 | miri: A
-#| device/src/tile/regs.rs | stage_triangle | 4 | miri: A
-#| device/src/tile/regs.rs | substitute | 4 | miri: A
-#| device/src/tile/regs.rs | factor | 7 | miri: A
-#| device/src/tile/regs.rs | first_failure | 2 | miri: A
-#| device/src/tile/regs.rs | publish_row | 2 | miri: A
-#| device/src/tile/regs.rs | update | 3 | miri: A
-#| device/src/tile/regs.rs | produce | 7 | miri: A
-#| device/src/tile/regs.rs | consume | 3 | miri: A
+#| device/src/tile/regs.rs | solve | 5 | miri: A
+#| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
+#| device/src/tile/regs.rs | substitute | 5 | miri: A
+#| device/src/tile/regs.rs | factor | 5 | miri: A
+#| device/src/tile/regs.rs | eliminate | 7 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
 #| device/src/tile/regs.rs | run_factor | 1 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A

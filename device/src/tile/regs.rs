@@ -9,35 +9,28 @@
 //!
 //! Here the tile never leaves registers. Each thread holds an `8 × 4` block of it ([`FR`] rows
 //! of [`FC`] columns: 32 values), thread `t` the row block `t mod n/8` and the column block
-//! `t / (n/8)`, so that a warp holds whole columns: warp `w` of a 64-tile holds its columns
-//! `16w..16w + 16`, a *panel*, and one warp holds all of a smaller tile.
+//! `t / (n/8)`, so that a warp holds whole columns. The threads meet once per step of the
+//! unblocked algorithm, with the step's values passed through a small exchange buffer in shared
+//! memory:
 //!
-//! - **POTRF and GETRF** run one panel at a time. The panel's warp factors it alone, meeting its
-//!   lanes at a warp barrier per step: the lanes holding column `j` (and, for GETRF, row `j`)
-//!   publish it in shared memory, zero for the entries not after `j`, and every lane subtracts
-//!   `m_r·x_c` from its entries, `m_r` from the column and `x_c` from the column (POTRF) or the
-//!   row (GETRF) times the pivot's reciprocal. The block then meets once, and every later
-//!   panel's warp applies the panel's published columns to its own (POTRF: a rank-16 update with
-//!   no barrier; GETRF: step by step, each publishing its own row `j` to itself). The columns of
-//!   `L` stay unscaled until the end, which scales each once by its pivot, kept aside.
-//! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, so each
-//!   warp solves its own lines alone. The lanes holding entry `q` of their lines publish it; the
-//!   warp meets, and every lane subtracts the triangle's column `q`, staged in shared memory
-//!   divided by the pivot and with zeros on and off its triangle, times the published entries.
-//!   The zeros are the masks; the entries are divided by their pivots once, at the end.
-//!
-//! Column `j`'s entries, every row of them, live in one warp: that is what lets a panel's warp
-//! factor it without the other warps, and a warp solve its lines alone. A 64-tile's
-//! factorization meets the block four times instead of 64, the TRSM twice (after staging and at
-//! the end), and their chains of steps wait on warp barriers only.
+//! - **POTRF and GETRF**: the threads holding column `j` (and, for GETRF, row `j`) publish it;
+//!   after the block's barrier every thread reads the pivot and subtracts `m_r·x_c` from its
+//!   entries after `j`, `m_r` from the column and `x_c` from the column (POTRF) or the row
+//!   (GETRF) times the pivot's reciprocal, masked to zero for the entries not after `j`. The
+//!   columns of `L` stay unscaled until the end, which scales each once by its pivot, kept aside.
+//! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, and a line
+//!   lives in one warp, so a warp solves its lines alone. The lanes holding entry `q` of their
+//!   lines finish it and publish it; after the warp's barrier every lane subtracts the triangle's
+//!   column `q`, staged in shared memory with zeros on and off its triangle, times the published
+//!   entries. The zeros are the masks. The block meets only after staging and at the end.
 //!
 //! A register array stays in registers only when every index into it is a constant, so the steps
 //! run in groups of eight, unrolled, in a loop over the groups: the register a step reads (its
 //! row `j mod 8` and column `j mod 4` in a block) is fixed, and only which threads hold it is a
-//! runtime predicate. The TRSM's two exchange buffers (GETRF's row buffers) alternate by step
-//! parity, so one barrier per step suffices. The buffers and the staged triangle are read and
-//! written with `ld.shared` / `st.shared` at 32-bit addresses ([`Buf`]), with 16 bytes after
-//! every 16 elements so that the eight row blocks a warp reads at once fall on different banks.
+//! runtime predicate. Two exchange buffers alternate by step parity, so one barrier per step
+//! suffices. The buffers and the staged triangle are read and written with `ld.shared` /
+//! `st.shared` at 32-bit addresses ([`Buf`]), with 16 bytes after every 16 elements so that the
+//! eight row blocks a warp reads at once fall on different banks.
 //!
 //! The first register path cut the tile into lines held by four lanes each, each 16-step block
 //! unrolled: a 48 KB loop body per pass that the POTRF's warps waited on instruction fetch for
@@ -49,7 +42,7 @@
 //! | operation | shared memory (elements of `T`) | threads |
 //! | --- | --- | --- |
 //! | TRSM, side `n` | `n` columns of `n`, the reciprocals (`n`) and two buffers of a round's lines (`4·threads/(n/8)`), with 16 bytes per 16 elements (37.6 KiB for an f64 64-tile on 128 threads) | any multiple of 32 |
-//! | POTRF, GETRF, side `n` | a panel's columns (`min(n, 1024/n)` of `n`), twice when there are two panels or more, the `n` pivots, their factors and two row buffers of `n`, with 16 bytes per 16 elements (20.3 KiB for an f64 64-tile) | at least `n²/32` |
+//! | POTRF, GETRF, side `n` | two buffers of `n` (POTRF), four (GETRF), and the `n` pivots, with 16 bytes per 16 elements | at least `n²/32` |
 //!
 //! Larger tiles whose side is a multiple of 64 are cut into 64-blocks that come here one at a
 //! time (`factor::by_64`, `trsm::solve_by_64`). The operations fall back to the blocked paths for
@@ -206,8 +199,8 @@ pub(crate) enum Kind {
 
 /// POTRF or GETRF of the square tile `a` in registers (module docs): each thread holds an
 /// `8 × 4` block of the tile. Returns `None`, having done nothing, when the side is not 16, 32 or
-/// 64, the block has fewer than `n²/32` threads, or `room` cannot hold the panels; else the
-/// factorization's result as [`potrf`](super::potrf()) and [`getrf`](super::getrf()) give it.
+/// 64, the block has fewer than `n²/32` threads, or `room` cannot hold the exchange buffers; else
+/// the factorization's result as [`potrf`](super::potrf()) and [`getrf`](super::getrf()) give it.
 /// Every thread of the block calls it and gets the same result; it ends with a barrier.
 ///
 /// # Safety
@@ -225,27 +218,17 @@ pub(crate) unsafe fn factor<T: Element>(
     if !matches!(n, 16 | 32 | 64) || team.threads() < n * n / (FR * FC) as u32 {
         return None;
     }
-    // Warp w holds the columns of panel w (module docs): 16 of a 64-tile, all of a smaller one.
-    let width = (FR as u32 * FC as u32 * arch::WARP_SIZE / n).min(n);
-    let panels = n / width;
+    // Two exchange buffers (a step's column, and for LU its row), alternating by step parity so
+    // that one barrier per step suffices: a buffer is written again two steps later, after every
+    // thread has passed the barrier that ends the reads of the step between.
     let stride = pos::<T>(n);
-    // The published columns of one panel, twice when there are two panels or more (alternating:
-    // panel p + 2 is written after the barrier that ends every warp's reads of panel p), then
-    // the pivots, their factors and two row buffers (LU), each `stride` long.
-    let copies = panels.min(2) as usize;
-    let columns = width as usize * stride;
-    let (space, _) = room.take_array::<T>(copies * columns + 4 * stride)?;
-    let space = Buf::of(space);
-    let at = Places {
-        diag: space.add(copies * columns),
-        factors: space.add(copies * columns + stride),
-        rows: space.add(copies * columns + 2 * stride),
-        stride,
-        n,
-        kind,
-    };
+    let buffers = if kind == Kind::Lu { 4 } else { 2 };
+    // And the pivots, `diag[j]` the pivot of step j as its step found it: the steps leave their
+    // columns of L unscaled, and the end scales them.
+    let (exchange, _) = room.take_array::<T>((buffers + 1) * stride)?;
+    let exchange = Buf::of(exchange);
+    let diag = exchange.add(buffers * stride);
     let grid = Grid::of(n, team);
-    let warp = team.warp();
     // Lower triangle only for Cholesky: the upper one is neither read nor written.
     let kept = |r: u32, c: u32| c < n && (kind == Kind::Lu || c <= r);
     let mut cells: Cells<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
@@ -258,47 +241,32 @@ pub(crate) unsafe fn factor<T: Element>(
         }
     })))));
     let mut failed = None;
-    for p in 0..panels {
-        let start = p * width;
-        let panel = space.add((p as usize % copies) * columns);
-        if warp == p {
-            for q in start / FR as u32..(start + width) / FR as u32 {
-                unroll::<FR>(hot!(|u| {
-                    if failed.is_none() {
-                        // SAFETY: the buffers lie in the room (the caller's promise).
-                        failed = unsafe { produce(team, grid, &mut cells, panel, at, start, q, u) };
-                    }
-                }));
-                if failed.is_some() {
-                    break;
-                }
+    for q in 0..n / FR as u32 {
+        unroll::<FR>(hot!(|u| {
+            if failed.is_none() {
+                let column = exchange.add((u % 2) * stride);
+                let pivots = exchange.add((2 + u % 2) * stride);
+                // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
+                // step is u's, FR being even.
+                failed = unsafe {
+                    eliminate(block, grid, &mut cells, column, pivots, diag, n, q, u, kind)
+                };
             }
-        }
-        block.sync();
-        // Every warp finds the panel's first failed pivot, where its producer stopped.
-        // SAFETY: the pivots up to the first failed one were written before the barrier.
-        let stop = unsafe { at.first_failure(start, width) };
-        if warp > p && warp < panels {
-            let end = stop.unwrap_or(start + width);
-            // SAFETY: the panel's columns before `end` and their factors were written before
-            // the barrier.
-            unsafe { consume(team, grid, &mut cells, panel, at, start, end) };
-        }
-        if let Some(j) = stop {
-            failed = Some(j as usize);
+        }));
+        if failed.is_some() {
             break;
         }
     }
     // Scale the finished columns: L[r][c] = a[r][c]·s_c below the diagonal (Cholesky: and on it,
     // d·s = √d), s_c being 1/√d_c (Cholesky) or 1/d_c (LU). The pivots were written before the
-    // last barrier.
+    // barrier of the last step run.
     let done = failed.map_or(n, |j| j as u32);
     unroll::<FC>(hot!(|k| {
         let scale = Lanes::from_fn(|lane| {
             let c = (FC as u32 * grid.bj(lane) + k as u32).min(n - 1);
             // SAFETY: inside the pivots (clamped for the threads past the tile, whose results
             // are not stored), written before the last barrier.
-            let d = unsafe { at.diag.get(pos::<T>(c)) };
+            let d = unsafe { diag.get(pos::<T>(c)) };
             match kind {
                 Kind::Cholesky => d.rsqrt(),
                 Kind::Lu => d.recip(),
@@ -373,237 +341,142 @@ impl Grid {
     }
 }
 
-/// Where [`factor`]'s steps find what the panels share, besides the panels' columns.
-#[derive(Clone, Copy)]
-struct Places<T> {
-    /// `diag[pos(j)]`: the pivot of step `j` as its step found it.
-    diag: Buf<T>,
-    /// `factors[pos(j)]`: what step `j` multiplies `x_c` by, `1/d` (`s²` for Cholesky).
-    factors: Buf<T>,
-    /// Two row buffers (LU), by step parity: row `j` of the tile, each warp its own columns,
-    /// zero for the columns not after `j`.
-    rows: Buf<T>,
-    /// Elements from one buffer or column to the next: [`pos`]`(n)`.
-    stride: usize,
-    n: u32,
-    kind: Kind,
-}
-
-impl<T: Element> Places<T> {
-    /// Whether pivot `d` fails: not positive (NaN included) for Cholesky, zero for LU.
-    #[inline(always)]
-    fn fails(self, d: T) -> bool {
-        match self.kind {
-            Kind::Cholesky => d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater),
-            Kind::Lu => d == T::ZERO,
-        }
-    }
-
-    /// The first failed pivot among the `width` steps from `start`, if any.
-    ///
-    /// # Safety
-    /// The pivots of those steps are written, up to the first failed one.
-    #[inline(always)]
-    unsafe fn first_failure(self, start: u32, width: u32) -> Option<u32> {
-        // SAFETY: the caller's promise; a step past a failed one is never read.
-        (start..start + width).find(|&j| self.fails(unsafe { self.diag.get(pos::<T>(j)) }))
-    }
-
-    /// The row buffer of step `u`'s parity.
-    #[inline(always)]
-    fn row(self, u: usize) -> Buf<T> {
-        self.rows.add((u % 2) * self.stride)
-    }
-
-    /// Publishes row `j = 8·q + u` of the calling warp's columns (LU): the threads holding it
-    /// write its entries after `j`, zeros before. No barrier.
-    ///
-    /// # Safety
-    /// No other warp accesses those columns of the row buffer.
-    #[inline(always)]
-    unsafe fn publish_row(self, grid: Grid, cells: &Cells<T>, q: u32, u: usize) {
-        let j = FR as u32 * q + u as u32;
-        let row = self.row(u);
-        unroll::<{ FC / 2 }>(hot!(|p| {
-            let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
-            v.for_each(|lane, v| {
-                let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
-                if grid.bi(lane) == q && c < self.n {
-                    let after = |h: u32, v: T| if c + h > j { v } else { T::ZERO };
-                    // SAFETY: inside the buffer (`c < n`), `c` even.
-                    unsafe { row.put_pair(pos::<T>(c), [after(0, v[0]), after(1, v[1])]) };
-                }
-            });
-        }));
-    }
-
-    /// Subtracts `m_r·x_c·f` from each thread's entries: `m_r` from `column` at its rows (zero
-    /// for the rows not after the step), `x_c` from `source` at its columns (zero for the
-    /// columns not after it: the column itself for Cholesky, the row for LU).
-    ///
-    /// # Safety
-    /// `column` and `source` are published and `pos(n)` long.
-    #[inline(always)]
-    unsafe fn update(self, grid: Grid, cells: &mut Cells<T>, column: Buf<T>, source: Buf<T>, f: T) {
-        let n = self.n;
-        let mut m: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
-        unroll::<{ FR / 2 }>(hot!(|p| {
-            let v = Lanes::from_fn(|lane| {
-                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
-                // SAFETY: published (the caller's promise), `r` even.
-                unsafe { column.pair(pos::<T>(r)) }
-            });
-            m[2 * p] = v.map(|v| v[0]);
-            m[2 * p + 1] = v.map(|v| v[1]);
-        }));
-        let mut x: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
-        unroll::<{ FC / 2 }>(hot!(|p| {
-            let v = Lanes::from_fn(|lane| {
-                let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
-                // SAFETY: published (the caller's promise); `c` even, clamped into the buffer
-                // for the threads past the tile (whose results are not stored).
-                unsafe { source.pair(pos::<T>(c)) }
-            });
-            x[2 * p] = v.map(|v| v[0] * f);
-            x[2 * p + 1] = v.map(|v| v[1] * f);
-        }));
-        unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
-            cells[i][k] = cells[i][k]
-                .zip(m[i], |v, m| (v, m))
-                .zip(x[k], |(v, m), x| (-m).fma(x, v));
-        }))));
-    }
-}
-
-/// Step `j = 8·q + u` of [`factor`], in the warp whose panel (from column `start`) holds column
-/// `j`: the threads holding column `j` publish it into `panel`, zero for the rows not after `j`,
-/// and its pivot into `diag` (LU: and row `j`), the warp meets, and every lane updates its
-/// entries after `j`. Column `j` stays unscaled, for [`factor`]'s end to scale. Returns the step
-/// when its pivot fails, the same in every lane; the pivot is published first, so that the other
-/// warps find it.
+/// Step `j = 8·q + u` of [`factor`]: column `j` (and row `j`, LU) is published, with its pivot
+/// into `diag`, the block meets, and every thread updates its entries after `j`. Column `j` stays
+/// unscaled, for [`factor`]'s end to scale: scaling it here cost every thread a multiply and two
+/// selects per row of its block, every step. Returns the step when its pivot fails (not positive,
+/// Cholesky; zero, LU), the same in every thread.
 ///
 /// # Safety
-/// `panel` holds the panel's columns, `at`'s buffers are the room's, and no other warp accesses
-/// `panel` or the warp's columns of the row buffers until the block's next barrier.
+/// `column` and `pivots` are this step's exchange buffers ([`pos`]`(n)` elements each,
+/// 16-byte aligned; `pivots` only for LU); `diag` holds [`pos`]`(n)` elements.
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and buffers"
 )]
 #[inline(always)]
-unsafe fn produce<T: Element>(
-    team: &Team,
+unsafe fn eliminate<T: Element>(
+    block: &Block,
     grid: Grid,
     cells: &mut Cells<T>,
-    panel: Buf<T>,
-    at: Places<T>,
-    start: u32,
+    column: Buf<T>,
+    pivots: Buf<T>,
+    diag: Buf<T>,
+    n: u32,
     q: u32,
     u: usize,
+    kind: Kind,
 ) -> Option<usize> {
     let j = FR as u32 * q + u as u32;
     // The column block holding column j, and j's place in it.
     let (cq, cc) = (j / FC as u32, u % FC);
-    let column = panel.add((j - start) as usize * at.stride);
-    // Whether row 8·bi + i comes after j.
+    // Whether row 8·bi + i comes after j; whether column 4·bj + k does.
     let row_after = |bi: u32, i: usize| bi > q || (bi == q && i > u);
+    let column_after = |bj: u32, k: usize| bj > cq || (bj == cq && k > cc);
+    // Publish column j from the threads holding it, every row (the rows before j are masked out
+    // where they are read).
     unroll::<{ FR / 2 }>(hot!(|p| {
         let v = cells[2 * p][cc].zip(cells[2 * p + 1][cc], |x, y| [x, y]);
         v.for_each(|lane, v| {
-            let bi = grid.bi(lane);
             if grid.bj(lane) == cq {
-                let r = FR as u32 * bi + 2 * p as u32;
-                let after = |h: usize, v: T| if row_after(bi, 2 * p + h) { v } else { T::ZERO };
-                // SAFETY: inside the column (`r < n`), `r` even.
-                unsafe { column.put_pair(pos::<T>(r), [after(0, v[0]), after(1, v[1])]) };
+                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+                // SAFETY: inside the buffer (`r < n`), `r` even.
+                unsafe { column.put_pair(pos::<T>(r), v) };
             }
         });
     }));
     cells[u][cc].for_each(|lane, v| {
         if grid.bj(lane) == cq && grid.bi(lane) == q {
             // SAFETY: inside the pivots (`j < n`).
-            unsafe { at.diag.set(pos::<T>(j), v) };
+            unsafe { diag.set(pos::<T>(j), v) };
         }
     });
-    if at.kind == Kind::Lu {
-        // SAFETY: the warp's columns of the row buffer are its own (the caller's promise).
-        unsafe { at.publish_row(grid, cells, q, u) };
+    // LU: and row j from the threads holding it, every column of the tile.
+    if kind == Kind::Lu {
+        unroll::<{ FC / 2 }>(hot!(|p| {
+            let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
+            v.for_each(|lane, v| {
+                let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
+                if grid.bi(lane) == q && c < n {
+                    // SAFETY: inside the buffer (`c < n`), `c` even.
+                    unsafe { pivots.put_pair(pos::<T>(c), v) };
+                }
+            });
+        }));
     }
-    team.sync_warp();
-    // SAFETY: written before the warp barrier by the lane holding (j, j).
-    let d = unsafe { at.diag.get(pos::<T>(j)) };
-    if at.fails(d) {
-        return Some(j as usize);
-    }
-    let f = match at.kind {
-        // L[r][j] = a[r][j]·s (at the end); the update subtracts a[r][j]·(a[c][j]·s²).
+    block.sync();
+    // SAFETY: written before the barrier by the thread holding (j, j).
+    let d = unsafe { column.get(pos::<T>(j)) };
+    let factor = match kind {
         Kind::Cholesky => {
+            // Not positive, NaN included.
+            if d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater) {
+                return Some(j as usize);
+            }
             let s = d.rsqrt();
+            // L[r][j] = a[r][j]·s (at the end); the update subtracts a[r][j]·(a[c][j]·s²).
             s * s
         }
-        Kind::Lu => d.recip(),
-    };
-    cells[u][cc].for_each(|lane, _| {
-        if grid.bj(lane) == cq && grid.bi(lane) == q {
-            // SAFETY: inside the factors (`j < n`).
-            unsafe { at.factors.set(pos::<T>(j), f) };
+        Kind::Lu => {
+            if d == T::ZERO {
+                return Some(j as usize);
+            }
+            d.recip()
         }
-    });
-    let source = if at.kind == Kind::Cholesky {
+    };
+    // Each thread's multipliers: its rows' entries of column j (zero for rows not after j, whose
+    // entries after j stay: LU's U, Cholesky's unused upper triangle).
+    let mut multipliers: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+            // SAFETY: written before the barrier (every row), `r` even.
+            unsafe { column.pair(pos::<T>(r)) }
+        });
+        unroll::<2>(hot!(|h| {
+            let i = 2 * p + h;
+            multipliers[i] = v.map_lane(|lane, v| {
+                if row_after(grid.bi(lane), i) {
+                    v[h]
+                } else {
+                    T::ZERO
+                }
+            });
+        }));
+    }));
+    // The entries of column j (Cholesky) or row j (LU) by which they are multiplied, times
+    // `factor`, zero for the columns not after j (the finished columns of L, and column j).
+    let source = if kind == Kind::Cholesky {
         column
     } else {
-        at.row(u)
+        pivots
     };
-    // SAFETY: both published before the warp barrier.
-    unsafe { at.update(grid, cells, column, source, f) };
-    None
-}
-
-/// The steps `start..end` of a panel, published by its warp, in a warp of a later panel: every
-/// lane updates its entries by each step's column and factor (LU: and by the row `j` of the
-/// warp's own columns, which it publishes to itself first, step by step).
-///
-/// # Safety
-/// The panel's columns and the factors of the steps are published; no other warp accesses the
-/// warp's columns of the row buffers.
-#[inline(always)]
-unsafe fn consume<T: Element>(
-    team: &Team,
-    grid: Grid,
-    cells: &mut Cells<T>,
-    panel: Buf<T>,
-    at: Places<T>,
-    start: u32,
-    end: u32,
-) {
-    let column = |j: u32| panel.add((j - start) as usize * at.stride);
-    match at.kind {
-        Kind::Cholesky => {
-            for j in start..end {
-                // SAFETY: the caller's promise.
-                unsafe {
-                    let f = at.factors.get(pos::<T>(j));
-                    at.update(grid, cells, column(j), column(j), f);
+    let mut x: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
+            // SAFETY: written before the barrier (every column); `c` even, clamped into the
+            // buffer for the threads past the tile (whose results are not stored).
+            unsafe { source.pair(pos::<T>(c)) }
+        });
+        unroll::<2>(hot!(|h| {
+            let k = 2 * p + h;
+            x[k] = v.map_lane(|lane, v| {
+                if column_after(grid.bj(lane), k) {
+                    v[h] * factor
+                } else {
+                    T::ZERO
                 }
-            }
-        }
-        Kind::Lu => {
-            for q in start / FR as u32..end.div_ceil(FR as u32) {
-                unroll::<FR>(hot!(|u| {
-                    let j = FR as u32 * q + u as u32;
-                    if j < end {
-                        // SAFETY: the caller's promise; the warp's columns of the row are its
-                        // own, published before the warp barrier.
-                        unsafe {
-                            at.publish_row(grid, cells, q, u);
-                            team.sync_warp();
-                            let f = at.factors.get(pos::<T>(j));
-                            at.update(grid, cells, column(j), at.row(u), f);
-                        }
-                    }
-                }));
-            }
-        }
-    }
+            });
+        }));
+    }));
+    // The entries after j: a[r][c] −= m_r·x_c.
+    unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
+        cells[i][k] = cells[i][k]
+            .zip(multipliers[i], |v, m| (v, m))
+            .zip(x[k], |(v, m), x| (-m).fma(x, v));
+    }))));
+    None
 }
 
 /// The exchange buffer's elements for `lines` lines (a multiple of [`FC`]).
@@ -673,7 +546,7 @@ pub(crate) unsafe fn solve<T: Element>(
     let stride = pos::<T>(n);
     // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
     unsafe {
-        stage_triangle(team, t, tt, stride, forward, unit);
+        stage_triangle(team, t, tt, stride, forward);
         if !unit {
             team.for_each_item(n, |q| inverse.set(q as usize, (*t.at(q, q)).recip()));
         }
@@ -704,18 +577,8 @@ pub(crate) unsafe fn solve<T: Element>(
                 // step is v's, FR being even.
                 unsafe {
                     let row = rows.add((v % 2) * len);
-                    substitute(team, grid, &mut cells, tt, stride, row, g, u)
+                    substitute(team, grid, &mut cells, tt, stride, inverse, row, g, u, unit)
                 };
-            }));
-        }
-        // Finish the entries: x_e = b_e / t_ee, the steps having left them unscaled.
-        if !unit {
-            unroll::<FR>(hot!(|i| {
-                let scale = Lanes::from_fn(|lane| {
-                    // SAFETY: inside the reciprocals, written before the first step's barrier.
-                    unsafe { inverse.get((FR as u32 * grid.bi(lane) + i as u32) as usize) }
-                });
-                unroll::<FC>(hot!(|k| cells[i][k] = cells[i][k].zip(scale, |v, s| v * s)));
             }));
         }
         unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
@@ -736,10 +599,7 @@ pub(crate) unsafe fn solve<T: Element>(
 /// Copies the strict `forward` (lower) or backward (upper) triangle of `t` into padded columns at
 /// `tt`, column `q` at `q·stride` with row `k` at [`pos`]`(k)`, and zeros elsewhere, the diagonal
 /// included (a step multiplies by them, which must not be a NaN, and the zeros spare the steps
-/// their masks), walking `t`'s stored rows so that the global reads coalesce. Unless `unit`,
-/// column `q` is divided by `t_qq`: the steps then subtract `(t_kq / t_qq)·b_q` with `b_q`
-/// unscaled, and [`solve`] divides each entry by its pivot once, at the end, instead of a multiply
-/// and two selects per line every step. No barrier.
+/// their masks), walking `t`'s stored rows so that the global reads coalesce. No barrier.
 ///
 /// # Safety
 /// `t` is valid; `tt` holds `n` columns of `stride` elements that no other thread accesses.
@@ -750,7 +610,6 @@ unsafe fn stage_triangle<T: Element>(
     tt: Buf<T>,
     stride: usize,
     forward: bool,
-    unit: bool,
 ) {
     let n = t.rows;
     let place = |o: u32, i: u32| if t.trans { (i, o) } else { (o, i) };
@@ -762,13 +621,7 @@ unsafe fn stage_triangle<T: Element>(
             let (k, q) = place(o, i);
             if (forward && k > q) || (!forward && k < q) {
                 // SAFETY: inside `t` (the caller's promise).
-                let v = unsafe { *t.at(k, q) };
-                if unit {
-                    v
-                } else {
-                    // SAFETY: as for `v`.
-                    v * unsafe { *t.at(q, q) }.recip()
-                }
+                unsafe { *t.at(k, q) }
             } else {
                 T::ZERO
             }
@@ -781,14 +634,14 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines publish it, the
-/// warp meets (a line lives in one warp), and every lane subtracts its multiples of column `q` of
-/// the staged triangle (divided by the pivot, [`stage_triangle`]) from its entries (the staged
-/// zeros leave the entries not after `q`).
+/// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines finish it (times
+/// the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp), and every
+/// lane subtracts its multiples of column `q` of the triangle from its entries (the staged zeros
+/// leave the entries not after `q`).
 ///
 /// # Safety
-/// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
-/// round's lines.
+/// `tt` and `inverse` hold the staged triangle and its reciprocals; `row` is this step's
+/// exchange buffer, 16-byte aligned, for a round's lines.
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and triangle"
@@ -800,11 +653,21 @@ unsafe fn substitute<T: Element>(
     cells: &mut Cells<T>,
     tt: Buf<T>,
     stride: usize,
+    inverse: Buf<T>,
     row: Buf<T>,
     g: u32,
     u: usize,
+    unit: bool,
 ) {
     let q = FR as u32 * g + u as u32;
+    if !unit {
+        // SAFETY: inside the reciprocals (the caller's promise); one address for the block.
+        let scale = unsafe { inverse.get(q as usize) };
+        unroll::<FC>(hot!(|k| {
+            cells[u][k] =
+                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
+        }));
+    }
     unroll::<{ FC / 2 }>(hot!(|p| {
         let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
         v.for_each(|lane, v| {
