@@ -225,7 +225,7 @@
 #| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
 #| device/src/tile/regs.rs | substitute | 5 | miri: A
 #| device/src/tile/regs.rs | factor | 5 | miri: A
-#| device/src/tile/regs.rs | eliminate | 7 | miri: A
+#| device/src/tile/regs.rs | eliminate | 9 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
 #| device/src/tile/regs.rs | run_factor | 1 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A

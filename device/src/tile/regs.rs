@@ -218,16 +218,16 @@ pub(crate) unsafe fn factor<T: Element>(
     if !matches!(n, 16 | 32 | 64) || team.threads() < n * n / (FR * FC) as u32 {
         return None;
     }
-    // Two exchange buffers (a step's column, and for LU its row), alternating by step parity so
-    // that one barrier per step suffices: a buffer is written again two steps later, after every
-    // thread has passed the barrier that ends the reads of the step between.
+    // A step's exchange buffers (its two columns, and for LU its two rows), twice, alternating by
+    // step parity so that one barrier per step suffices: a buffer is written again two steps
+    // later, after every thread has passed the barrier that ends the reads of the step between.
     let stride = pos::<T>(n);
-    let buffers = if kind == Kind::Lu { 4 } else { 2 };
-    // And the pivots, `diag[j]` the pivot of step j as its step found it: the steps leave their
-    // columns of L unscaled, and the end scales them.
-    let (exchange, _) = room.take_array::<T>((buffers + 1) * stride)?;
+    let per_step = if kind == Kind::Lu { 4 } else { 2 } * stride;
+    // And the pivots, `diag[j]` column j's as the steps left it: they leave the columns of L
+    // unscaled, and the end scales them.
+    let (exchange, _) = room.take_array::<T>(2 * per_step + stride)?;
     let exchange = Buf::of(exchange);
-    let diag = exchange.add(buffers * stride);
+    let diag = exchange.add(2 * per_step);
     let grid = Grid::of(n, team);
     // Lower triangle only for Cholesky: the upper one is neither read nor written.
     let kept = |r: u32, c: u32| c < n && (kind == Kind::Lu || c <= r);
@@ -242,24 +242,26 @@ pub(crate) unsafe fn factor<T: Element>(
     })))));
     let mut failed = None;
     for q in 0..n / FR as u32 {
-        unroll::<FR>(hot!(|u| {
+        unroll::<{ FR / 2 }>(hot!(|v| {
             if failed.is_none() {
-                let column = exchange.add((u % 2) * stride);
-                let pivots = exchange.add((2 + u % 2) * stride);
-                // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
-                // step is u's, FR being even.
-                failed = unsafe {
-                    eliminate(block, grid, &mut cells, column, pivots, diag, n, q, u, kind)
+                let at = Exchange {
+                    columns: exchange.add((v % 2) * per_step),
+                    stride,
+                    diag,
                 };
+                // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
+                // step is v's, FR / 2 being even.
+                failed = unsafe { eliminate(block, grid, &mut cells, at, n, q, 2 * v, kind) };
             }
         }));
         if failed.is_some() {
             break;
         }
     }
+    // The last step's second pivot was written after its barrier.
+    block.sync();
     // Scale the finished columns: L[r][c] = a[r][c]·s_c below the diagonal (Cholesky: and on it,
-    // d·s = √d), s_c being 1/√d_c (Cholesky) or 1/d_c (LU). The pivots were written before the
-    // barrier of the last step run.
+    // d·s = √d), s_c being 1/√d_c (Cholesky) or 1/d_c (LU).
     let done = failed.map_or(n, |j| j as u32);
     unroll::<FC>(hot!(|k| {
         let scale = Lanes::from_fn(|lane| {
@@ -341,15 +343,67 @@ impl Grid {
     }
 }
 
-/// Step `j = 8·q + u` of [`factor`]: column `j` (and row `j`, LU) is published, with its pivot
-/// into `diag`, the block meets, and every thread updates its entries after `j`. Column `j` stays
-/// unscaled, for [`factor`]'s end to scale: scaling it here cost every thread a multiply and two
-/// selects per row of its block, every step. Returns the step when its pivot fails (not positive,
-/// Cholesky; zero, LU), the same in every thread.
+/// Where a step of [`factor`] exchanges its values.
+#[derive(Clone, Copy)]
+struct Exchange<T> {
+    /// The step's buffers, [`pos`]`(n)` elements each, `stride` apart: its two columns, then
+    /// (LU) its two rows.
+    columns: Buf<T>,
+    stride: usize,
+    /// `diag[pos(j)]`: the pivot of column `j`, as the steps left it.
+    diag: Buf<T>,
+}
+
+impl<T: Element> Exchange<T> {
+    /// Column `j + h` of step `j`.
+    #[inline(always)]
+    fn column(self, h: usize) -> Buf<T> {
+        self.columns.add(h * self.stride)
+    }
+
+    /// Row `j + h` of step `j` (LU).
+    #[inline(always)]
+    fn row(self, h: usize) -> Buf<T> {
+        self.columns.add((2 + h) * self.stride)
+    }
+}
+
+/// Whether pivot `d` fails: not positive (NaN included) for Cholesky, zero for LU.
+#[inline(always)]
+fn fails<T: Element>(d: T, kind: Kind) -> bool {
+    match kind {
+        Kind::Cholesky => d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater),
+        Kind::Lu => d == T::ZERO,
+    }
+}
+
+/// What a step multiplies its `x_c` by: `1/d` (for Cholesky as `(1/√d)²`, the square of the
+/// scale the end gives the column).
+#[inline(always)]
+fn factor_of<T: Element>(d: T, kind: Kind) -> T {
+    match kind {
+        Kind::Cholesky => {
+            let s = d.rsqrt();
+            s * s
+        }
+        Kind::Lu => d.recip(),
+    }
+}
+
+/// Steps `j = 8·q + u` and `j + 1` of [`factor`] (`u` even), at one barrier: the threads holding
+/// columns `j` and `j + 1` (and, LU, rows `j` and `j + 1`) publish them as the steps before left
+/// them, the block meets, and every thread works out the `2 × 2` pivot block, finishes its
+/// share of column `j + 1` (row `j + 1`) by step `j`, and subtracts both steps from its entries
+/// after them: a rank-2 update. The columns stay unscaled, for [`factor`]'s end to scale; the
+/// pivot of column `j` is recorded before the barrier, that of `j + 1` after it. Returns the
+/// step whose pivot fails (not positive, Cholesky; zero, LU), the same in every thread, having
+/// applied the steps before it.
+///
+/// One barrier per two steps: a step's time is mostly its chain (the barrier, the loads after
+/// it, the pivot's reciprocal, the update), not its arithmetic (bench/results/panels-h200/).
 ///
 /// # Safety
-/// `column` and `pivots` are this step's exchange buffers ([`pos`]`(n)` elements each,
-/// 16-byte aligned; `pivots` only for LU); `diag` holds [`pos`]`(n)` elements.
+/// `at`'s buffers are this step's, 16-byte aligned, and its pivots `pos(n)` long.
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and buffers"
@@ -359,124 +413,166 @@ unsafe fn eliminate<T: Element>(
     block: &Block,
     grid: Grid,
     cells: &mut Cells<T>,
-    column: Buf<T>,
-    pivots: Buf<T>,
-    diag: Buf<T>,
+    at: Exchange<T>,
     n: u32,
     q: u32,
     u: usize,
     kind: Kind,
 ) -> Option<usize> {
     let j = FR as u32 * q + u as u32;
-    // The column block holding column j, and j's place in it.
+    // The column block holding columns j and j + 1, and j's place in it (0 or 2).
     let (cq, cc) = (j / FC as u32, u % FC);
-    // Whether row 8·bi + i comes after j; whether column 4·bj + k does.
-    let row_after = |bi: u32, i: usize| bi > q || (bi == q && i > u);
-    let column_after = |bj: u32, k: usize| bj > cq || (bj == cq && k > cc);
-    // Publish column j from the threads holding it, every row (the rows before j are masked out
-    // where they are read).
-    unroll::<{ FR / 2 }>(hot!(|p| {
-        let v = cells[2 * p][cc].zip(cells[2 * p + 1][cc], |x, y| [x, y]);
+    // Whether row 8·bi + i comes after j + s; whether column 4·bj + k does.
+    let row_after = |bi: u32, i: usize, s: usize| bi > q || (bi == q && i > u + s);
+    let column_after = |bj: u32, k: usize, s: usize| bj > cq || (bj == cq && k > cc + s);
+    // Publish columns j and j + 1 from the threads holding them, every row (the rows before them
+    // are masked out where they are read).
+    unroll::<2>(hot!(|h| unroll::<{ FR / 2 }>(hot!(|p| {
+        let v = cells[2 * p][cc + h].zip(cells[2 * p + 1][cc + h], |x, y| [x, y]);
         v.for_each(|lane, v| {
             if grid.bj(lane) == cq {
                 let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
                 // SAFETY: inside the buffer (`r < n`), `r` even.
-                unsafe { column.put_pair(pos::<T>(r), v) };
+                unsafe { at.column(h).put_pair(pos::<T>(r), v) };
             }
         });
-    }));
+    }))));
     cells[u][cc].for_each(|lane, v| {
         if grid.bj(lane) == cq && grid.bi(lane) == q {
             // SAFETY: inside the pivots (`j < n`).
-            unsafe { diag.set(pos::<T>(j), v) };
+            unsafe { at.diag.set(pos::<T>(j), v) };
         }
     });
-    // LU: and row j from the threads holding it, every column of the tile.
+    // LU: and rows j and j + 1 from the threads holding them, every column of the tile.
     if kind == Kind::Lu {
-        unroll::<{ FC / 2 }>(hot!(|p| {
-            let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
+        unroll::<2>(hot!(|h| unroll::<{ FC / 2 }>(hot!(|p| {
+            let v = cells[u + h][2 * p].zip(cells[u + h][2 * p + 1], |x, y| [x, y]);
             v.for_each(|lane, v| {
                 let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
                 if grid.bi(lane) == q && c < n {
                     // SAFETY: inside the buffer (`c < n`), `c` even.
-                    unsafe { pivots.put_pair(pos::<T>(c), v) };
+                    unsafe { at.row(h).put_pair(pos::<T>(c), v) };
                 }
             });
-        }));
+        }))));
     }
     block.sync();
-    // SAFETY: written before the barrier by the thread holding (j, j).
-    let d = unsafe { column.get(pos::<T>(j)) };
-    let factor = match kind {
-        Kind::Cholesky => {
-            // Not positive, NaN included.
-            if d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater) {
-                return Some(j as usize);
-            }
-            let s = d.rsqrt();
-            // L[r][j] = a[r][j]·s (at the end); the update subtracts a[r][j]·(a[c][j]·s²).
-            s * s
-        }
-        Kind::Lu => {
-            if d == T::ZERO {
-                return Some(j as usize);
-            }
-            d.recip()
-        }
+    // The pivot block: a[j][j], a[j+1][j] (one pair, `j` even), a[j][j+1], a[j+1][j+1].
+    // SAFETY: written before the barrier by the threads holding them.
+    let ([d0, low], d1) = unsafe {
+        (
+            at.column(0).pair(pos::<T>(j)),
+            at.column(1).get(pos::<T>(j + 1)),
+        )
     };
-    // Each thread's multipliers: its rows' entries of column j (zero for rows not after j, whose
-    // entries after j stay: LU's U, Cholesky's unused upper triangle).
-    let mut multipliers: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
-    unroll::<{ FR / 2 }>(hot!(|p| {
-        let v = Lanes::from_fn(|lane| {
-            let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
-            // SAFETY: written before the barrier (every row), `r` even.
-            unsafe { column.pair(pos::<T>(r)) }
-        });
-        unroll::<2>(hot!(|h| {
-            let i = 2 * p + h;
-            multipliers[i] = v.map_lane(|lane, v| {
-                if row_after(grid.bi(lane), i) {
-                    v[h]
-                } else {
-                    T::ZERO
-                }
-            });
-        }));
-    }));
-    // The entries of column j (Cholesky) or row j (LU) by which they are multiplied, times
-    // `factor`, zero for the columns not after j (the finished columns of L, and column j).
-    let source = if kind == Kind::Cholesky {
-        column
+    let up = match kind {
+        Kind::Cholesky => low,
+        // SAFETY: as for the pivot block.
+        Kind::Lu => unsafe { at.row(0).get(pos::<T>(j + 1)) },
+    };
+    if fails(d0, kind) {
+        return Some(j as usize);
+    }
+    let f0 = factor_of(d0, kind);
+    // Step j's multiples: of column j in column j + 1 (`a[j][j+1]/d0`), and of row j in row j + 1
+    // (`a[j+1][j]/d0`; the same for Cholesky).
+    let (g, h) = (up * f0, low * f0);
+    // Column j + 1's pivot after step j.
+    let d1 = (-low).fma(g, d1);
+    let second_fails = fails(d1, kind);
+    let f1 = if second_fails {
+        T::ZERO
     } else {
-        pivots
+        factor_of(d1, kind)
     };
-    let mut x: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
-    unroll::<{ FC / 2 }>(hot!(|p| {
-        let v = Lanes::from_fn(|lane| {
-            let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
-            // SAFETY: written before the barrier (every column); `c` even, clamped into the
-            // buffer for the threads past the tile (whose results are not stored).
-            unsafe { source.pair(pos::<T>(c)) }
+    if !second_fails {
+        cells[u][cc].for_each(|lane, _| {
+            if grid.bj(lane) == cq && grid.bi(lane) == q {
+                // SAFETY: inside the pivots (`j + 1 < n`); read after the factorization's last
+                // barrier.
+                unsafe { at.diag.set(pos::<T>(j + 1), d1) };
+            }
         });
-        unroll::<2>(hot!(|h| {
-            let k = 2 * p + h;
-            x[k] = v.map_lane(|lane, v| {
-                if column_after(grid.bj(lane), k) {
-                    v[h] * factor
+    }
+    // Each thread's multipliers: its rows' entries of column j, and of column j + 1 after step
+    // j (zero for rows not after the step, whose entries after it stay: LU's U, Cholesky's
+    // unused upper triangle).
+    let mut m0: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
+    let mut m1: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let [a0, a1] = [0, 1].map(|s| {
+            Lanes::from_fn(|lane| {
+                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+                // SAFETY: written before the barrier (every row), `r` even.
+                unsafe { at.column(s).pair(pos::<T>(r)) }
+            })
+        });
+        unroll::<2>(hot!(|e| {
+            let i = 2 * p + e;
+            let (x0, x1) = (a0.map(|v| v[e]), a1.map(|v| v[e]));
+            m0[i] = x0.map_lane(|lane, v| {
+                if row_after(grid.bi(lane), i, 0) {
+                    v
+                } else {
+                    T::ZERO
+                }
+            });
+            m1[i] = x0.zip(x1, |x0, x1| (-x0).fma(g, x1)).map_lane(|lane, v| {
+                if row_after(grid.bi(lane), i, 1) {
+                    v
                 } else {
                     T::ZERO
                 }
             });
         }));
     }));
-    // The entries after j: a[r][c] −= m_r·x_c.
+    // The entries of columns j and j + 1 (Cholesky) or rows j and j + 1 (LU) by which they are
+    // multiplied, the second after step j, times the steps' factors, zero for the columns not
+    // after them (the finished columns of L, and the steps' own).
+    let sources = match kind {
+        Kind::Cholesky => [at.column(0), at.column(1)],
+        Kind::Lu => [at.row(0), at.row(1)],
+    };
+    let mut x0: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    let mut x1: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let [b0, b1] = sources.map(|source| {
+            Lanes::from_fn(|lane| {
+                let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
+                // SAFETY: written before the barrier (every column); `c` even, clamped into the
+                // buffer for the threads past the tile (whose results are not stored).
+                unsafe { source.pair(pos::<T>(c)) }
+            })
+        });
+        unroll::<2>(hot!(|e| {
+            let k = 2 * p + e;
+            let (y0, y1) = (b0.map(|v| v[e]), b1.map(|v| v[e]));
+            x0[k] = y0.map_lane(|lane, v| {
+                if column_after(grid.bj(lane), k, 0) {
+                    v * f0
+                } else {
+                    T::ZERO
+                }
+            });
+            x1[k] = y0.zip(y1, |y0, y1| (-y0).fma(h, y1)).map_lane(|lane, v| {
+                if !second_fails && column_after(grid.bj(lane), k, 1) {
+                    v * f1
+                } else {
+                    T::ZERO
+                }
+            });
+        }));
+    }));
+    // The entries after the steps: a[r][c] −= m0_r·x0_c + m1_r·x1_c.
     unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
-        cells[i][k] = cells[i][k]
-            .zip(multipliers[i], |v, m| (v, m))
-            .zip(x[k], |(v, m), x| (-m).fma(x, v));
+        let v = cells[i][k]
+            .zip(m0[i], |v, m| (v, m))
+            .zip(x0[k], |(v, m), x| (-m).fma(x, v));
+        cells[i][k] = v
+            .zip(m1[i], |v, m| (v, m))
+            .zip(x1[k], |(v, m), x| (-m).fma(x, v));
     }))));
-    None
+    second_fails.then_some(j as usize + 1)
 }
 
 /// The exchange buffer's elements for `lines` lines (a multiple of [`FC`]).
@@ -954,6 +1050,17 @@ mod tests {
             -1.0,
             "the failed column is left as its step found it"
         );
+        // The first of a step's two columns failing.
+        let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| match (i == j, i) {
+            (false, _) => 0.0,
+            (true, 20) => 0.0,
+            (true, _) => 9.0,
+        });
+        assert_eq!(
+            run_factor(&mut a, warps, SCRATCH, Kind::Cholesky),
+            Some(Err(20))
+        );
+        assert_eq!((a.get(19, 19), a.get(20, 20)), (3.0, 0.0));
         let mut a = Matrix::<f64>::random(n, n, 0, 1)
             .from_fn(|i, j| if i == j && i != 9 { 1.0 } else { 0.0 });
         assert_eq!(run_factor(&mut a, warps, SCRATCH, Kind::Lu), Some(Err(9)));
