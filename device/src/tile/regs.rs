@@ -10,14 +10,16 @@
 //! Here the tile never leaves registers. Each thread holds an `8 × 4` block of it ([`FR`] rows
 //! of [`FC`] columns: 32 values), thread `t` the row block `t mod n/8` and the column block
 //! `t / (n/8)`, so that a warp holds whole columns. The threads meet once per step of the
-//! unblocked algorithm, with the step's values passed through a small exchange buffer in shared
-//! memory:
+//! unblocked algorithm (POTRF and GETRF: once per two steps), with the step's values passed
+//! through a small exchange buffer in shared memory:
 //!
-//! - **POTRF and GETRF**: the threads holding column `j` (and, for GETRF, row `j`) publish it;
-//!   after the block's barrier every thread reads the pivot and subtracts `m_r·x_c` from its
-//!   entries after `j`, `m_r` from the column and `x_c` from the column (POTRF) or the row
-//!   (GETRF) times the pivot's reciprocal, masked to zero for the entries not after `j`. The
-//!   columns of `L` stay unscaled until the end, which scales each once by its pivot, kept aside.
+//! - **POTRF and GETRF** take their steps two at a time: the threads holding columns `j` and
+//!   `j + 1` (and, for GETRF, rows `j` and `j + 1`) publish them; after the block's barrier every
+//!   thread works out the `2 × 2` pivot block and subtracts `m_r·x_c` for both steps from its
+//!   entries after them (a rank-2 update), `m_r` from the columns and `x_c` from the columns
+//!   (POTRF) or the rows (GETRF) times the pivots' reciprocals, masked to zero for the entries not
+//!   after each step. The columns of `L` stay unscaled until the end, which scales each once by
+//!   its pivot, kept aside.
 //! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, and a line
 //!   lives in one warp, so a warp solves its lines alone. The lanes holding entry `q` of their
 //!   lines finish it and publish it; after the warp's barrier every lane subtracts the triangle's
