@@ -242,19 +242,23 @@ pub(crate) unsafe fn factor<T: Element>(
             T::ZERO
         }
     })))));
-    // One loop over the pairs of steps, not unrolled: its body is one pair's code, and every
-    // thread's warps wait on fetching it far less than on an unrolled group's.
     let mut failed = None;
-    let mut s = 0;
-    while failed.is_none() && s < n / 2 {
-        let at = Exchange {
-            columns: exchange.add((s % 2) as usize * per_step),
-            stride,
-            diag,
-        };
-        // SAFETY: the buffers lie in the room (the caller's promise), alternating by parity.
-        failed = unsafe { eliminate(block, grid, &mut cells, at, n, s, kind) };
-        s += 1;
+    for q in 0..n / FR as u32 {
+        unroll::<{ FR / 2 }>(hot!(|v| {
+            if failed.is_none() {
+                let at = Exchange {
+                    columns: exchange.add((v % 2) * per_step),
+                    stride,
+                    diag,
+                };
+                // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
+                // step is v's, FR / 2 being even.
+                failed = unsafe { eliminate(block, grid, &mut cells, at, n, q, 2 * v, kind) };
+            }
+        }));
+        if failed.is_some() {
+            break;
+        }
     }
     // The last step's second pivot was written after its barrier.
     block.sync();
@@ -388,23 +392,24 @@ fn factor_of<T: Element>(d: T, kind: Kind) -> T {
     }
 }
 
-/// Steps `j = 2·s` and `j + 1` of [`factor`], at one barrier: the threads holding columns `j`
-/// and `j + 1` (and, LU, rows `j` and `j + 1`) publish them as the steps before left them, the
-/// block meets, and every thread works out the `2 × 2` pivot block, finishes its share of column
-/// `j + 1` (row `j + 1`) by step `j`, and subtracts both steps from its entries after them: a
-/// rank-2 update. The columns stay unscaled, for [`factor`]'s end to scale; the pivot of column
-/// `j` is recorded before the barrier, that of `j + 1` after it. Returns the step whose pivot
-/// fails (not positive, Cholesky; zero, LU), the same in every thread, having applied the steps
-/// before it.
+/// Steps `j = 8·q + u` and `j + 1` of [`factor`] (`u` even), at one barrier: the threads holding
+/// columns `j` and `j + 1` (and, LU, rows `j` and `j + 1`) publish them as the steps before left
+/// them, the block meets, and every thread works out the `2 × 2` pivot block, finishes its
+/// share of column `j + 1` (row `j + 1`) by step `j`, and subtracts both steps from its entries
+/// after them: a rank-2 update. The columns stay unscaled, for [`factor`]'s end to scale; the
+/// pivot of column `j` is recorded before the barrier, that of `j + 1` after it. Returns the
+/// step whose pivot fails (not positive, Cholesky; zero, LU), the same in every thread, having
+/// applied the steps before it.
 ///
 /// One barrier per two steps: a step's time is mostly its chain (the barrier, the loads after
 /// it, the pivot's reciprocal, the update), not its arithmetic (bench/results/panels-h200/).
-/// Where the pair falls in a thread's `8 × 4` block (`u = j mod 8`, `cc = j mod 4`) is known only
-/// at runtime, so the published registers are chosen by selects ([`pick`]), which keeps the
-/// registers indexed by constants and the step's code to one copy.
 ///
 /// # Safety
 /// `at`'s buffers are this step's, 16-byte aligned, and its pivots `pos(n)` long.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one step's registers, place and buffers"
+)]
 #[inline(always)]
 unsafe fn eliminate<T: Element>(
     block: &Block,
@@ -412,23 +417,20 @@ unsafe fn eliminate<T: Element>(
     cells: &mut Cells<T>,
     at: Exchange<T>,
     n: u32,
-    s: u32,
+    q: u32,
+    u: usize,
     kind: Kind,
 ) -> Option<usize> {
-    let j = 2 * s;
-    // The row block and column block holding the pivot block, and its place in them: row
-    // `u ∈ {0, 2, 4, 6}`, column `cc ∈ {0, 2}`.
-    let (q, u) = (j / FR as u32, j % FR as u32);
-    let (cq, cc) = (j / FC as u32, j % FC as u32);
-    let owner = |lane: u32| grid.bj(lane) == cq && grid.bi(lane) == q;
-    // Whether row 8·bi + i comes after step j + e; whether column 4·bj + k does.
-    let row_after = |bi: u32, i: usize, e: u32| bi > q || (bi == q && i as u32 > u + e);
-    let column_after = |bj: u32, k: usize, e: u32| bj > cq || (bj == cq && k as u32 > cc + e);
+    let j = FR as u32 * q + u as u32;
+    // The column block holding columns j and j + 1, and j's place in it (0 or 2).
+    let (cq, cc) = (j / FC as u32, u % FC);
+    // Whether row 8·bi + i comes after j + s; whether column 4·bj + k does.
+    let row_after = |bi: u32, i: usize, s: usize| bi > q || (bi == q && i > u + s);
+    let column_after = |bj: u32, k: usize, s: usize| bj > cq || (bj == cq && k > cc + s);
     // Publish columns j and j + 1 from the threads holding them, every row (the rows before them
     // are masked out where they are read).
     unroll::<2>(hot!(|h| unroll::<{ FR / 2 }>(hot!(|p| {
-        let pair = |k: usize| cells[2 * p][k].zip(cells[2 * p + 1][k], |x, y| [x, y]);
-        let v = pick(cc / 2, [pair(h), pair(2 + h)]);
+        let v = cells[2 * p][cc + h].zip(cells[2 * p + 1][cc + h], |x, y| [x, y]);
         v.for_each(|lane, v| {
             if grid.bj(lane) == cq {
                 let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
@@ -437,10 +439,8 @@ unsafe fn eliminate<T: Element>(
             }
         });
     }))));
-    let pivot: [Lanes<T>; FR / 2] =
-        array(hot!(|w| pick(cc / 2, [cells[2 * w][0], cells[2 * w][2]])));
-    pick(u / 2, pivot).for_each(|lane, v| {
-        if owner(lane) {
+    cells[u][cc].for_each(|lane, v| {
+        if grid.bj(lane) == cq && grid.bi(lane) == q {
             // SAFETY: inside the pivots (`j < n`).
             unsafe { at.diag.set(pos::<T>(j), v) };
         }
@@ -448,9 +448,8 @@ unsafe fn eliminate<T: Element>(
     // LU: and rows j and j + 1 from the threads holding them, every column of the tile.
     if kind == Kind::Lu {
         unroll::<2>(hot!(|h| unroll::<{ FC / 2 }>(hot!(|p| {
-            let pair = |i: usize| cells[i][2 * p].zip(cells[i][2 * p + 1], |x, y| [x, y]);
-            let rows: [Lanes<[T; 2]>; FR / 2] = array(hot!(|w| pair(2 * w + h)));
-            pick(u / 2, rows).for_each(|lane, v| {
+            let v = cells[u + h][2 * p].zip(cells[u + h][2 * p + 1], |x, y| [x, y]);
+            v.for_each(|lane, v| {
                 let c = FC as u32 * grid.bj(lane) + 2 * p as u32;
                 if grid.bi(lane) == q && c < n {
                     // SAFETY: inside the buffer (`c < n`), `c` even.
@@ -489,8 +488,8 @@ unsafe fn eliminate<T: Element>(
         factor_of(d1, kind)
     };
     if !second_fails {
-        Lanes::splat(d1).for_each(|lane, d1| {
-            if owner(lane) {
+        cells[u][cc].for_each(|lane, _| {
+            if grid.bj(lane) == cq && grid.bi(lane) == q {
                 // SAFETY: inside the pivots (`j + 1 < n`); read after the factorization's last
                 // barrier.
                 unsafe { at.diag.set(pos::<T>(j + 1), d1) };
@@ -576,19 +575,6 @@ unsafe fn eliminate<T: Element>(
             .zip(x1[k], |(v, m), x| (-m).fma(x, v));
     }))));
     second_fails.then_some(j as usize + 1)
-}
-
-/// `options[at]` for an index known only at runtime, as a chain of selects: a register array
-/// indexed at runtime would leave the registers for local memory.
-#[inline(always)]
-fn pick<V: Copy, const N: usize>(at: u32, options: [V; N]) -> V {
-    let mut chosen = options[0];
-    unroll::<N>(hot!(|k| {
-        if k > 0 && at == k as u32 {
-            chosen = options[k];
-        }
-    }));
-    chosen
 }
 
 /// The exchange buffer's elements for `lines` lines (a multiple of [`FC`]).
