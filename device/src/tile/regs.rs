@@ -216,6 +216,31 @@ pub(crate) unsafe fn factor<T: Element>(
     a: Gmat<T>,
     kind: Kind,
 ) -> Option<Result<(), usize>> {
+    // Cholesky in f64 takes its steps one at a time: two steps at one barrier put two f64
+    // reciprocal square roots, one after the other, on the chain of every pair, which made its
+    // POTRF slower (bench/results/chain-steps-h200/); LU and f32 gain from the pairs.
+    let single = kind == Kind::Cholesky && core::mem::size_of::<T>() == 8;
+    // SAFETY: the caller's promises.
+    unsafe { factor_by(block, team, room, a, kind, single) }
+}
+
+/// [`factor`], its steps one per barrier when `single` (Cholesky only), else two.
+///
+/// # Safety
+/// As for [`factor`].
+#[inline(always)]
+unsafe fn factor_by<T: Element>(
+    block: &Block,
+    team: &Team,
+    room: Room,
+    a: Gmat<T>,
+    kind: Kind,
+    single: bool,
+) -> Option<Result<(), usize>> {
+    debug_assert!(
+        !single || kind == Kind::Cholesky,
+        "single steps are Cholesky's"
+    );
     let n = a.rows;
     if !matches!(n, 16 | 32 | 64) || team.threads() < n * n / (FR * FC) as u32 {
         return None;
@@ -243,21 +268,41 @@ pub(crate) unsafe fn factor<T: Element>(
         }
     })))));
     let mut failed = None;
-    for q in 0..n / FR as u32 {
-        unroll::<{ FR / 2 }>(hot!(|v| {
-            if failed.is_none() {
-                let at = Exchange {
-                    columns: exchange.add((v % 2) * per_step),
-                    stride,
-                    diag,
-                };
-                // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
-                // step is v's, FR / 2 being even.
-                failed = unsafe { eliminate(block, grid, &mut cells, at, n, q, 2 * v, kind) };
+    if single {
+        for q in 0..n / FR as u32 {
+            unroll::<FR>(hot!(|u| {
+                if failed.is_none() {
+                    let at = Exchange {
+                        columns: exchange.add((u % 2) * per_step),
+                        stride,
+                        diag,
+                    };
+                    // SAFETY: as for the pairs below; the parity of the step is u's, FR being
+                    // even.
+                    failed = unsafe { eliminate_one(block, grid, &mut cells, at, n, q, u) };
+                }
+            }));
+            if failed.is_some() {
+                break;
             }
-        }));
-        if failed.is_some() {
-            break;
+        }
+    } else {
+        for q in 0..n / FR as u32 {
+            unroll::<{ FR / 2 }>(hot!(|v| {
+                if failed.is_none() {
+                    let at = Exchange {
+                        columns: exchange.add((v % 2) * per_step),
+                        stride,
+                        diag,
+                    };
+                    // SAFETY: the buffers lie in the room (the caller's promise); the parity of the
+                    // step is v's, FR / 2 being even.
+                    failed = unsafe { eliminate(block, grid, &mut cells, at, n, q, 2 * v, kind) };
+                }
+            }));
+            if failed.is_some() {
+                break;
+            }
         }
     }
     // The last step's second pivot was written after its barrier.
@@ -368,6 +413,97 @@ impl<T: Element> Exchange<T> {
     fn row(self, h: usize) -> Buf<T> {
         self.columns.add((2 + h) * self.stride)
     }
+}
+
+/// Step `j = 8·q + u` of a Cholesky [`factor`], alone at its barrier: column `j` is published,
+/// with its pivot into `diag`, the block meets, and every thread subtracts the step from its
+/// entries after `j`. Returns `j` when its pivot is not positive, the same in every thread.
+///
+/// # Safety
+/// As for [`eliminate`].
+#[inline(always)]
+unsafe fn eliminate_one<T: Element>(
+    block: &Block,
+    grid: Grid,
+    cells: &mut Cells<T>,
+    at: Exchange<T>,
+    n: u32,
+    q: u32,
+    u: usize,
+) -> Option<usize> {
+    let j = FR as u32 * q + u as u32;
+    let (cq, cc) = (j / FC as u32, u % FC);
+    let row_after = |bi: u32, i: usize| bi > q || (bi == q && i > u);
+    let column_after = |bj: u32, k: usize| bj > cq || (bj == cq && k > cc);
+    let column = at.column(0);
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let v = cells[2 * p][cc].zip(cells[2 * p + 1][cc], |x, y| [x, y]);
+        v.for_each(|lane, v| {
+            if grid.bj(lane) == cq {
+                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+                // SAFETY: inside the buffer (`r < n`), `r` even.
+                unsafe { column.put_pair(pos::<T>(r), v) };
+            }
+        });
+    }));
+    cells[u][cc].for_each(|lane, v| {
+        if grid.bj(lane) == cq && grid.bi(lane) == q {
+            // SAFETY: inside the pivots (`j < n`).
+            unsafe { at.diag.set(pos::<T>(j), v) };
+        }
+    });
+    block.sync();
+    // SAFETY: written before the barrier by the thread holding (j, j).
+    let d = unsafe { column.get(pos::<T>(j)) };
+    if fails(d, Kind::Cholesky) {
+        return Some(j as usize);
+    }
+    let f = factor_of(d, Kind::Cholesky);
+    // The multipliers (rows after j) and the multiplied entries times the factor (columns after
+    // j), both from column j, masked to zero elsewhere.
+    let mut m: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+            // SAFETY: written before the barrier (every row), `r` even.
+            unsafe { column.pair(pos::<T>(r)) }
+        });
+        unroll::<2>(hot!(|h| {
+            let i = 2 * p + h;
+            m[i] = v.map_lane(|lane, v| {
+                if row_after(grid.bi(lane), i) {
+                    v[h]
+                } else {
+                    T::ZERO
+                }
+            });
+        }));
+    }));
+    let mut x: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
+            // SAFETY: written before the barrier (every row); `c` even, clamped into the buffer
+            // for the threads past the tile (whose results are not stored).
+            unsafe { column.pair(pos::<T>(c)) }
+        });
+        unroll::<2>(hot!(|h| {
+            let k = 2 * p + h;
+            x[k] = v.map_lane(|lane, v| {
+                if column_after(grid.bj(lane), k) {
+                    v[h] * f
+                } else {
+                    T::ZERO
+                }
+            });
+        }));
+    }));
+    unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
+        cells[i][k] = cells[i][k]
+            .zip(m[i], |v, m| (v, m))
+            .zip(x[k], |(v, m), x| (-m).fma(x, v));
+    }))));
+    None
 }
 
 /// Whether pivot `d` fails: not positive (NaN included) for Cholesky, zero for LU.
@@ -973,18 +1109,29 @@ mod tests {
         scratch: usize,
         kind: Kind,
     ) -> Option<Result<(), usize>> {
+        run_factor_by(a, warps, scratch, kind, false)
+    }
+
+    fn run_factor_by(
+        a: &mut Matrix<f64>,
+        warps: u32,
+        scratch: usize,
+        kind: Kind,
+        single: bool,
+    ) -> Option<Result<(), usize>> {
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
         let result = std::sync::Mutex::new(std::vec::Vec::new());
         on_block(warps, scratch, |block| {
             let team = Team::new(block);
             // SAFETY: the test's matrix; the scratch is the block's.
             let r = unsafe {
-                factor(
+                factor_by(
                     block,
                     &team,
                     Room::of(block, 0),
                     gmat_mut(&sa.mat_mut(ra)),
                     kind,
+                    single,
                 )
             };
             result.lock().unwrap().push(r);
@@ -1005,22 +1152,25 @@ mod tests {
             &[(16, 1), (32, 1), (32, 3), (64, 4), (64, 6)]
         };
         for &(n, warps) in cases {
-            let mut a = spd(n, n as u64);
-            assert_eq!(
-                run_factor(&mut a, warps, SCRATCH, Kind::Cholesky),
-                Some(Ok(()))
-            );
-            let (residual, scale) = reference::potrf_residual(&a);
-            reference::assert_small(
-                &a,
-                &residual,
-                &scale,
-                4.0 * (n as f64 + 2.0) * f64::EPSILON,
-                "registers' potrf",
-            );
-            for i in 0..n {
-                for j in i + 1..n {
-                    assert_eq!(a.get(i, j), a.original(i, j), "potrf wrote ({i}, {j})");
+            // Two steps per barrier, then one (what f64 takes on the GPU).
+            for single in [false, true] {
+                let mut a = spd(n, n as u64);
+                assert_eq!(
+                    run_factor_by(&mut a, warps, SCRATCH, Kind::Cholesky, single),
+                    Some(Ok(()))
+                );
+                let (residual, scale) = reference::potrf_residual(&a);
+                reference::assert_small(
+                    &a,
+                    &residual,
+                    &scale,
+                    4.0 * (n as f64 + 2.0) * f64::EPSILON,
+                    "registers' potrf",
+                );
+                for i in 0..n {
+                    for j in i + 1..n {
+                        assert_eq!(a.get(i, j), a.original(i, j), "potrf wrote ({i}, {j})");
+                    }
                 }
             }
             let m = Matrix::<f64>::random(n, n, 1, 3);
@@ -1061,6 +1211,17 @@ mod tests {
             -1.0,
             "the failed column is left as its step found it"
         );
+        let mut b = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| match (i == j, i) {
+            (false, _) => 0.0,
+            (true, 21) => -1.0,
+            (true, _) => 4.0,
+        });
+        assert_eq!(
+            run_factor_by(&mut b, warps, SCRATCH, Kind::Cholesky, true),
+            Some(Err(21)),
+            "one step per barrier"
+        );
+        assert_eq!((b.get(20, 20), b.get(21, 21)), (2.0, -1.0));
         // The first of a step's two columns failing.
         let mut a = Matrix::<f64>::random(n, n, 0, 1).from_fn(|i, j| match (i == j, i) {
             (false, _) => 0.0,
