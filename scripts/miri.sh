@@ -224,10 +224,12 @@
 #| device/src/tile/regs.rs | solve | 5 | miri: A
 #| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
 #| device/src/tile/regs.rs | substitute | 5 | miri: A
-#| device/src/tile/regs.rs | factor | 5 | miri: A
+#| device/src/tile/regs.rs | factor | 2 | miri: A
+#| device/src/tile/regs.rs | factor_by | 6 | miri: A
+#| device/src/tile/regs.rs | eliminate_one | 6 | miri: A
 #| device/src/tile/regs.rs | eliminate | 9 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
-#| device/src/tile/regs.rs | run_factor | 1 | miri: A
+#| device/src/tile/regs.rs | run_factor_by | 1 | miri: A
 #| device/src/tile/staged.rs | take | 1 | miri: A
 #| device/src/tile/staged.rs | copy | 3 | miri: A
 #| device/src/tile/staged.rs | update | 4 | miri: A
