@@ -778,26 +778,6 @@ pub(crate) unsafe fn solve<T: Element>(
         return false;
     };
     let stride = pos::<T>(n);
-    let grid = Grid::of(n, team);
-    let per_round = round_lines(n, team);
-    let len = row_len::<T>(per_round);
-    let groups = n / FR as u32;
-    let line = |first: u32, lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
-    let load = hot!(|first: u32| -> Cells<T> {
-        array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
-            let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(first, lane, k));
-            if l < w {
-                // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
-                let v = unsafe { *x.at(e, l) };
-                if alpha == T::ONE { v } else { alpha * v }
-            } else {
-                T::ZERO
-            }
-        })))))
-    });
-    // The first round's lines are loaded before the triangle is staged, so that the two global
-    // reads wait together, not one after the other.
-    let mut cells = load(0);
     // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
     unsafe {
         stage_triangle(team, t, tt, stride, forward);
@@ -806,8 +786,23 @@ pub(crate) unsafe fn solve<T: Element>(
         }
     }
     block.sync();
+    let grid = Grid::of(n, team);
+    let per_round = round_lines(n, team);
+    let len = row_len::<T>(per_round);
+    let groups = n / FR as u32;
     let mut first = 0;
-    loop {
+    while first < w {
+        let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
+        let mut cells: Cells<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+            let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(lane, k));
+            if l < w {
+                // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
+                let v = unsafe { *x.at(e, l) };
+                if alpha == T::ONE { v } else { alpha * v }
+            } else {
+                T::ZERO
+            }
+        })))));
         for s in 0..groups {
             let g = if forward { s } else { groups - 1 - s };
             unroll::<FR>(hot!(|v| {
@@ -822,18 +817,14 @@ pub(crate) unsafe fn solve<T: Element>(
         }
         unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
             |lane, v| {
-                let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(first, lane, k));
+                let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(lane, k));
                 if l < w {
-                    // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
+                    // SAFETY: as for the loads.
                     unsafe { *x.at(e, l) = v };
                 }
             }
         )))));
         first += per_round;
-        if first >= w {
-            break;
-        }
-        cells = load(first);
     }
     block.sync();
     true
