@@ -13,13 +13,15 @@
 //! unblocked algorithm (POTRF and GETRF: once per two steps), with the step's values passed
 //! through a small exchange buffer in shared memory:
 //!
-//! - **POTRF and GETRF** take their steps two at a time: the threads holding columns `j` and
-//!   `j + 1` (and, for GETRF, rows `j` and `j + 1`) publish them; after the block's barrier every
-//!   thread works out the `2 × 2` pivot block and subtracts `m_r·x_c` for both steps from its
-//!   entries after them (a rank-2 update), `m_r` from the columns and `x_c` from the columns
-//!   (POTRF) or the rows (GETRF) times the pivots' reciprocals, masked to zero for the entries not
-//!   after each step. The columns of `L` stay unscaled until the end, which scales each once by
-//!   its pivot, kept aside.
+//! - **POTRF and GETRF** take their steps two at a time (POTRF in f64 one at a time, below): the
+//!   threads holding columns `j` and `j + 1` (and, for GETRF, rows `j` and `j + 1`) publish them;
+//!   after the block's barrier every thread works out the `2 × 2` pivot block and subtracts
+//!   `m_r·x_c` for both steps from its entries after them (a rank-2 update), `m_r` from the
+//!   columns and `x_c` from the columns (POTRF) or the rows (GETRF) times the pivots'
+//!   reciprocals, masked to zero for the entries not after each step. The columns of `L` stay unscaled until the end, which scales each once by
+//!   its pivot, kept aside. A pair's chain holds two pivots' reciprocals in series; for f64
+//!   Cholesky, whose reciprocal square roots are the dearest, the steps stay single
+//!   (bench/results/pair-loop-h200/).
 //! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, and a line
 //!   lives in one warp, so a warp solves its lines alone. The lanes holding entry `q` of their
 //!   lines finish it and publish it; after the warp's barrier every lane subtracts the triangle's
