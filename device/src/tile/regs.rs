@@ -18,10 +18,10 @@
 //!   after the block's barrier every thread works out the `2 × 2` pivot block and subtracts
 //!   `m_r·x_c` for both steps from its entries after them (a rank-2 update), `m_r` from the
 //!   columns and `x_c` from the columns (POTRF) or the rows (GETRF) times the pivots'
-//!   reciprocals, masked to zero for the entries not after each step. The columns of `L` stay unscaled until the end, which scales each once by
-//!   its pivot, kept aside. A pair's chain holds two pivots' reciprocals in series; for f64
-//!   Cholesky, whose reciprocal square roots are the dearest, the steps stay single
-//!   (bench/results/pair-loop-h200/).
+//!   reciprocals, masked to zero for the entries not after each step. The columns of `L` stay
+//!   unscaled until the end, which scales each once by its pivot, kept aside. A pair's chain
+//!   holds two pivots' reciprocals in series; for f64 Cholesky, whose reciprocal square roots are
+//!   the dearest, the steps stay single (bench/results/pair-loop-h200/).
 //! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, and a line
 //!   lives in one warp, so a warp solves its lines alone. The lanes holding entry `q` of their
 //!   lines finish it and publish it; after the warp's barrier every lane subtracts the triangle's
@@ -220,7 +220,8 @@ pub(crate) unsafe fn factor<T: Element>(
 ) -> Option<Result<(), usize>> {
     // Cholesky in f64 takes its steps one at a time: two steps at one barrier put two f64
     // reciprocal square roots, one after the other, on the chain of every pair, which made its
-    // POTRF slower (bench/results/chain-steps-h200/); LU and f32 gain from the pairs.
+    // POTRF slower (bench/results/chain-steps-h200/, pair-loop-h200/); LU and f32 gain from the
+    // pairs.
     let single = kind == Kind::Cholesky && core::mem::size_of::<T>() == 8;
     // SAFETY: the caller's promises.
     unsafe { factor_by(block, team, room, a, kind, single) }
