@@ -12,6 +12,10 @@
 //!     gemm(k, i > j > k): A[i][j] −= A[i][k]·A[j][k]ᵀ
 //! ```
 //!
+//! except that `syrk(k, k + 1)` and `potrf(k + 1)`, the diagonal tile's last update and its
+//! factorization, are one task: both lie on the critical path, one after the other, and a task
+//! between them costs a hop between workers.
+//!
 //! The tiles above the diagonal, and the upper triangles of the diagonal tiles, are neither read
 //! nor written. [`cholesky_f64`] and [`cholesky_f32`] take host slices; the `_resident` regions
 //! take arrays already on the GPU (`Runtime::upload`), which a benchmark times without copies.
@@ -34,7 +38,16 @@ use crate::matrix::{rect, tile};
 pub const SHARED_BYTES: u32 = 72 * 1024;
 
 macro_rules! tiled_cholesky {
-    ($t:ty, $potrf:ident, $trsm:ident, $syrk:ident, $gemm:ident, $region:ident, $resident:ident) => {
+    (
+        $t:ty,
+        $potrf:ident,
+        $trsm:ident,
+        $syrk:ident,
+        $syrk_potrf:ident,
+        $gemm:ident,
+        $region:ident,
+        $resident:ident
+    ) => {
         /// `A[k][k] = L[k][k]·L[k][k]ᵀ`.
         #[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
         pub fn $potrf(blk: &Block, a: &mut [$t], k: usize, nb: usize, bs: usize) {
@@ -74,6 +87,29 @@ macro_rules! tiled_cholesky {
             );
         }
 
+        /// `A[i][i] −= A[i][k]·A[i][k]ᵀ`, then `A[i][i] = L[i][i]·L[i][i]ᵀ`: the last update of
+        /// the diagonal tile `i = k + 1` and its factorization, one task on the critical path
+        /// where two tasks (and a hop between workers) were.
+        #[task(reads = [a[tile(i, k, nb, bs)], a[tile(i, i, nb, bs)]], writes = a[tile(i, i, nb, bs)])]
+        pub fn $syrk_potrf(blk: &Block, a: &mut [$t], k: usize, i: usize, nb: usize, bs: usize) {
+            {
+                let a = a.operands();
+                tile::syrk(
+                    blk,
+                    Uplo::Lower,
+                    Op::N,
+                    a.mat_mut(rect(i, i, nb, bs)),
+                    a.mat(rect(i, k, nb, bs)),
+                    -1.0,
+                    1.0,
+                );
+            }
+            // The product ends with a block barrier: its stores are visible to the factor.
+            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(rect(i, i, nb, bs))) {
+                panic!("the matrix is not positive definite");
+            }
+        }
+
         /// `A[i][j] −= A[i][k]·A[j][k]ᵀ`.
         #[task(
             reads = [a[tile(i, k, nb, bs)], a[tile(j, k, nb, bs)], a[tile(i, j, nb, bs)]],
@@ -99,12 +135,18 @@ macro_rules! tiled_cholesky {
             /// multiple of 16 from 16 to 256), in place in its lower triangle.
             pub fn $region(a: &mut [$t], nb: usize, bs: usize) {
                 for k in 0..nb {
-                    spawn!($potrf(a, k, nb, bs));
+                    if k == 0 {
+                        spawn!($potrf(a, k, nb, bs));
+                    }
                     for i in k + 1..nb {
                         spawn!($trsm(a, k, i, nb, bs));
                     }
                     for i in k + 1..nb {
-                        spawn!($syrk(a, k, i, nb, bs));
+                        if i == k + 1 {
+                            spawn!($syrk_potrf(a, k, i, nb, bs));
+                        } else {
+                            spawn!($syrk(a, k, i, nb, bs));
+                        }
                         for j in k + 1..i {
                             spawn!($gemm(a, k, i, j, nb, bs));
                         }
@@ -117,12 +159,18 @@ macro_rules! tiled_cholesky {
             /// The same factorization on an array resident on the GPU.
             pub fn $resident(a: &mut DeviceArray<$t>, nb: usize, bs: usize) {
                 for k in 0..nb {
-                    spawn!($potrf(a, k, nb, bs));
+                    if k == 0 {
+                        spawn!($potrf(a, k, nb, bs));
+                    }
                     for i in k + 1..nb {
                         spawn!($trsm(a, k, i, nb, bs));
                     }
                     for i in k + 1..nb {
-                        spawn!($syrk(a, k, i, nb, bs));
+                        if i == k + 1 {
+                            spawn!($syrk_potrf(a, k, i, nb, bs));
+                        } else {
+                            spawn!($syrk(a, k, i, nb, bs));
+                        }
                         for j in k + 1..i {
                             spawn!($gemm(a, k, i, j, nb, bs));
                         }
@@ -138,6 +186,7 @@ tiled_cholesky!(
     potrf_f64,
     trsm_f64,
     syrk_f64,
+    syrk_potrf_f64,
     gemm_f64,
     cholesky_f64,
     cholesky_f64_resident
@@ -147,13 +196,15 @@ tiled_cholesky!(
     potrf_f32,
     trsm_f32,
     syrk_f32,
+    syrk_potrf_f32,
     gemm_f32,
     cholesky_f32,
     cholesky_f32_resident
 );
 
 /// The tasks the regions spawn for `nb` tiles per side: `Σ_k (1 + m + m(m + 1)/2)` with
-/// `m = nb − k − 1`.
+/// `m = nb − k − 1`, less the `nb − 1` factorizations that share a task with their tile's last
+/// update.
 pub const fn task_count(nb: usize) -> usize {
     let mut total = 0;
     let mut k = 0;
@@ -162,7 +213,7 @@ pub const fn task_count(nb: usize) -> usize {
         total += 1 + m + m * (m + 1) / 2;
         k += 1;
     }
-    total
+    total - nb.saturating_sub(1)
 }
 
 /// The floating-point operations of a Cholesky factorization of order `n = nb · bs`: `n³/3`.

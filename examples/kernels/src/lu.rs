@@ -13,6 +13,10 @@
 //!     update(k, i, j > k): A[i][j] −= A[i][k]·A[k][j]
 //! ```
 //!
+//! except that `update(k, k + 1, k + 1)` and `getrf(k + 1)`, the diagonal tile's last update and
+//! its factorization, are one task: both lie on the critical path, one after the other, and a task
+//! between them costs a hop between workers.
+//!
 //! [`lu_f64`] and [`lu_f32`] take host slices, the `_resident` regions GPU-resident arrays. Every
 //! task wants [`SHARED_BYTES`] of shared scratch. A zero pivot stops its task with a panic.
 //! [`matrix::host::check_lu`](crate::matrix::host::check_lu) verifies the result.
@@ -26,7 +30,16 @@ use crate::matrix::{rect, tile};
 pub const SHARED_BYTES: u32 = crate::gemm::SHARED_BYTES;
 
 macro_rules! tiled_lu {
-    ($t:ty, $getrf:ident, $row:ident, $col:ident, $update:ident, $region:ident, $resident:ident) => {
+    (
+        $t:ty,
+        $getrf:ident,
+        $row:ident,
+        $col:ident,
+        $update:ident,
+        $update_getrf:ident,
+        $region:ident,
+        $resident:ident
+    ) => {
         /// `A[k][k] = L[k][k]·U[k][k]`.
         #[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
         pub fn $getrf(blk: &Block, a: &mut [$t], k: usize, nb: usize, bs: usize) {
@@ -87,12 +100,41 @@ macro_rules! tiled_lu {
             );
         }
 
+        /// `A[i][i] −= A[i][k]·A[k][i]`, then `A[i][i] = L[i][i]·U[i][i]`: the last update of the
+        /// diagonal tile `i = k + 1` and its factorization, one task on the critical path where
+        /// two tasks (and a hop between workers) were.
+        #[task(
+            reads = [a[tile(i, k, nb, bs)], a[tile(k, i, nb, bs)], a[tile(i, i, nb, bs)]],
+            writes = a[tile(i, i, nb, bs)]
+        )]
+        pub fn $update_getrf(blk: &Block, a: &mut [$t], k: usize, i: usize, nb: usize, bs: usize) {
+            {
+                let a = a.operands();
+                tile::gemm(
+                    blk,
+                    a.mat_mut(rect(i, i, nb, bs)),
+                    a.mat(rect(i, k, nb, bs)),
+                    Op::N,
+                    a.mat(rect(k, i, nb, bs)),
+                    Op::N,
+                    -1.0,
+                    1.0,
+                );
+            }
+            // The product ends with a block barrier: its stores are visible to the factor.
+            if let Err(_column) = tile::getrf(blk, a.mat_mut(rect(i, i, nb, bs))) {
+                panic!("zero pivot: the matrix needs pivoting");
+            }
+        }
+
         task_region! {
             /// LU without pivoting of the tile-major matrix `a` (`nb × nb` tiles of side `bs`, a
             /// multiple of 16 from 16 to 256), in place.
             pub fn $region(a: &mut [$t], nb: usize, bs: usize) {
                 for k in 0..nb {
-                    spawn!($getrf(a, k, nb, bs));
+                    if k == 0 {
+                        spawn!($getrf(a, k, nb, bs));
+                    }
                     for j in k + 1..nb {
                         spawn!($row(a, k, j, nb, bs));
                     }
@@ -101,7 +143,11 @@ macro_rules! tiled_lu {
                     }
                     for i in k + 1..nb {
                         for j in k + 1..nb {
-                            spawn!($update(a, k, i, j, nb, bs));
+                            if (i, j) == (k + 1, k + 1) {
+                                spawn!($update_getrf(a, k, i, nb, bs));
+                            } else {
+                                spawn!($update(a, k, i, j, nb, bs));
+                            }
                         }
                     }
                 }
@@ -112,7 +158,9 @@ macro_rules! tiled_lu {
             /// The same factorization on an array resident on the GPU.
             pub fn $resident(a: &mut DeviceArray<$t>, nb: usize, bs: usize) {
                 for k in 0..nb {
-                    spawn!($getrf(a, k, nb, bs));
+                    if k == 0 {
+                        spawn!($getrf(a, k, nb, bs));
+                    }
                     for j in k + 1..nb {
                         spawn!($row(a, k, j, nb, bs));
                     }
@@ -121,7 +169,11 @@ macro_rules! tiled_lu {
                     }
                     for i in k + 1..nb {
                         for j in k + 1..nb {
-                            spawn!($update(a, k, i, j, nb, bs));
+                            if (i, j) == (k + 1, k + 1) {
+                                spawn!($update_getrf(a, k, i, nb, bs));
+                            } else {
+                                spawn!($update(a, k, i, j, nb, bs));
+                            }
                         }
                     }
                 }
@@ -136,6 +188,7 @@ tiled_lu!(
     row_f64,
     column_f64,
     update_f64,
+    update_getrf_f64,
     lu_f64,
     lu_f64_resident
 );
@@ -145,13 +198,15 @@ tiled_lu!(
     row_f32,
     column_f32,
     update_f32,
+    update_getrf_f32,
     lu_f32,
     lu_f32_resident
 );
 
-/// The tasks the regions spawn for `nb` tiles per side: `Σ (m + 1)²` for `m < nb`.
+/// The tasks the regions spawn for `nb` tiles per side: `Σ (m + 1)²` for `m < nb`, less the
+/// `nb − 1` factorizations that share a task with their tile's last update.
 pub const fn task_count(nb: usize) -> usize {
-    nb * (nb + 1) * (2 * nb + 1) / 6
+    nb * (nb + 1) * (2 * nb + 1) / 6 - nb.saturating_sub(1)
 }
 
 /// The floating-point operations of an LU factorization of order `n = nb · bs`: `2n³/3`.
