@@ -9,7 +9,11 @@
 # sequential reference, tiles of 48, 64 and 128; s: its compute-sanitizer memcheck, racecheck and
 # synccheck; n: Nsight Compute's warp-state samples of Cholesky f64 at 4096 and 128 (2 x 2 tiles:
 # each chain task alone) for the LAST build; t: traced Cholesky and LU f64 at 128 and 256 (each
-# chain task nearly alone), per task kind. Run from the repository root; outputs go to $OUT.
+# chain task nearly alone), per task kind; c: the LAST build's static plan without and with
+# measured task costs (`+plan`, `+costs`) side by side in one process, ROUNDS rounds at 2048 and
+# 4096 (f64, f32) and one at 8192 (f64), then Cholesky and LU f64 at 4096 traced with `--costs`,
+# and the factorizations with `--costs` against the sequential reference. Run from the repository
+# root; outputs go to $OUT.
 #   bash scripts/results-run.sh PART "BUILDS" [ROUNDS]
 set -uo pipefail
 part=$1
@@ -74,4 +78,27 @@ for alg in cholesky lu; do for nb in 2 4; do for b in $builds; do
     python3 scripts/trace-summary.py /tmp/tr/$alg-$nb-$b.json; } > $o 2>&1
 done; done; done
 (cd $OUT && tar cf part-t.tar trace-*-nb*.txt && grep -H -E "potrf|getrf|trsm|row_|column_" trace-*-nb*.txt | grep median; rm -f trace-*-nb*.txt)
+fi
+if [ "$part" = c ]; then
+mkdir -p /tmp/tr
+v=persistent/static+plan,persistent/static+costs,persistent/static+plan:checked,persistent/static+costs:checked
+for round in $rounds; do
+  o=$OUT/linalg-c-$round-$last.txt
+  { echo "## round $round $last"; timeout 280 /tmp/$last/run.sh linalg --dsl --vendor --sizes 2048,4096 --precisions f64,f32 --reps 5 --variants $v; echo "exit $?"; } > $o 2>&1
+  grep -E "^##|exit" $o | tr '\n' ' '; echo
+done
+o=$OUT/linalg-c8192-$last.txt
+{ timeout 280 /tmp/$last/run.sh linalg --dsl --vendor --sizes 8192 --precisions f64 --reps 5 --variants persistent/static+plan,persistent/static+costs; echo "exit $?"; } > $o 2>&1
+grep -E "exit" $o
+for alg in cholesky lu; do
+  o=$OUT/trace-costs-$alg-$last.txt
+  { timeout 120 /tmp/$last/run.sh $alg --nb 64 --bs 64 --prec f64 --resident --reps 3 --backend persistent --policy static --unchecked --costs --trace /tmp/tr/costs-$alg-$last.json
+    python3 scripts/trace-summary.py /tmp/tr/costs-$alg-$last.json; } > $o 2>&1
+  grep -E "^path|execute" $o | cut -c1-200
+done
+{ for alg in cholesky lu; do for prec in f64 f32; do for bs in 48 64 128; do
+  echo "## $alg $prec bs $bs persistent --policy static --costs"
+  timeout 60 /tmp/$last/run.sh $alg --nb 6 --bs $bs --prec $prec --resident --reps 1 --reference --backend persistent --policy static --costs 2>&1 | grep -E "check|error|Error|panick"
+done; done; done; } > $OUT/verify-costs-$last.txt 2>&1
+echo "PASS lines: $(grep -c ': PASS' $OUT/verify-costs-$last.txt), FAIL or error lines: $(grep -ciE 'fail|error:|panick' $OUT/verify-costs-$last.txt)"
 fi

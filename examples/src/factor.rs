@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use taskweave::tile::Element;
-use taskweave::{DeviceArray, Region, Runtime};
+use taskweave::{DeviceArray, Region, Runtime, TaskCosts};
 use taskweave_kernels::matrix::host::{self, Check, check_cholesky, check_lu, lu_friendly, spd};
 use taskweave_kernels::{cholesky, lu};
 
@@ -48,6 +48,10 @@ pub struct FactorArgs {
     /// host: for small matrices).
     #[arg(long)]
     pub reference: bool,
+    /// Weigh the static policy's plan by task costs measured in a traced call made first
+    /// (`Report::task_costs`, `Region::task_costs`).
+    #[arg(long)]
+    pub costs: bool,
 }
 
 /// Which factorization.
@@ -108,6 +112,14 @@ impl Tiled for f32 {
     }
 }
 
+/// `region` planned with `costs`, if any.
+fn with_costs<'a>(region: Region<'a>, costs: &Option<TaskCosts>) -> Region<'a> {
+    match costs {
+        Some(costs) => region.task_costs(costs.clone()),
+        None => region,
+    }
+}
+
 /// Runs the factorization as the options say, prints its times, rate and checks, and fails when
 /// a check fails.
 pub fn run(
@@ -154,13 +166,24 @@ fn factor<T: Tiled>(
         shared_bytes
     );
     let mut a = input.clone();
+    let costs = if args.costs {
+        let mut dev = runtime.upload(&input)?;
+        let region = T::resident(which, &mut dev, nb, bs).shared_bytes(shared_bytes);
+        let costs = run.apply(region).trace(true).run(runtime)?.task_costs();
+        if let Some(costs) = &costs {
+            println!("task costs (a traced call): {costs}");
+        }
+        costs
+    } else {
+        None
+    };
     let (mut kernel, mut wall) = (Vec::new(), Vec::new());
     for rep in 0..=args.reps {
         let (report, took) = if args.resident {
             let mut dev = runtime.upload(&input)?;
             let start = Instant::now();
             let region = T::resident(which, &mut dev, nb, bs).shared_bytes(shared_bytes);
-            let report = run.apply(region).run(runtime)?;
+            let report = with_costs(run.apply(region), &costs).run(runtime)?;
             let took = start.elapsed();
             a = dev.download()?;
             (report, took)
@@ -168,7 +191,7 @@ fn factor<T: Tiled>(
             a.copy_from_slice(&input);
             let start = Instant::now();
             let region = T::host(which, &mut a, nb, bs).shared_bytes(shared_bytes);
-            let report = run.apply(region).run(runtime)?;
+            let report = with_costs(run.apply(region), &costs).run(runtime)?;
             (report, start.elapsed())
         };
         if rep == 0 {

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use taskweave::tile::Element;
-use taskweave::{Backend, DeviceArray, Policy, Region, Runtime};
+use taskweave::{Backend, DeviceArray, Policy, Region, Runtime, TaskCosts};
 use taskweave_kernels::matrix::host::{self, Check, check_cholesky, check_lu};
 use taskweave_kernels::{cholesky, lu};
 
@@ -193,6 +193,9 @@ pub struct Variant {
     pub threads: u32,
     /// Inspected once into a [`Plan`](taskweave::Plan) that every timed call reruns.
     pub planned: bool,
+    /// Planned with the task costs of a traced call made first (`+costs`, which plans too): the
+    /// static policy's schedule weighs each task kind by its measured median time.
+    pub costed: bool,
     /// `region.run` may rerun the runtime's plan of an earlier call (its plan cache, on by
     /// default); off (`+fresh`), every call inspects.
     pub cached: bool,
@@ -225,6 +228,9 @@ impl Variant {
         if self.planned {
             label.push_str(" planned");
         }
+        if self.costed {
+            label.push_str(" costed");
+        }
         if !self.cached {
             label.push_str(" uncached");
         }
@@ -236,7 +242,7 @@ impl std::str::FromStr for Variant {
     type Err = String;
     /// `persistent/static`, `barrier`, `graph:checked`, `persistent/static@256+plan:checked`,
     /// `persistent/grr+fresh`, `persistent/static%2!1+plan` (two workers per SM, the critical
-    /// path alone on one SM), ...
+    /// path alone on one SM), `persistent/static+costs` (planned with measured task costs), ...
     fn from_str(s: &str) -> Result<Self, String> {
         let (s, checked) = match s.strip_suffix(":checked") {
             Some(rest) => (rest, true),
@@ -246,9 +252,13 @@ impl std::str::FromStr for Variant {
             Some(rest) => (rest, false),
             None => (s, true),
         };
-        let (s, planned) = match s.strip_suffix("+plan") {
+        let (s, costed) = match s.strip_suffix("+costs") {
             Some(rest) => (rest, true),
             None => (s, false),
+        };
+        let (s, planned) = match s.strip_suffix("+plan") {
+            Some(rest) => (rest, true),
+            None => (s, costed),
         };
         let (s, critical_sms) = match s.split_once('!') {
             Some((rest, n)) => match n.parse::<u32>() {
@@ -281,6 +291,7 @@ impl std::str::FromStr for Variant {
             checked,
             threads,
             planned,
+            costed,
             cached,
             per_sm,
             critical_sms,
@@ -318,10 +329,15 @@ pub fn dsl_case<T: Scalar>(
     let (mut walls, mut executes) = (Vec::new(), Vec::new());
     let mut last = Vec::new();
     let mut plan = None;
+    // `+costs`: a traced call first, whose task costs the plan is made with; its wall time counts
+    // in the first call's.
+    let mut costs = None;
+    let mut calibration = Duration::ZERO;
     fn region<'d, T: Scalar>(
         case: &Case,
         variant: &Variant,
         shared_bytes: u32,
+        costs: Option<&TaskCosts>,
         dev: &'d mut DeviceArray<T>,
     ) -> Region<'d> {
         let region = T::region(case.which, dev, case.nb, case.bs)
@@ -332,10 +348,23 @@ pub fn dsl_case<T: Scalar>(
             .shared_bytes(shared_bytes)
             .cache(variant.cached)
             .critical_path_sms(variant.critical_sms);
+        let region = match costs {
+            Some(costs) => region.task_costs(costs.clone()),
+            None => region,
+        };
         match variant.per_sm {
             Some(n) => region.workers_per_sm(n),
             None => region,
         }
+    }
+    if variant.costed {
+        let mut dev = runtime.upload(a)?;
+        let start = Instant::now();
+        let traced = region(case, variant, shared_bytes, None, &mut dev)
+            .trace(true)
+            .run(runtime)?;
+        costs = traced.task_costs();
+        calibration = start.elapsed();
     }
     for _ in 0..=reps {
         let mut dev = runtime.upload(a)?;
@@ -344,19 +373,22 @@ pub fn dsl_case<T: Scalar>(
             // The first call inspects (it is the first call's wall time); the others rerun it.
             let plan = match &mut plan {
                 Some(plan) => plan,
-                slot @ None => {
-                    slot.insert(region(case, variant, shared_bytes, &mut dev).plan(runtime)?)
-                }
+                slot @ None => slot.insert(
+                    region(case, variant, shared_bytes, costs.as_ref(), &mut dev).plan(runtime)?,
+                ),
             };
-            plan.run(region(case, variant, shared_bytes, &mut dev), runtime)?
+            plan.run(
+                region(case, variant, shared_bytes, costs.as_ref(), &mut dev),
+                runtime,
+            )?
         } else {
-            region(case, variant, shared_bytes, &mut dev).run(runtime)?
+            region(case, variant, shared_bytes, costs.as_ref(), &mut dev).run(runtime)?
         };
         walls.push(start.elapsed());
         executes.push(report.execute_time);
         last = dev.download()?;
     }
-    let first_wall = walls.remove(0);
+    let first_wall = walls.remove(0) + calibration;
     executes.remove(0);
     let n = case.n();
     let (mut diff, mut scale) = (0.0f64, 0.0f64);
@@ -404,6 +436,9 @@ mod tests {
             (Backend::Barrier, DEFAULT_THREADS, false, false)
         );
         assert_eq!(v.label(), "barrier");
+        let v: Variant = "persistent/static+costs:checked".parse().unwrap();
+        assert_eq!((v.planned, v.costed, v.checked), (true, true, true));
+        assert_eq!(v.label(), "persistent/static checked planned costed");
         let v: Variant = "persistent/grr+fresh:checked".parse().unwrap();
         assert_eq!((v.policy, v.cached, v.checked), (Policy::Grr, false, true));
         assert_eq!(v.label(), "persistent/grr checked uncached");

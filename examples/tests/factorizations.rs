@@ -211,6 +211,87 @@ fn the_critical_path_runs_alone_on_its_sm_and_the_factors_still_match() {
 }
 
 #[test]
+fn task_costs_set_the_panel_apart_where_task_counts_tie() {
+    // With a cost per kind the critical path is the panel alone: POTRF(0), then for each
+    // diagonal tile the TRSM above it and the task that updates and factors it.
+    let runtime = Runtime::cpu_with(3);
+    let nb = 5;
+    let us = std::time::Duration::from_micros;
+    let costs = taskweave::TaskCosts::new()
+        .kind("potrf_f64", us(37))
+        .kind("syrk_potrf_f64", us(38))
+        .kind("trsm_f64", us(17))
+        .kind("syrk_f64", us(11))
+        .kind("gemm_f64", us(11));
+    let mut f = Factor::<f64>::new("cholesky f64", nb, 16, 1, cholesky::cholesky_f64, true);
+    let report = f
+        .region()
+        .policy(taskweave::Policy::Static)
+        .workers_per_sm(2)
+        .critical_path_sms(1)
+        .task_costs(costs.clone())
+        .run(&runtime)
+        .unwrap();
+    if let Err(why) = f.verify() {
+        panic!("{}: {why}", f.label);
+    }
+    let ran: Vec<u32> = report.worker_stats.iter().map(|s| s.tasks).collect();
+    assert_eq!((ran[0], ran[1]), (2 * nb as u32 - 1, 0), "{ran:?}");
+    // Costs the region cannot use are refused before anything runs, in the user's terms.
+    let refused = |region: Region<'_>| region.run(&runtime).unwrap_err().to_string();
+    let why = refused(
+        f.region()
+            .policy(taskweave::Policy::Grr)
+            .task_costs(costs.clone()),
+    );
+    assert!(why.contains("`task_costs` need the static policy"), "{why}");
+    let why = refused(
+        f.region()
+            .policy(taskweave::Policy::Static)
+            .task_costs(costs.clone().kind("getrf_f64", us(30))),
+    );
+    assert!(
+        why.contains("name `getrf_f64`, which is not a task of the region"),
+        "{why}"
+    );
+    let partial = taskweave::TaskCosts::new().kind("potrf_f64", us(37));
+    let why = refused(
+        f.region()
+            .policy(taskweave::Policy::Static)
+            .task_costs(partial),
+    );
+    assert!(why.contains("give no cost for `trsm_f64`"), "{why}");
+}
+
+#[test]
+fn a_traced_run_gives_costs_to_plan_with() {
+    let runtime = Runtime::cpu_with(2);
+    let mut f = Factor::<f64>::new("lu f64", 4, 16, 1, lu::lu_f64, false);
+    let traced = f
+        .region()
+        .policy(taskweave::Policy::Static)
+        .trace(true)
+        .run(&runtime)
+        .unwrap();
+    let costs = traced.task_costs().expect("the run was traced");
+    let kinds: Vec<&str> = costs.iter().map(|(k, _)| k).collect();
+    assert_eq!(kinds, traced.kinds);
+    assert!(
+        costs.iter().all(|(_, c)| c > std::time::Duration::ZERO),
+        "{costs}"
+    );
+    assert!(f.region().run(&runtime).unwrap().task_costs().is_none());
+    f.region()
+        .policy(taskweave::Policy::Static)
+        .task_costs(costs)
+        .run(&runtime)
+        .unwrap();
+    if let Err(why) = f.verify() {
+        panic!("{}: {why}", f.label);
+    }
+}
+
+#[test]
 fn task_counts_match_the_regions() {
     let runtime = Runtime::cpu();
     for nb in 1..5 {

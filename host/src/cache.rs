@@ -203,7 +203,7 @@ mod tests {
         let ins = Recorder::new(name, &KINDS, vec![array(8)])
             .finish(Instant::now())
             .expect("an empty region");
-        Plan::new(meta(name), Options::default(), ins)
+        Plan::new(meta(name), Options::default(), ins).unwrap()
     }
 
     fn key(name: &'static str, scalars: &[u64], len: usize) -> PlanKey {

@@ -169,6 +169,16 @@ pub enum Error {
         /// Why it cannot be met.
         reason: String,
     },
+    /// Task costs ([`Region::task_costs`](crate::Region::task_costs)) that the region cannot
+    /// plan with: under a policy other than static, naming a task the region does not have, or
+    /// leaving one of its tasks without a cost.
+    #[error("region `{region}`: `task_costs` {reason}")]
+    TaskCosts {
+        /// The region.
+        region: &'static str,
+        /// Why they cannot be used.
+        reason: String,
+    },
     /// A `DeviceArray` bound to a region lives where the region's backend cannot reach it.
     #[error("array `{array}` of region `{region}` {detail}")]
     ArrayElsewhere {

@@ -20,6 +20,7 @@
 mod backend;
 mod cache;
 mod call;
+mod costs;
 mod cover;
 mod error;
 pub mod gpu;
@@ -39,6 +40,7 @@ mod symbols;
 mod tables;
 
 pub use cache::{DEFAULT_PLANS, PLAN_CACHE_ENV};
+pub use costs::{DEFAULT_HOP, TaskCosts};
 pub use error::{Error, TaskRef};
 pub use gpu::transfer::COPY_THREADS_VAR;
 pub use meta::RegionMeta;

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use taskweave_device::abi::{FLAG_CHECKED, FLAG_TRACE, RegionDesc, policy};
 
+use crate::costs::TaskCosts;
+
 /// Where freed tasks go; see [`abi::policy`](taskweave_device::abi::policy).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Policy {
@@ -157,6 +159,9 @@ pub struct Options {
     pub watchdog: Duration,
     /// The backend, when not the runtime's own.
     pub backend: Option<Backend>,
+    /// What each task kind costs, for the static policy's plan (see
+    /// [`Region::task_costs`](crate::Region::task_costs)); `None`: every task the same.
+    pub task_costs: Option<TaskCosts>,
 }
 
 impl Default for Options {
@@ -174,6 +179,7 @@ impl Default for Options {
             trace: false,
             watchdog: Duration::from_secs(10),
             backend: None,
+            task_costs: None,
         }
     }
 }

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use crate::error::Error;
 use crate::inspect::{ArrayInfo, Inspection};
 use crate::meta::RegionMeta;
-use crate::options::{Backend, Options};
+use crate::options::{Backend, Options, Policy};
 
 /// The environment variable that turns plan verification on (`1`) or off (`0`) whatever the build.
 pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
@@ -90,9 +90,18 @@ fn verify_by_default() -> bool {
 }
 
 impl Plan {
-    /// The plan of a region inspected into `inspection` under `options`.
-    pub(crate) fn new(meta: RegionMeta, options: Options, inspection: Inspection) -> Self {
-        Self {
+    /// The plan of a region inspected into `inspection` under `options`; refuses task costs it
+    /// cannot plan with ([`Error::TaskCosts`]).
+    pub(crate) fn new(
+        meta: RegionMeta,
+        options: Options,
+        inspection: Inspection,
+    ) -> Result<Self, Error> {
+        if let Some(costs) = &options.task_costs {
+            let other = (options.policy != Policy::Static).then(|| options.policy.name());
+            costs.check(meta.name, other, inspection.kinds)?;
+        }
+        Ok(Self {
             meta,
             options,
             inspection,
@@ -102,7 +111,7 @@ impl Plan {
             widest: OnceLock::new(),
             critical_path: OnceLock::new(),
             caches: Vec::new(),
-        }
+        })
     }
 
     /// The region's name.

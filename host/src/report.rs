@@ -6,6 +6,7 @@ use std::time::Duration;
 use taskweave_device::abi::{TraceRecord, WorkerStats};
 
 use crate::call::Call;
+use crate::costs::TaskCosts;
 use crate::options::{Backend, Policy};
 
 mod path;
@@ -201,6 +202,32 @@ impl Report {
     fn after(&self, task: usize) -> Option<u32> {
         let parent = *self.last_parent.as_ref()?.get(task)?;
         (parent != path::NO_PARENT).then_some(parent)
+    }
+
+    /// What each task kind cost in this run, when tracing was on: the median time of its tasks'
+    /// bodies (a kind with no task in the run gets the median of all tasks), and the default hop.
+    /// For [`Region::task_costs`](crate::Region::task_costs): a traced call of a region gives the
+    /// costs that later calls plan with.
+    pub fn task_costs(&self) -> Option<TaskCosts> {
+        let (trace, kinds) = (self.trace.as_ref()?, self.task_kinds.as_ref()?);
+        let median = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).copied()
+        };
+        let took = |r: &TraceRecord| r.end.saturating_sub(r.start);
+        let all = median(trace.iter().map(took).collect()).unwrap_or(0);
+        let mut costs = TaskCosts::new();
+        for (k, name) in self.kinds.iter().enumerate() {
+            let mine = trace
+                .iter()
+                .zip(kinds)
+                .filter(|&(_, &kind)| kind as usize == k)
+                .map(|(r, _)| took(r))
+                .collect();
+            let nanos = median(mine).unwrap_or(all);
+            costs = costs.kind(*name, Duration::from_nanos(nanos));
+        }
+        Some(costs)
     }
 
     /// The kind name of task `task`, when tracing recorded kinds.

@@ -8,7 +8,8 @@ use taskweave_device::sched::affinity::NOT_RUN;
 use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
-use crate::graph::{Dag, Reserve, list_schedule_reserving};
+use crate::costs::TaskCosts;
+use crate::graph::{Costs, Dag, Reserve, list_schedule_costed};
 use crate::inspect::Inspection;
 use crate::options::Policy;
 
@@ -54,12 +55,19 @@ impl Tables {
     /// [`Policy::Static`] the queues hold every task instead, as the plan places them (`reserve`
     /// setting workers apart for the critical path), and the counters count only the parents on
     /// other workers.
-    pub fn new(ins: &Inspection, workers: u32, policy: Policy, reserve: &Reserve) -> Self {
+    pub fn new(
+        ins: &Inspection,
+        workers: u32,
+        policy: Policy,
+        reserve: &Reserve,
+        costs: Option<&TaskCosts>,
+    ) -> Self {
         let n = ins.task_count();
         let w = workers as usize;
         let dag = &ins.dag;
         let (lists, pending, children) = if policy == Policy::Static {
-            planned(dag, workers, reserve)
+            let costs = costs.and_then(|c| c.per_task(ins));
+            planned(dag, workers, reserve, costs.as_ref())
         } else {
             let mut ready = dag.ready.clone();
             if policy == Policy::Priority {
@@ -151,12 +159,17 @@ impl Tables {
 }
 
 /// The static policy's queues, counters and CSR entries: every task linked into its worker's queue
-/// in plan order ([`list_schedule_reserving`], with the critical path's `reserve`), flagged [`queue::COUNTED`] when it waits for parents on other
+/// in plan order ([`list_schedule_costed`], with the critical path's `reserve` and the tasks' costs), flagged [`queue::COUNTED`] when it waits for parents on other
 /// workers; each counter counts those parents only, and an edge between tasks of one worker is
 /// released without its counter ([`SOLE_PARENT`]): the worker runs the child after the parent,
 /// past the block barrier that ends the parent's body.
-fn planned(dag: &Dag, workers: u32, reserve: &Reserve) -> (Vec<Vec<u32>>, Vec<u32>, Vec<u32>) {
-    let plan = list_schedule_reserving(dag, workers, reserve);
+fn planned(
+    dag: &Dag,
+    workers: u32,
+    reserve: &Reserve,
+    costs: Option<&Costs>,
+) -> (Vec<Vec<u32>>, Vec<u32>, Vec<u32>) {
+    let plan = list_schedule_costed(dag, workers, reserve, costs);
     let n = dag.task_count();
     let mut pending = vec![0u32; n];
     let mut children = Vec::with_capacity(dag.children.len());

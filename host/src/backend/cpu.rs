@@ -136,6 +136,7 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
             workers,
             options.policy,
             &sms.as_ref().map(SmLayout::reserve).unwrap_or_default(),
+            options.task_costs.as_ref(),
         ),
     };
     let mut tables = if call.reused {

@@ -252,7 +252,13 @@ impl Layout {
     ) -> Self {
         let n = ins.task_count();
         let reserve = sms.map(SmLayout::reserve).unwrap_or_default();
-        let mut tables = Tables::new(ins, workers, options.policy, &reserve);
+        let mut tables = Tables::new(
+            ins,
+            workers,
+            options.policy,
+            &reserve,
+            options.task_costs.as_ref(),
+        );
         let host = tables.desc(ins, options.desc(workers, arrays));
         let host = sms.map_or(host, |layout| layout.desc(host));
         let dag = &ins.dag;
@@ -443,7 +449,7 @@ mod tests {
             let bytes = &layout.image.bytes;
             let at = |address: u64| (address - base) as usize;
             let holds = |address: u64, want: &[u8]| bytes[at(address)..][..want.len()] == *want;
-            let tables = Tables::new(&ins, workers, policy, &Reserve::default());
+            let tables = Tables::new(&ins, workers, policy, &Reserve::default(), None);
             assert!(holds(desc.tasks, bytes_of(&ins.tasks)));
             assert!(holds(desc.args, bytes_of(&ins.args)));
             assert!(holds(desc.offsets, bytes_of(&ins.dag.offsets)));

@@ -186,18 +186,39 @@ impl Dag {
 
     /// Bottom level of every task (what [`Dag::rank`] holds).
     fn bottom_levels(&self) -> Vec<u32> {
+        let levels = self.bottom_levels_by(|_| 1);
+        levels.into_iter().map(|l| l as u32).collect()
+    }
+
+    /// Every task's bottom level when task `t` costs `cost(t)`: its cost plus its deepest
+    /// child's.
+    pub fn bottom_levels_by(&self, cost: impl Fn(u32) -> u64) -> Vec<u64> {
         let n = self.task_count();
-        let mut rank = vec![0u32; n];
+        let mut bottom = vec![0u64; n];
         // Children have higher ids, so a reverse scan is a reverse topological order.
         for t in (0..n).rev() {
             let deepest = self
                 .children_of(t as u32)
                 .iter()
-                .map(|&c| rank[c as usize])
+                .map(|&c| bottom[c as usize])
                 .max();
-            rank[t] = 1 + deepest.unwrap_or(0);
+            bottom[t] = cost(t as u32) + deepest.unwrap_or(0);
         }
-        rank
+        bottom
+    }
+
+    /// Every task's top level when task `t` costs `cost(t)`: when the longest path into it ends.
+    pub fn top_levels_by(&self, cost: impl Fn(u32) -> u64) -> Vec<u64> {
+        let n = self.task_count();
+        let mut top = vec![0u64; n];
+        // Parents have lower ids, so `top[t]` is final when the scan reaches `t`.
+        for t in 0..n {
+            let end = top[t] + cost(t as u32);
+            for &c in self.children_of(t as u32) {
+                top[c as usize] = top[c as usize].max(end);
+            }
+        }
+        top
     }
 }
 

@@ -82,7 +82,9 @@ mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
-pub use schedule::{Reserve, Schedule, list_schedule, list_schedule_reserving};
+pub use schedule::{
+    Costs, Reserve, Schedule, list_schedule, list_schedule_costed, list_schedule_reserving,
+};
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub use tracker::{DepTracker, MAX_EDGES};
 

@@ -5,7 +5,8 @@ use proptest::prelude::*;
 use super::oracle::{self, TaskAccesses};
 use super::schedule;
 use super::{
-    Access, DepTracker, NO_AFFINE_PARENT, Split, TaskRanges, affine_parents, list_schedule,
+    Access, Costs, Dag, DepTracker, NO_AFFINE_PARENT, Reserve, Schedule, Split, TaskRanges,
+    affine_parents, list_schedule, list_schedule_costed,
 };
 
 /// A random program: array lengths and, per task, 1..=4 accesses.
@@ -163,27 +164,60 @@ proptest! {
         let dag = oracle::build(&p.lens, &p.tasks);
         let plan = list_schedule(&dag, workers);
         prop_assert_eq!(&plan, &schedule::tests::reference(&dag, workers));
-        let parents = dag.parents();
-        let n = dag.task_count();
-        prop_assert_eq!(plan.lists.iter().map(Vec::len).sum::<usize>(), n);
-        let mut done = vec![false; n];
-        let mut next = vec![0usize; workers as usize];
-        let mut finished = 0;
-        while finished < n {
-            let mut progressed = false;
-            for (w, list) in plan.lists.iter().enumerate() {
-                if let Some(&t) = list.get(next[w])
-                    && parents.parents_of(t).iter().all(|&q| done[q as usize])
-                {
-                    prop_assert_eq!(plan.worker[t as usize], w as u32);
-                    prop_assert!(!done[t as usize], "task {} placed twice", t);
-                    done[t as usize] = true;
-                    next[w] += 1;
-                    finished += 1;
-                    progressed = true;
-                }
-            }
-            prop_assert!(progressed, "no worker's next task is ready: {:?}", plan.lists);
-        }
+        runs_to_the_end(&dag, &plan)?;
     }
+
+    /// The same with task costs (zero among them) and a hop: the order by costed rank is still
+    /// topological.
+    #[test]
+    fn costed_static_plans_never_deadlock(
+        p in program(60),
+        workers in 1u32..=9,
+        weights in proptest::collection::vec(0u64..40, 60),
+        hop in 0u64..5,
+        chain in proptest::bool::ANY,
+    ) {
+        let dag = oracle::build(&p.lens, &p.tasks);
+        let n = dag.task_count();
+        let costs = Costs { task: (0..n).map(|t| weights[t % weights.len()]).collect(), hop };
+        let reserve = if chain && workers > 2 {
+            Reserve { chain: vec![0], idle: vec![1] }
+        } else {
+            Reserve::default()
+        };
+        let plan = list_schedule_costed(&dag, workers, &reserve, Some(&costs));
+        runs_to_the_end(&dag, &plan)?;
+    }
+}
+
+/// Workers that run `plan`'s lists in order, each waiting for its head task's parents, run every
+/// task once.
+fn runs_to_the_end(dag: &Dag, plan: &Schedule) -> Result<(), TestCaseError> {
+    let parents = dag.parents();
+    let n = dag.task_count();
+    prop_assert_eq!(plan.lists.iter().map(Vec::len).sum::<usize>(), n);
+    let mut done = vec![false; n];
+    let mut next = vec![0usize; plan.lists.len()];
+    let mut finished = 0;
+    while finished < n {
+        let mut progressed = false;
+        for (w, list) in plan.lists.iter().enumerate() {
+            if let Some(&t) = list.get(next[w])
+                && parents.parents_of(t).iter().all(|&q| done[q as usize])
+            {
+                prop_assert_eq!(plan.worker[t as usize], w as u32);
+                prop_assert!(!done[t as usize], "task {} placed twice", t);
+                done[t as usize] = true;
+                next[w] += 1;
+                finished += 1;
+                progressed = true;
+            }
+        }
+        prop_assert!(
+            progressed,
+            "no worker's next task is ready: {:?}",
+            plan.lists
+        );
+    }
+    Ok(())
 }

@@ -64,6 +64,33 @@ pub fn list_schedule(dag: &Dag, workers: u32) -> Schedule {
 /// If `workers` is zero, or `reserve` names a worker past `workers`, has chain workers but
 /// leaves no other worker, or idle workers but no chain worker.
 pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Schedule {
+    list_schedule_costed(dag, workers, reserve, None)
+}
+
+/// What the model charges when the tasks do not cost the same: each task's cost and a dependence
+/// between workers, in one unit (nanoseconds, from [`TaskCosts`](crate::TaskCosts)). A cost of
+/// zero counts as one, so that a parent always ranks above its children.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Costs {
+    /// The cost of every task.
+    pub task: Vec<u64>,
+    /// What a dependence between tasks on different workers adds.
+    pub hop: u64,
+}
+
+/// [`list_schedule_reserving`] in a model where task `t` costs `costs.task[t]` and a dependence
+/// between workers `costs.hop` (`None`: every task the same, a hop half of one). The ranks are
+/// the bottom levels in that model, and the critical path is its longest path: HEFT with the
+/// tasks' costs. With costs the order is a comparison sort, `O(tasks log tasks)`.
+///
+/// # Panics
+/// As [`list_schedule_reserving`]; also if `costs` does not give one cost per task.
+pub fn list_schedule_costed(
+    dag: &Dag,
+    workers: u32,
+    reserve: &Reserve,
+    costs: Option<&Costs>,
+) -> Schedule {
     assert!(workers > 0, "a schedule needs a worker");
     let mut reserved = vec![false; workers as usize];
     for &w in reserve.chain.iter().chain(&reserve.idle) {
@@ -80,13 +107,33 @@ pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Sc
     );
     let n = dag.task_count();
     let parents = dag.parents();
+    if let Some(c) = costs {
+        assert_eq!(c.task.len(), n, "one cost per task");
+    }
+    let cost = |t: u32| costs.map_or(TASK, |c| c.task[t as usize].max(1));
+    let hop = costs.map_or(HOP, |c| c.hop);
+    let weighted = costs.map(|_| dag.bottom_levels_by(cost));
     // On the critical path: the longest path through the task is the longest of all.
-    let critical: Vec<bool> = if reserve.chain.is_empty() {
-        Vec::new()
-    } else {
-        let top = dag.critical_path();
-        let levels = dag.levels();
-        (0..n).map(|t| levels[t] + dag.rank[t] == top).collect()
+    let critical: Vec<bool> = match (&weighted, reserve.chain.is_empty()) {
+        (_, true) => Vec::new(),
+        (None, false) => {
+            let top = dag.critical_path();
+            let levels = dag.levels();
+            (0..n).map(|t| levels[t] + dag.rank[t] == top).collect()
+        }
+        (Some(bottom), false) => {
+            let top = dag.top_levels_by(cost);
+            let longest = bottom.iter().copied().max().unwrap_or(0);
+            (0..n).map(|t| top[t] + bottom[t] == longest).collect()
+        }
+    };
+    let order = match &weighted {
+        None => by_rank(dag),
+        Some(bottom) => {
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by_key(|&t| (Reverse(bottom[t as usize]), t));
+            order
+        }
     };
     let mut worker = vec![0u32; n];
     let mut finish = vec![0u64; n];
@@ -102,7 +149,7 @@ pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Sc
     // The parents' finish times and workers, latest first.
     let mut latest: Vec<(u64, u32)> = Vec::new();
 
-    for t in by_rank(dag) {
+    for t in order {
         latest.clear();
         let ps = parents.parents_of(t);
         latest.extend(ps.iter().map(|&p| (finish[p as usize], worker[p as usize])));
@@ -115,9 +162,9 @@ pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Sc
         let other = latest.iter().find(|&&(_, w)| w != on).map(|&(at, _)| at);
         let ready_on = |w: u32| match (latest.is_empty(), w == on, other) {
             (true, _, _) => 0,
-            (false, true, Some(other)) => last.max(other + HOP),
+            (false, true, Some(other)) => last.max(other + hop),
             (false, true, None) => last,
-            (false, false, _) => last + HOP,
+            (false, false, _) => last + hop,
         };
         candidates.clear();
         let on_chain = critical.get(t as usize).copied().unwrap_or(false);
@@ -147,11 +194,12 @@ pub fn list_schedule_reserving(dag: &Dag, workers: u32, reserve: &Reserve) -> Sc
             .map(|&w| (w, free[w as usize].max(ready_on(w))))
             .min_by_key(|&(_, start)| start)
             .expect("at least the first free worker");
+        let end = start + cost(t);
         worker[t as usize] = w;
-        finish[t as usize] = start + TASK;
-        free[w as usize] = start + TASK;
+        finish[t as usize] = end;
+        free[w as usize] = end;
         if !on_chain {
-            idle.push(Reverse((start + TASK, w)));
+            idle.push(Reverse((end, w)));
         }
         lists[w as usize].push(t);
     }
@@ -370,14 +418,22 @@ pub(super) mod tests {
 
     /// A tiled Cholesky's DAG on `t × t` tiles (lower triangle), and each task's name.
     fn cholesky(t: usize) -> (Dag, Vec<String>) {
+        cholesky_fused(t, false)
+    }
+
+    /// [`cholesky`], where with `fused` the last update of each diagonal tile and its factor are
+    /// one task (named `potrf k`), as the examples' regions spawn them.
+    fn cholesky_fused(t: usize, fused: bool) -> (Dag, Vec<String>) {
         let tile = |i: usize, j: usize| i * t + j..i * t + j + 1;
         let mut tracker = DepTracker::new(&[t * t]);
         let mut names = Vec::new();
         for k in 0..t {
-            tracker
-                .add_task(&[(0, tile(k, k), Access::ReadWrite)])
-                .unwrap();
-            names.push(format!("potrf {k}"));
+            if !fused || k == 0 {
+                tracker
+                    .add_task(&[(0, tile(k, k), Access::ReadWrite)])
+                    .unwrap();
+                names.push(format!("potrf {k}"));
+            }
             for i in k + 1..t {
                 tracker
                     .add_task(&[
@@ -395,7 +451,11 @@ pub(super) mod tests {
                     }
                     accesses.push((0, tile(i, j), Access::ReadWrite));
                     tracker.add_task(&accesses).unwrap();
-                    names.push(format!("update {i} {j} {k}"));
+                    names.push(if fused && (i, j) == (k + 1, k + 1) {
+                        format!("potrf {i}")
+                    } else {
+                        format!("update {i} {j} {k}")
+                    });
                 }
             }
         }
@@ -455,6 +515,125 @@ pub(super) mod tests {
             plan.lists[4].is_empty(),
             "every task is on the critical path"
         );
+    }
+
+    /// The model's costs of `names`' tasks: factors 40, solves 17, updates 11 (µs on the H200,
+    /// roughly), a hop 1.
+    fn factor_costs(names: &[String]) -> Costs {
+        let task = names
+            .iter()
+            .map(|n| match n.split(' ').next() {
+                Some("potrf") => 40,
+                Some("trsm") => 17,
+                _ => 11,
+            })
+            .collect();
+        Costs { task, hop: 1 }
+    }
+
+    /// The names of the tasks on worker `w`'s list, sorted.
+    fn names_on(plan: &Schedule, names: &[String], w: usize) -> Vec<String> {
+        let mut on: Vec<String> = plan.lists[w]
+            .iter()
+            .map(|&t| names[t as usize].clone())
+            .collect();
+        on.sort();
+        on
+    }
+
+    #[test]
+    fn equal_costs_give_the_unit_plan() {
+        let (dag, _) = cholesky(9);
+        for dag in [dag, wavefront(10), chain(7)] {
+            let unit = Costs {
+                task: vec![TASK; dag.task_count()],
+                hop: HOP,
+            };
+            for (workers, reserve) in [
+                (6, Reserve::default()),
+                (
+                    6,
+                    Reserve {
+                        chain: vec![0],
+                        idle: vec![1],
+                    },
+                ),
+            ] {
+                let costed = list_schedule_costed(&dag, workers, &reserve, Some(&unit));
+                check(&dag, &costed);
+                assert_eq!(costed, list_schedule_reserving(&dag, workers, &reserve));
+            }
+        }
+    }
+
+    #[test]
+    fn costs_name_the_panel_as_the_critical_path_where_task_counts_tie() {
+        // Fused, the panel (factor, the solve below it, the next factor) is as long in tasks as
+        // paths through the trailing solves and updates: counted in tasks, those are critical too.
+        let t = 6;
+        let (dag, names) = cholesky_fused(t, true);
+        let reserve = Reserve {
+            chain: vec![0],
+            idle: vec![1],
+        };
+        let mut want: Vec<String> = (0..t).map(|k| format!("potrf {k}")).collect();
+        want.extend((0..t - 1).map(|k| format!("trsm {} {k}", k + 1)));
+        want.sort();
+        let unit = list_schedule_reserving(&dag, 8, &reserve);
+        check(&dag, &unit);
+        let on_chain = names_on(&unit, &names, 0);
+        assert!(on_chain.len() > want.len(), "{on_chain:?}");
+        let costs = factor_costs(&names);
+        let costed = list_schedule_costed(&dag, 8, &reserve, Some(&costs));
+        check(&dag, &costed);
+        assert_eq!(names_on(&costed, &names, 0), want);
+        assert!(costed.lists[1].is_empty());
+    }
+
+    #[test]
+    fn a_heavy_task_goes_first_among_equals() {
+        // A source, four light tasks and a heavy one after it, and a sink after them all: in
+        // tasks every middle task ranks the same and the heavy one, spawned last, runs last on
+        // its worker; with costs it runs first and the sink starts earlier.
+        let mut tracker = DepTracker::new(&[7]);
+        tracker.add_task(&[(0, 0..1, Access::Write)]).unwrap();
+        for i in 1..6 {
+            tracker
+                .add_task(&[(0, 0..1, Access::Read), (0, i..i + 1, Access::Write)])
+                .unwrap();
+        }
+        tracker
+            .add_task(&[(0, 1..6, Access::Read), (0, 6..7, Access::Write)])
+            .unwrap();
+        let dag = tracker.finish().unwrap();
+        let costs = Costs {
+            task: vec![1, 1, 1, 1, 1, 10, 1],
+            hop: 0,
+        };
+        let position = |plan: &Schedule, t: u32| {
+            let list = &plan.lists[plan.worker[t as usize] as usize];
+            list.iter().position(|&x| x == t).unwrap()
+        };
+        let unit = list_schedule(&dag, 2);
+        check(&dag, &unit);
+        let costed = list_schedule_costed(&dag, 2, &Reserve::default(), Some(&costs));
+        check(&dag, &costed);
+        assert!(position(&unit, 5) > 1, "{:?}", unit.lists);
+        assert_eq!(position(&costed, 5), 1, "{:?}", costed.lists);
+        // The heavy task alone on its worker after the source; the light ones on the other.
+        let heavy = costed.worker[5] as usize;
+        assert_eq!(costed.lists[heavy][..2], [0, 5]);
+        assert!((1..5).all(|t| costed.worker[t] as usize != heavy));
+    }
+
+    #[test]
+    #[should_panic(expected = "one cost per task")]
+    fn costs_for_the_wrong_task_count_are_refused() {
+        let costs = Costs {
+            task: vec![1; 2],
+            hop: 0,
+        };
+        list_schedule_costed(&chain(3), 2, &Reserve::default(), Some(&costs));
     }
 
     #[test]
