@@ -157,8 +157,6 @@
 #| device/src/tile/factor.rs | lu_block | 3 | miri: A
 #| device/src/tile/factor.rs | potrf | 1 | miri: A
 #| device/src/tile/factor.rs | cholesky | 5 | miri: A
-#| device/src/tile/factor.rs | cholesky_updated | 2 | miri: A
-#| device/src/tile/factor.rs | syrk_potrf | 2 | miri: A
 #| device/src/tile/factor.rs | by_64 | 2 | not: needs a tile past 64 on four warps, over ten minutes under Miri; run natively by tiles_past_64_factor_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
 #| device/src/tile/factor.rs | cholesky_global | 4 | miri: A
 #| device/src/tile/factor.rs | getrf | 1 | miri: A
@@ -227,10 +225,8 @@
 #| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
 #| device/src/tile/regs.rs | substitute | 5 | miri: A
 #| device/src/tile/regs.rs | factor | 2 | miri: A
-#| device/src/tile/regs.rs | factor_by | 7 | miri: A
-#| device/src/tile/regs.rs | factor_updated | 2 | miri: A
+#| device/src/tile/regs.rs | factor_by | 6 | miri: A
 #| device/src/tile/regs.rs | eliminate_one | 6 | miri: A
-#| device/src/tile/regs.rs | subtract_product | 5 | miri: A
 #| device/src/tile/regs.rs | eliminate | 9 | miri: A
 #| device/src/tile/regs.rs | solve_in | 1 | miri: A
 #| device/src/tile/regs.rs | run_factor_by | 1 | miri: A

@@ -24,13 +24,13 @@
 //! `4(n + 2)ε` times `|L|·|Lᵀ|` (or `|L|·|U|`), the backward-error bounds of both
 //! factorizations.
 
-use super::args::{self, disjoint, gmat, gmat_mut};
+use super::args::{self, gmat_mut};
 use super::engine::{Gmat, Mask, Product, Shape};
-use super::flags::{Op, Uplo};
+use super::flags::Uplo;
 use super::gemm::triangle;
 use super::lanes::{Lanes, Team};
 use super::numeric::Element;
-use super::operand::{MatMut, MatRef};
+use super::operand::MatMut;
 use super::regs::{self, Kind};
 use super::shapes::Tiled;
 use super::smem::Scratch;
@@ -218,74 +218,6 @@ pub fn potrf<T: Tiled, const CHECKED: bool>(
     let l = if uplo == Uplo::Lower { ga } else { ga.t() };
     // SAFETY: the handle was checked inside its array.
     unsafe { cholesky::<T>(block, l) }
-}
-
-/// [`syrk`](super::syrk())`(block, uplo, op, c, a, −1, 1)`, then [`potrf`]`(block, uplo, c)`: the
-/// Cholesky factorization of `C − op(A)·op(A)ᵀ`, in place, as a right-looking factorization's
-/// diagonal tile takes its last update and is factored. With `uplo = Lower`, `op = N`, a side of
-/// 16, 32 or 64, `A`'s columns a multiple of 4 and room in the scratch for a copy of `A` (a
-/// padded tile: 37 KiB for a 64-tile of f64), the product is subtracted in the registers that
-/// then factor the tile, with plain multiply-adds from that copy, so the tile is loaded and
-/// stored once and no engine call runs; otherwise the two calls run one after the other. Returns
-/// what [`potrf`] returns. Every thread of the block calls it and gets the same result.
-#[inline(always)]
-pub fn syrk_potrf<T: Tiled, const CHECKED: bool>(
-    block: &Block,
-    uplo: Uplo,
-    op: Op,
-    c: MatMut<'_, T, CHECKED>,
-    a: MatRef<'_, T, CHECKED>,
-) -> Result<(), usize> {
-    let (ga, gc) = (gmat(&a, op), gmat_mut(&c));
-    let shapes = [
-        (gc.rows as usize, gc.cols as usize),
-        (ga.rows as usize, ga.cols as usize),
-    ];
-    args::sides("syrk_potrf", &shapes);
-    if gc.rows != gc.cols || ga.rows != gc.rows {
-        args::bad_shapes("syrk_potrf", &shapes);
-    }
-    if !(a.is_ok() && c.is_ok()) {
-        return Ok(());
-    }
-    disjoint("syrk_potrf", &c, &a);
-    let l = if uplo == Uplo::Lower { gc } else { gc.t() };
-    if uplo == Uplo::Lower && op == Op::N {
-        // SAFETY: both handles were checked inside their arrays, and are disjoint.
-        if let Some(result) = unsafe { cholesky_updated::<T>(block, gc, ga) } {
-            return result;
-        }
-    }
-    let p = Product {
-        c: gc,
-        a: ga,
-        b: ga.t(),
-        alpha: -T::ONE,
-        beta: T::ONE,
-    };
-    // SAFETY: as above; the product ends with a barrier, so the factor reads its stores.
-    unsafe {
-        triangle::<T::Shape>(block, Scratch::of(block), &p, uplo);
-        cholesky::<T>(block, l)
-    }
-}
-
-/// [`syrk_potrf`]'s register path, one function per element type (not inlined); `None`, having
-/// done nothing, where it does not apply.
-///
-/// # Safety
-/// `l` is valid memory that only this block accesses during the call; `u` valid memory that no
-/// thread writes during it.
-#[inline(never)]
-unsafe fn cholesky_updated<T: Tiled>(
-    block: &Block,
-    l: Gmat<T>,
-    u: Gmat<T>,
-) -> Option<Result<(), usize>> {
-    let team = Team::new(block);
-    let room = Room::of(block, 16);
-    // SAFETY: the caller's promises; the room is the scratch after the flags.
-    unsafe { regs::factor_updated(block, &team, room, l, Kind::Cholesky, Some(u)) }
 }
 
 /// [`potrf`] on the lower triangle of `l`, one function per element type (not inlined): every
@@ -708,85 +640,6 @@ mod tests {
         ) {
             if f32 { check_getrf::<f32>(n, warps, seed, staged) } else { check_getrf::<f64>(n, warps, seed, staged) }
         }
-    }
-
-    /// [`syrk_potrf`] of `C = M + A·Aᵀ` (`M` positive definite, `A` of `n × k`, scaled by 1/4),
-    /// checked as the factor of `C − A·Aᵀ` computed apart: the register path where it applies
-    /// (lower, `op = N`, `k` a multiple of 4, four warps and room for the copy of `A`), the two
-    /// calls elsewhere.
-    fn check_syrk_potrf<T: Tiled>(n: usize, k: usize, uplo: Uplo, op: Op, warps: u32, seed: u64) {
-        let m = spd::<f64>(n, seed).dense();
-        let (rows, cols) = if op == Op::N { (n, k) } else { (k, n) };
-        let r = Matrix::<f64>::random(rows, cols, 0, seed + 5);
-        let a = Matrix::<T>::random(rows, cols, 1, seed + 3).from_fn(|i, j| r.get(i, j) / 4.0);
-        let at = |i: usize, l: usize| {
-            if op == Op::N {
-                a.get(i, l)
-            } else {
-                a.get(l, i)
-            }
-        };
-        let product = |i: usize, j: usize| (0..k).map(|l| at(i, l) * at(j, l)).sum::<f64>();
-        let size = |i: usize, j: usize| (0..k).map(|l| (at(i, l) * at(j, l)).abs()).sum::<f64>();
-        let mut c =
-            Matrix::<T>::random(n, n, 2, seed + 7).from_fn(|i, j| m[i * n + j] + product(i, j));
-        let (sc, rc) = (Shared::of_mut(&mut c.data), c.rect);
-        let (sa, ra) = (Shared::of(&a.data), a.rect);
-        on_block_staged(warps, 72 * 1024, true, |block| {
-            assert_eq!(
-                syrk_potrf(block, uplo, op, sc.mat_mut(rc), sa.mat(ra)),
-                Ok(())
-            );
-        });
-        // What was factored: the stored C less the product, both as the kernel saw them.
-        let stored_c = c.before.clone();
-        let mut check = if uplo == Uplo::Upper {
-            c.transposed()
-        } else {
-            c
-        };
-        let before = check.before.clone();
-        for i in 0..n {
-            for j in 0..n {
-                let e = check.index(i, j);
-                let original = T::to_f64(stored_c[e]);
-                check.before[e] = T::from_f64(original - product(i, j));
-            }
-        }
-        let (residual, scale) = reference::potrf_residual(&check);
-        let scale: std::vec::Vec<f64> = scale
-            .iter()
-            .enumerate()
-            .map(|(e, s)| s + size(e / n, e % n))
-            .collect();
-        // The bound: the factorization's, and the product's `k` roundings on its own scale.
-        let gamma = (4.0 * (n as f64 + 2.0) + k as f64) * T::EPSILON;
-        for (e, (r, s)) in residual.iter().zip(&scale).enumerate() {
-            assert!(
-                r.abs() <= gamma * s,
-                "syrk_potrf n={n} k={k}: residual {r:e} at {e}"
-            );
-        }
-        check.before = before;
-        reference::assert_outside_untouched(&check, "syrk_potrf");
-    }
-
-    #[test]
-    fn syrk_potrf_factors_the_updated_tile_on_every_path() {
-        if cfg!(miri) {
-            // The register path alone, on the smallest tile: a 64-tile on four warps took eleven
-            // minutes under Miri.
-            check_syrk_potrf::<f64>(16, 16, Uplo::Lower, Op::N, 1, 1);
-            return;
-        }
-        for (n, k) in [(16, 16), (32, 48), (64, 64), (64, 16), (48, 32)] {
-            for warps in [4, 1] {
-                check_syrk_potrf::<f64>(n, k, Uplo::Lower, Op::N, warps, n as u64 + k as u64);
-                check_syrk_potrf::<f32>(n, k, Uplo::Lower, Op::N, warps, 3);
-            }
-        }
-        check_syrk_potrf::<f64>(64, 64, Uplo::Upper, Op::N, 4, 11);
-        check_syrk_potrf::<f64>(64, 32, Uplo::Lower, Op::T, 4, 12);
     }
 
     /// Tiles past 64 factor in blocks of 64 on the register path, both triangles of POTRF and

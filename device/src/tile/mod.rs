@@ -35,7 +35,7 @@ mod testing;
 pub mod trsm;
 pub mod unroll;
 
-pub use factor::{getrf, potrf, syrk_potrf};
+pub use factor::{getrf, potrf};
 pub use flags::{Diag, Op, Side, Uplo};
 pub use gemm::{gemm, gemm_with, syrk, syrk_with};
 pub use lanes::{Lanes, Team};

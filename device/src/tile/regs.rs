@@ -218,39 +218,19 @@ pub(crate) unsafe fn factor<T: Element>(
     a: Gmat<T>,
     kind: Kind,
 ) -> Option<Result<(), usize>> {
-    // SAFETY: the caller's promises.
-    unsafe { factor_updated(block, team, room, a, kind, None) }
-}
-
-/// [`factor`] of `a − u·uᵀ` (Cholesky, `u` of `n` rows and any multiple of 4 columns; `None`: of
-/// `a`): the product is subtracted in the registers that then factor the tile, from a copy of `u`
-/// in shared memory, column by column, so the tile is loaded once and stored once. Returns `None`,
-/// having done nothing, as [`factor`] does, and also when the room cannot hold the copy of `u`.
-///
-/// # Safety
-/// As for [`factor`]; `u`, if given, is valid memory that no thread writes during the call.
-#[inline(always)]
-pub(crate) unsafe fn factor_updated<T: Element>(
-    block: &Block,
-    team: &Team,
-    room: Room,
-    a: Gmat<T>,
-    kind: Kind,
-    update: Option<Gmat<T>>,
-) -> Option<Result<(), usize>> {
     // Cholesky in f64 takes its steps one at a time: two steps at one barrier put two f64
     // reciprocal square roots, one after the other, on the chain of every pair, which made its
     // POTRF slower (bench/results/chain-steps-h200/, pair-loop-h200/); LU and f32 gain from the
     // pairs.
     let single = kind == Kind::Cholesky && core::mem::size_of::<T>() == 8;
     // SAFETY: the caller's promises.
-    unsafe { factor_by(block, team, room, a, kind, single, update) }
+    unsafe { factor_by(block, team, room, a, kind, single) }
 }
 
-/// [`factor_updated`], its steps one per barrier when `single` (Cholesky only), else two.
+/// [`factor`], its steps one per barrier when `single` (Cholesky only), else two.
 ///
 /// # Safety
-/// As for [`factor_updated`].
+/// As for [`factor`].
 #[inline(always)]
 unsafe fn factor_by<T: Element>(
     block: &Block,
@@ -259,21 +239,13 @@ unsafe fn factor_by<T: Element>(
     a: Gmat<T>,
     kind: Kind,
     single: bool,
-    update: Option<Gmat<T>>,
 ) -> Option<Result<(), usize>> {
     debug_assert!(
         !single || kind == Kind::Cholesky,
         "single steps are Cholesky's"
     );
-    debug_assert!(
-        update.is_none() || kind == Kind::Cholesky,
-        "the update is Cholesky's"
-    );
     let n = a.rows;
     if !matches!(n, 16 | 32 | 64) || team.threads() < n * n / (FR * FC) as u32 {
-        return None;
-    }
-    if update.is_some_and(|u| u.rows != n || !u.cols.is_multiple_of(4)) {
         return None;
     }
     // A step's exchange buffers (its two columns, and for LU its two rows), twice, alternating by
@@ -283,15 +255,7 @@ unsafe fn factor_by<T: Element>(
     let per_step = if kind == Kind::Lu { 4 } else { 2 } * stride;
     // And the pivots, `diag[j]` column j's as the steps left it: they leave the columns of L
     // unscaled, and the end scales them.
-    let (exchange, rest) = room.take_array::<T>(2 * per_step + stride)?;
-    // The copy of the update's `u`: column `l` at `l·stride`, row `r` at `pos(r)`.
-    let staged = match update {
-        Some(u) => Some((
-            Buf::of(rest.take_array::<T>(u.cols as usize * stride)?.0),
-            u,
-        )),
-        None => None,
-    };
+    let (exchange, _) = room.take_array::<T>(2 * per_step + stride)?;
     let exchange = Buf::of(exchange);
     let diag = exchange.add(2 * per_step);
     let grid = Grid::of(n, team);
@@ -306,10 +270,6 @@ unsafe fn factor_by<T: Element>(
             T::ZERO
         }
     })))));
-    if let Some((copy, u)) = staged {
-        // SAFETY: `u` is valid and unwritten, the copy lies in the room (the caller's promises).
-        unsafe { subtract_product(block, team, grid, &mut cells, copy, stride, u) };
-    }
     let mut failed = None;
     if single {
         for q in 0..n / FR as u32 {
@@ -388,60 +348,6 @@ unsafe fn factor_by<T: Element>(
     )))));
     block.sync();
     Some(failed.map_or(Ok(()), Err))
-}
-
-/// `cells −= u·uᵀ` for the `n × k` matrix `u` (`n` the tile's side, `k` a multiple of 4): `u`
-/// copied into `copy` column by column (column `l` at `l·stride`, row `r` at [`pos`]`(r)`, rows read
-/// along `u`'s stored rows so that the global reads coalesce), a barrier, then for each `l` a
-/// thread's eight rows and four columns of column `l` in six paired loads, and its 32 cells each
-/// take one multiply-add. The upper triangle's cells take it too; a Cholesky never stores them.
-///
-/// # Safety
-/// `u` is valid memory that no thread writes during the call; `copy` holds `k` columns of
-/// `stride` elements in the block's shared memory that no other code accesses until the call
-/// returns.
-#[inline(always)]
-unsafe fn subtract_product<T: Element>(
-    block: &Block,
-    team: &Team,
-    grid: Grid,
-    cells: &mut Cells<T>,
-    copy: Buf<T>,
-    stride: usize,
-    u: Gmat<T>,
-) {
-    let (n, k) = (u.rows, u.cols);
-    team.copy_cells(
-        n,
-        k,
-        T::ZERO,
-        // SAFETY: inside `u` (the caller's promise).
-        |r, l| unsafe { *u.at(r, l) },
-        // SAFETY: inside the copy (the caller's promise).
-        |r, l, v| unsafe { copy.set(l as usize * stride + pos::<T>(r), v) },
-    );
-    block.sync();
-    for g in 0..k / 4 {
-        unroll::<4>(hot!(|h| {
-            let column = copy.add((4 * g as usize + h) * stride);
-            let rows: [Lanes<[T; 2]>; FR / 2] = array(hot!(|p| Lanes::from_fn(|lane| {
-                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
-                // SAFETY: inside column l of the copy (`r < n`, even), written before the barrier.
-                unsafe { column.pair(pos::<T>(r)) }
-            })));
-            let cols: [Lanes<[T; 2]>; FC / 2] = array(hot!(|p| Lanes::from_fn(|lane| {
-                let c = (FC as u32 * grid.bj(lane) + 2 * p as u32).min(n - 2);
-                // SAFETY: as above; `c` even, clamped into the tile for the threads past it
-                // (whose cells are not stored).
-                unsafe { column.pair(pos::<T>(c)) }
-            })));
-            unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|q| {
-                cells[i][q] = cells[i][q]
-                    .zip(rows[i / 2], |v, r| (v, r[i % 2]))
-                    .zip(cols[q / 2], |(v, r), c| (-r).fma(c[q % 2], v));
-            }))));
-        }));
-    }
 }
 
 /// Which `8 × 4` block of an `n`-tile each thread of a block holds: thread `t` holds row block
@@ -1220,7 +1126,6 @@ mod tests {
                     gmat_mut(&sa.mat_mut(ra)),
                     kind,
                     single,
-                    None,
                 )
             };
             result.lock().unwrap().push(r);

@@ -89,14 +89,23 @@ macro_rules! tiled_cholesky {
 
         /// `A[i][i] −= A[i][k]·A[i][k]ᵀ`, then `A[i][i] = L[i][i]·L[i][i]ᵀ`: the last update of
         /// the diagonal tile `i = k + 1` and its factorization, one task on the critical path
-        /// where two tasks (and a hop between workers) were, and one tile operation
-        /// ([`tile::syrk_potrf`]), which on 64-tiles subtracts the product in the registers that
-        /// factor the tile.
+        /// where two tasks (and a hop between workers) were.
         #[task(reads = [a[tile(i, k, nb, bs)], a[tile(i, i, nb, bs)]], writes = a[tile(i, i, nb, bs)])]
         pub fn $syrk_potrf(blk: &Block, a: &mut [$t], k: usize, i: usize, nb: usize, bs: usize) {
-            let a = a.operands();
-            let (c, l) = (a.mat_mut(rect(i, i, nb, bs)), a.mat(rect(i, k, nb, bs)));
-            if let Err(_column) = tile::syrk_potrf(blk, Uplo::Lower, Op::N, c, l) {
+            {
+                let a = a.operands();
+                tile::syrk(
+                    blk,
+                    Uplo::Lower,
+                    Op::N,
+                    a.mat_mut(rect(i, i, nb, bs)),
+                    a.mat(rect(i, k, nb, bs)),
+                    -1.0,
+                    1.0,
+                );
+            }
+            // The product ends with a block barrier: its stores are visible to the factor.
+            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(rect(i, i, nb, bs))) {
                 panic!("the matrix is not positive definite");
             }
         }
