@@ -21,10 +21,20 @@ pub const DEFAULT_HOP: Duration = Duration::from_micros(1);
 ///
 /// Costs are measured most simply by a traced run ([`Report::task_costs`](crate::Report::task_costs)):
 ///
-/// ```ignore
-/// let traced = region(&mut a).policy(Policy::Static).trace(true).run(&runtime)?;
-/// let costs = traced.task_costs().expect("traced");
-/// let plan = region(&mut a).policy(Policy::Static).task_costs(costs).plan(&runtime)?;
+/// ```no_run
+/// # use taskweave_host::{Error, Policy, Region, Runtime};
+/// # fn cholesky<'a>(a: &'a mut [f64], nb: usize, bs: usize) -> Region<'a> { unimplemented!() }
+/// # fn main() -> Result<(), Error> {
+/// let rt = Runtime::new();
+/// let mut a = vec![0.0f64; 64 * 64 * 16];
+/// let traced = cholesky(&mut a, 4, 64).policy(Policy::Static).trace(true).run(&rt)?;
+/// let costs = traced.task_costs().expect("a traced run");
+/// let report = cholesky(&mut a, 4, 64)
+///     .policy(Policy::Static)
+///     .task_costs(costs)
+///     .run(&rt)?;
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TaskCosts {
