@@ -264,6 +264,20 @@ mod tests {
         }
     }
 
+    /// The engine's paths for C and the operands, each at least once, small enough for Miri (one
+    /// property case there may miss some): C aligned (paired loads and stores) and not (element
+    /// by element), warp tiles that C cuts (row and column edges), operands whose rows are and
+    /// are not 16-byte aligned (copied 16 bytes at a time, or element by element), staged either
+    /// way (`Op::N` and `Op::T`), and `α` folded into C or scaling A's fragments.
+    #[test]
+    fn whole_and_cut_warp_tiles_and_unaligned_operands_match_the_reference() {
+        type S = <f64 as Tiled>::Shape;
+        for (mnk, pad) in [((32, 32, 16), 0), ((32, 32, 16), 1), ((48, 16, 16), 0)] {
+            check_gemm::<S>(mnk, (Op::N, Op::N), (-1.0, 1.0), pad, 1, 11, 1.0);
+        }
+        check_gemm::<S>((32, 32, 16), (Op::T, Op::T), (0.5, 1.0), 1, 1, 12, 1.0);
+    }
+
     /// One case of each alternative shape, 64 × 48 × 80 with every transpose.
     fn every_op<S: Shape>(slack: f64) {
         for ops in [
