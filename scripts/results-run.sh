@@ -3,7 +3,8 @@
 # builds carried in .gpu/ (scripts/unpack-stage.sh). A results folder's README names the builds
 # and the calls; its run.sh, where it has one, calls this with its own defaults.
 # PART a: `linalg --dsl --vendor` at 2048 and 4096, f64 and f32, planned static unchecked and
-# checked, each build in its own process with cuSOLVER beside it, ROUNDS rounds; b: the same at
+# checked (or the variants in $VARIANTS), each build in its own process with cuSOLVER beside it,
+# ROUNDS rounds; b: the same at
 # 8192 (128-tiles) in f64; r: traced Cholesky and LU f64 at 4096, per task kind
 # (scripts/trace-summary.py); v: the LAST build's factorizations on every GPU backend against the
 # sequential reference, tiles of 48, 64 and 128; s: its compute-sanitizer memcheck, racecheck and
@@ -12,8 +13,11 @@
 # chain task nearly alone), per task kind; c: the LAST build's static plan without and with
 # measured task costs (`+plan`, `+costs`) side by side in one process, ROUNDS rounds at 2048 and
 # 4096 (f64, f32) and one at 8192 (f64), then Cholesky and LU f64 at 4096 traced with `--costs`,
-# and the factorizations with `--costs` against the sequential reference. Run from the repository
-# root; outputs go to $OUT.
+# and the factorizations with `--costs` against the sequential reference; g: batches of
+# independent f64 tile GEMMs (`tile_ops`, 2^28 bytes of operands, 64- and 128-tiles, β = 1 and 0,
+# planned static unchecked) for each build that stages tile_ops, the LAST build's 16-deep-chunk
+# shape with the default scratch and with 84 KiB, and cuBLAS's strided batched DGEMM on the same
+# tiles (`linalg --vendor`). Run from the repository root; outputs go to $OUT.
 #   bash scripts/results-run.sh PART "BUILDS" [ROUNDS]
 set -uo pipefail
 part=$1
@@ -26,7 +30,7 @@ sizes=2048,4096; precs=f64,f32
 [ "$part" = b ] && sizes=8192 && precs=f64 && rounds=1
 for round in $rounds; do for b in $builds; do
   o=$OUT/linalg-$part-$round-$b.txt
-  args="linalg --dsl --vendor --sizes $sizes --precisions $precs --reps 5 --variants persistent/static+plan,persistent/static+plan:checked"
+  args="linalg --dsl --vendor --sizes $sizes --precisions $precs --reps 5 --variants ${VARIANTS:-persistent/static+plan,persistent/static+plan:checked}"
   { echo "## round $round $b"; timeout 280 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
   grep -E "^##|exit" $o | tr '\n' ' '; echo
 done; done
@@ -101,4 +105,22 @@ done
   timeout 60 /tmp/$last/run.sh $alg --nb 6 --bs $bs --prec $prec --resident --reps 1 --reference --backend persistent --policy static --costs 2>&1 | grep -E "check|error|Error|panick"
 done; done; done; } > $OUT/verify-costs-$last.txt 2>&1
 echo "PASS lines: $(grep -c ': PASS' $OUT/verify-costs-$last.txt), FAIL or error lines: $(grep -ciE 'fail|error:|panick' $OUT/verify-costs-$last.txt)"
+fi
+if [ "$part" = g ]; then
+for b in $builds; do
+  [ -x /tmp/$b/bin/tile_ops ] || continue
+  o=$OUT/tile-gemm-$b.txt
+  { for bs in 64 128; do count=$(( (1 << 28) / (8 * bs * bs) )); for beta in 1 0; do
+      timeout 60 /tmp/$b/run.sh tile_ops --op gemm --bs $bs --count $count --beta $beta --backend persistent --policy static --unchecked --reps 10; echo "# exit $?"
+  done; done; } > $o 2>&1
+  grep -E "TFLOP|check:" $o
+done
+o=$OUT/tile-gemm-kc16-$last.txt
+{ for bs in 64 128; do count=$(( (1 << 28) / (8 * bs * bs) )); for shared in 43008 86016; do
+    timeout 60 /tmp/$last/run.sh tile_ops --op gemm --bs $bs --count $count --beta 1 --shape kc16 --shared-bytes $shared --backend persistent --policy static --unchecked --reps 10; echo "# exit $?"
+done; done; } > $o 2>&1
+grep -E "TFLOP|check:" $o
+o=$OUT/cublas-gemm.txt
+{ timeout 120 /tmp/$last/run.sh linalg --vendor --sizes 1024 --precisions f64 --tiles 64,128 --reps 5; echo "exit $?"; } > $o 2>&1
+grep -E "gemm batched" $o
 fi
