@@ -4,9 +4,8 @@
 # and the calls; its run.sh, where it has one, calls this with its own defaults.
 # PART a: `linalg --dsl --vendor` at 2048 and 4096, f64 and f32, planned static unchecked and
 # checked (or the variants in $VARIANTS), each build in its own process with cuSOLVER beside it,
-# ROUNDS rounds; b: the same at
-# 8192 (128-tiles) in f64; r: traced Cholesky and LU f64 at 4096, per task kind
-# (scripts/trace-summary.py); v: the LAST build's factorizations on every GPU backend against the
+# ROUNDS rounds; b: the same at 8192 (128-tiles) in f64; r: traced Cholesky and LU f64 at 4096,
+# per task kind (scripts/trace-summary.py); v: the LAST build's factorizations on every GPU backend against the
 # sequential reference, tiles of 48, 64 and 128; s: its compute-sanitizer memcheck, racecheck and
 # synccheck; n: Nsight Compute's warp-state samples of Cholesky f64 at 4096 and 128 (2 x 2 tiles:
 # each chain task alone) for the LAST build; t: traced Cholesky and LU f64 at 128 and 256 (each
@@ -107,17 +106,21 @@ done; done; done; } > $OUT/verify-costs-$last.txt 2>&1
 echo "PASS lines: $(grep -c ': PASS' $OUT/verify-costs-$last.txt), FAIL or error lines: $(grep -ciE 'fail|error:|panick' $OUT/verify-costs-$last.txt)"
 fi
 if [ "$part" = g ]; then
+# One batch of BS-tiles filling 2^28 bytes: batch BUILD BS ARGS...
+batch() {
+  local b=$1 bs=$2; shift 2
+  timeout 60 /tmp/$b/run.sh tile_ops --op gemm --bs $bs --count $(( (1 << 28) / (8 * bs * bs) )) "$@" --backend persistent --policy static --unchecked --reps 10
+  echo "# exit $?"
+}
 for b in $builds; do
   [ -x /tmp/$b/bin/tile_ops ] || continue
   o=$OUT/tile-gemm-$b.txt
-  { for bs in 64 128; do count=$(( (1 << 28) / (8 * bs * bs) )); for beta in 1 0; do
-      timeout 60 /tmp/$b/run.sh tile_ops --op gemm --bs $bs --count $count --beta $beta --backend persistent --policy static --unchecked --reps 10; echo "# exit $?"
-  done; done; } > $o 2>&1
+  { for bs in 64 128; do for beta in 1 0; do batch $b $bs --beta $beta; done; done; } > $o 2>&1
   grep -E "TFLOP|check:" $o
 done
 o=$OUT/tile-gemm-kc16-$last.txt
-{ for bs in 64 128; do count=$(( (1 << 28) / (8 * bs * bs) )); for shared in 43008 86016; do
-    timeout 60 /tmp/$last/run.sh tile_ops --op gemm --bs $bs --count $count --beta 1 --shape kc16 --shared-bytes $shared --backend persistent --policy static --unchecked --reps 10; echo "# exit $?"
+{ for bs in 64 128; do for shared in 43008 86016; do
+    batch $last $bs --beta 1 --shape kc16 --shared-bytes $shared
 done; done; } > $o 2>&1
 grep -E "TFLOP|check:" $o
 o=$OUT/cublas-gemm.txt
