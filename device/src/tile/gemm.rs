@@ -250,10 +250,13 @@ mod tests {
             beta in prop_oneof![Just(0.0), Just(1.0)],
             warps in 1u32..=4,
             seed in 0u64..1000,
+            // An aligned C (no padding) takes the paired loads and stores, a padded one the
+            // element path.
+            pad in 0usize..=1,
         ) {
             let (ar, ac) = if op == Op::N { (n, k) } else { (k, n) };
             let a = Matrix::<f64>::random(ar, ac, 2, seed);
-            let mut c = Matrix::<f64>::random(n, n, 1, seed + 1);
+            let mut c = Matrix::<f64>::random(n, n, pad, seed + 1);
             let (want, bound) = reference::syrk(uplo, op, &c, &a, -1.0, beta);
             let (sa, sc) = (Shared::of(&a.data), Shared::of_mut(&mut c.data));
             let (ra, rc) = (a.rect, c.rect);
