@@ -47,7 +47,7 @@
 #     (scripts/gpu-evidence.sh).
 #   driver: calls the CUDA driver (cudarc, FFI), which Miri cannot run. On the GPU as above.
 #
-#| bench/proto/tile-probe/src/lib.rs | kernels | 10 | not: nvptx64 (a probe kernel built by hand for the GPU alone, the kernel entry points)
+#| bench/proto/tile-probe/src/lib.rs | kernels | 12 | not: nvptx64 (a probe kernel built by hand for the GPU alone, the kernel entry points)
 #| bench/proto/tile-probe/src/lib.rs | now | 1 | not: nvptx64 (a probe kernel built by hand for the GPU alone, special registers)
 #| bench/proto/tile-probe/src/lib.rs | solve | 2 | not: nvptx64 (a probe kernel built by hand for the GPU alone, raw operands)
 #| bench/proto/tile-probe/src/lib.rs | timed | 4 | not: nvptx64 (a probe kernel built by hand for the GPU alone, the block's dynamic shared memory and raw views)
@@ -140,12 +140,14 @@
 #| device/src/shared.rs | store | 3 | not: nvptx64 (st.shared)
 #| device/src/block.rs | scratch_rest | 1 | miri: A (the tile library's scratch)
 #| device/src/view.rs | operands | 1 | miri: A (the tile operand tests)
-#| device/src/tile/engine.rs | init | 2 | miri: A
+#| device/src/tile/engine.rs | init | 3 | miri: A
 #| device/src/tile/engine.rs | run | 4 | miri: A
 #| device/src/tile/engine.rs | stage | 3 | miri: A
 #| device/src/tile/engine.rs | step | 3 | miri: A
 #| device/src/tile/engine.rs | multiply | 3 | miri: A
-#| device/src/tile/engine.rs | finish | 3 | miri: A
+#| device/src/tile/engine.rs | multiply_whole | 3 | miri: A
+#| device/src/tile/engine.rs | staged | 2 | miri: A
+#| device/src/tile/engine.rs | finish | 4 | miri: A
 #| device/src/tile/engine.rs | finish | 1 | not: no test reaches it, Miri or not (a paired store whose first column lies outside the kept triangle: SYRK on the upper triangle)
 #| device/src/tile/engine.rs | shared | 2 | miri: A
 #| device/src/tile/engine.rs | load_pair | 2 | miri: A

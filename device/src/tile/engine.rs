@@ -137,6 +137,22 @@ pub trait Shape {
     /// else until the call returns (it panics when it holds less than one stage,
     /// [`stage_bytes`](Self::stage_bytes)).
     unsafe fn multiply(block: &Block, scratch: Scratch, p: &Product<Self::Elem>, mask: Mask);
+
+    /// [`multiply`](Self::multiply) with one more path in the epilogue: a warp tile wholly
+    /// inside an aligned C and wholly kept by `mask` loads and stores its pairs with no
+    /// per-element test. [`gemm`](super::gemm) and [`syrk`](super::syrk) call this one (every
+    /// trailing update of the factorizations, and the SYRK of Cholesky's fused chain task); the
+    /// panel updates inside TRSM, POTRF and GETRF keep `multiply`.
+    ///
+    /// It is a second function per shape on purpose (`bench/results/update-engine-h200/`). With
+    /// the path in the one engine, a 64-tile GEMM task ran 12% faster on the H200 but the
+    /// chain's fused SYRK + POTRF 3.3 µs slower; with GEMM alone on the second function the
+    /// fused task was slower still, its SYRK now on code that the thousands of GEMM tasks no
+    /// longer kept warm. SYRK goes with GEMM; the panels keep the smaller engine.
+    ///
+    /// # Safety
+    /// As for [`multiply`](Self::multiply).
+    unsafe fn multiply_whole(block: &Block, scratch: Scratch, p: &Product<Self::Elem>, mask: Mask);
 }
 
 /// Which elements of C a product writes.
@@ -158,6 +174,16 @@ impl Mask {
             Mask::All => true,
             Mask::Lower => r >= c,
             Mask::Upper => r <= c,
+        }
+    }
+
+    /// Whether every element of the `rows × cols` block at `(r0, c0)` is written.
+    #[inline(always)]
+    fn whole(self, r0: u32, c0: u32, rows: u32, cols: u32) -> bool {
+        match self {
+            Mask::All => true,
+            Mask::Lower => r0 + 1 >= c0 + cols,
+            Mask::Upper => r0 + rows <= c0 + 1,
         }
     }
 
@@ -211,22 +237,51 @@ where
 
     #[inline(always)]
     unsafe fn multiply(block: &Block, scratch: Scratch, p: &Product<A::Elem>, mask: Mask) {
+        // SAFETY: the caller's promises, passed on.
+        unsafe { Self::staged::<false>(block, scratch, p, mask) }
+    }
+
+    #[inline(always)]
+    unsafe fn multiply_whole(block: &Block, scratch: Scratch, p: &Product<A::Elem>, mask: Mask) {
+        // SAFETY: the caller's promises, passed on.
+        unsafe { Self::staged::<true>(block, scratch, p, mask) }
+    }
+}
+
+impl<A, const MI: usize, const NI: usize, const KC: u32, const PK: u32, const PM: u32>
+    WarpTile<A, MI, NI, KC, PK, PM>
+where
+    A::Elem: Element,
+    A: Atom<Acc = <A as Atom>::Elem>,
+{
+    /// The engine for the staging layouts that suit `p`'s operands, with the whole-tile
+    /// epilogue when `WHOLE` (see [`Shape::multiply_whole`]).
+    ///
+    /// # Safety
+    /// As for [`Shape::multiply`].
+    #[inline(always)]
+    unsafe fn staged<const WHOLE: bool>(
+        block: &Block,
+        scratch: Scratch,
+        p: &Product<A::Elem>,
+        mask: Mask,
+    ) {
         let (a, b) = (Source { m: p.a, b: false }, Source { m: p.b, b: true });
         // SAFETY: the caller's promises, passed on.
         unsafe {
             match (a.k_contiguous(), b.k_contiguous()) {
                 (true, true) => {
-                    shared::<A, MI, NI, KC, PK, PM, KMajor, KMajor>(block, scratch, p, mask)
+                    shared::<A, MI, NI, KC, PK, PM, KMajor, KMajor, WHOLE>(block, scratch, p, mask)
                 }
                 (true, false) => {
-                    shared::<A, MI, NI, KC, PK, PM, KMajor, MnMajor>(block, scratch, p, mask)
+                    shared::<A, MI, NI, KC, PK, PM, KMajor, MnMajor, WHOLE>(block, scratch, p, mask)
                 }
                 (false, true) => {
-                    shared::<A, MI, NI, KC, PK, PM, MnMajor, KMajor>(block, scratch, p, mask)
+                    shared::<A, MI, NI, KC, PK, PM, MnMajor, KMajor, WHOLE>(block, scratch, p, mask)
                 }
-                (false, false) => {
-                    shared::<A, MI, NI, KC, PK, PM, MnMajor, MnMajor>(block, scratch, p, mask)
-                }
+                (false, false) => shared::<A, MI, NI, KC, PK, PM, MnMajor, MnMajor, WHOLE>(
+                    block, scratch, p, mask,
+                ),
             }
         }
     }
@@ -246,6 +301,7 @@ unsafe fn shared<
     const PM: u32,
     MA: Major,
     MB: Major,
+    const WHOLE: bool,
 >(
     block: &Block,
     scratch: Scratch,
@@ -257,6 +313,7 @@ unsafe fn shared<
 {
     let keep = move |r, c| mask.keep(r, c);
     let skip = move |r0, c0, rows, cols| mask.skip(r0, c0, rows, cols);
+    let whole = move |r0, c0, rows, cols| mask.whole(r0, c0, rows, cols);
     let e = Engine::<A, MI, NI, KC, PK, PM> {
         p: *p,
         a: Source { m: p.a, b: false },
@@ -264,7 +321,7 @@ unsafe fn shared<
         _marker: PhantomData,
     };
     // SAFETY: the caller's promises, passed on.
-    unsafe { e.run::<MA, MB>(block, scratch, keep, skip) }
+    unsafe { e.run::<MA, MB, WHOLE>(block, scratch, keep, skip, whole) }
 }
 
 /// The block-tile geometry: a `wm × wn` grid of warps.
@@ -489,14 +546,16 @@ where
     const WM: u32 = MI as u32 * A::M;
     const WN: u32 = NI as u32 * A::N;
 
-    /// The whole product (see [`Shape::multiply`]).
+    /// The whole product (see [`Shape::multiply`]; `WHOLE` for [`Shape::multiply_whole`]:
+    /// warp tiles that `kept` says are wholly written take the untested epilogue).
     #[inline(always)]
-    unsafe fn run<MA: Major, MB: Major>(
+    unsafe fn run<MA: Major, MB: Major, const WHOLE: bool>(
         &self,
         block: &Block,
         scratch: Scratch,
         keep: impl Fn(u32, u32) -> bool + Copy,
         skip: impl Fn(u32, u32, u32, u32) -> bool + Copy,
+        kept: impl Fn(u32, u32, u32, u32) -> bool + Copy,
     ) {
         let p = &self.p;
         let team = Team::new(block);
@@ -548,6 +607,12 @@ where
                 let idle = wi * Self::WM >= rows
                     || wj * Self::WN >= cols
                     || skip(r0, c0, Self::WM, Self::WN);
+                // Every element of the warp tile is in C and kept: no per-element tests.
+                let whole = WHOLE
+                    && pairs
+                    && r0 + Self::WM <= m
+                    && c0 + Self::WN <= n
+                    && kept(r0, c0, Self::WM, Self::WN);
                 // Slots fill and drain in order: chunk `c` goes to slot `c % stages`.
                 let mut fill = 0;
                 let mut issue = |chunk: u32| {
@@ -568,7 +633,7 @@ where
                     }
                     smem::commit();
                 }
-                let mut acc = self.init(r0, c0, pre, keep, pairs);
+                let mut acc = self.init(r0, c0, pre, keep, whole, pairs);
                 let mut drain = 0;
                 for chunk in 0..chunks {
                     if stages == 1 {
@@ -599,7 +664,7 @@ where
                     drain = if drain + 1 == stages { 0 } else { drain + 1 };
                 }
                 if !idle {
-                    self.finish(&acc, r0, c0, post, keep, pairs);
+                    self.finish(&acc, r0, c0, post, keep, whole, pairs);
                 }
                 // No warp may refill a slot that another still reads.
                 block.sync();
@@ -609,7 +674,8 @@ where
         }
     }
 
-    /// The accumulators before the `K` loop: `pre·C` (zero when `β = 0`: C is not read).
+    /// The accumulators before the `K` loop: `pre·C` (zero when `β = 0`: C is not read). With
+    /// `whole`, every pair of the warp tile is inside C and kept, and is loaded untested.
     ///
     /// C goes into the accumulators as it is, two adjacent columns per load where `pairs`, and is
     /// scaled by `pre` only once every load is issued. Scaling each element as it arrived gave
@@ -625,6 +691,7 @@ where
         c0: u32,
         pre: A::Elem,
         keep: impl Fn(u32, u32) -> bool + Copy,
+        whole: bool,
         pairs: bool,
     ) -> [[A::C; NI]; MI] {
         let p = &self.p;
@@ -644,7 +711,15 @@ where
             })))));
         }
         let origin = |i: usize, j: usize| (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
-        let mut acc: [[A::C; NI]; MI] = if pairs {
+        let mut acc: [[A::C; NI]; MI] = if whole {
+            array(hot!(|i| {
+                array(hot!(|j| {
+                    let (ri, cj) = origin(i, j);
+                    // SAFETY: inside C (`whole`) and aligned, as for `store_pair` in `finish`.
+                    A::C::from_pairs(|r, c| unsafe { load_pair(p.c.at(ri + r, cj + c)) })
+                }))
+            }))
+        } else if pairs {
             array(hot!(|i| {
                 array(hot!(|j| {
                     let (ri, cj) = origin(i, j);
@@ -706,7 +781,11 @@ where
         }
     }
 
-    /// Writes `post·acc` to C.
+    /// Writes `post·acc` to C (untested pairs with `whole`, as in [`init`](Self::init)).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the warp tile's place and how to store it"
+    )]
     #[inline(always)]
     fn finish(
         &self,
@@ -715,6 +794,7 @@ where
         c0: u32,
         post: A::Elem,
         keep: impl Fn(u32, u32) -> bool,
+        whole: bool,
         pairs: bool,
     ) {
         let p = &self.p;
@@ -723,6 +803,15 @@ where
             unroll::<NI>(hot!(|j| {
                 let frag = &acc[i][j];
                 let (ri, cj) = (r0 + i as u32 * A::M, c0 + j as u32 * A::N);
+                if whole {
+                    frag.for_each_pair(|r, c, x, y| {
+                        let (row, col) = (ri + r, cj + c);
+                        let pair = [value(row, col, x), value(row, col + 1, y)];
+                        // SAFETY: inside C (`whole`), aligned as below.
+                        unsafe { store_pair(p.c.at(row, col), pair) };
+                    });
+                    return;
+                }
                 if pairs {
                     frag.for_each_pair(|r, c, x, y| {
                         let (row, col) = (ri + r, cj + c);

@@ -80,7 +80,7 @@ pub fn gemm_with<S: Shape, const CHECKED: bool>(
     // SAFETY: the handles were checked inside their arrays, C overlaps neither input (checked
     // above in checked mode; the caller's word otherwise), and the sides are multiples of 16,
     // hence of every shape's chunk depth.
-    unsafe { S::multiply(block, Scratch::of(block), &p, Mask::All) };
+    unsafe { S::multiply_whole(block, Scratch::of(block), &p, Mask::All) };
 }
 
 /// `C = α·op(A)·op(A)ᵀ + β·C` on the `uplo` triangle of the square `C` (the other triangle is
@@ -130,7 +130,15 @@ pub fn syrk_with<S: Shape, const CHECKED: bool>(
         beta,
     };
     // SAFETY: as in `gemm_with`.
-    unsafe { triangle::<S>(block, Scratch::of(block), &p, uplo) };
+    unsafe { S::multiply_whole(block, Scratch::of(block), &p, mask(uplo)) };
+}
+
+/// The mask that writes the `uplo` triangle.
+fn mask(uplo: Uplo) -> Mask {
+    match uplo {
+        Uplo::Lower => Mask::Lower,
+        Uplo::Upper => Mask::Upper,
+    }
 }
 
 /// The engine on the `uplo` triangle of `p.c` only.
@@ -144,12 +152,8 @@ pub(crate) unsafe fn triangle<S: Shape>(
     p: &Product<S::Elem>,
     uplo: Uplo,
 ) {
-    let mask = match uplo {
-        Uplo::Lower => Mask::Lower,
-        Uplo::Upper => Mask::Upper,
-    };
     // SAFETY: the caller's promise.
-    unsafe { S::multiply(block, scratch, p, mask) };
+    unsafe { S::multiply(block, scratch, p, mask(uplo)) };
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
