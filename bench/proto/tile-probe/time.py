@@ -1,4 +1,4 @@
-# Times one 64-tile's POTRF, GETRF and the factorizations' three TRSMs (f64 and f32) of two builds of the
+# Times one 64-tile's POTRF, GETRF, the factorizations' three TRSMs and their GEMM update (f64 and f32) of two builds of the
 # tile library inside a kernel (%globaltimer and %clock64 around the call, thread 0), one block, median of 50 launches after 10.
 # Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py [--flush] [--load] NAME...
 # with each build's cubin at .gpu/probe/NAME.cubin (README.md). A build whose name starts with
@@ -36,6 +36,9 @@ def getrf_check(d, a):
     return max(one(f) for f in tiles(d))
 def solve_check(d, t, x0, residual):
     return max(rel(residual(f[n:], t), x0) for f in tiles(d, 2 * n))
+def gemm_check(d, b):
+    f = cp.asnumpy(d).astype(np.float64)
+    return max(rel(f[0:n], b[0] - b[1] @ b[2].T), rel(f[2*n:3*n], b[2] - b[3] @ b[4].T))
 # name: (dtype, the input's 64-row blocks, the check of the result)
 ops = {}
 for dt, bits in ((np.float64, 64), (np.float32, 32)):
@@ -52,6 +55,10 @@ for dt, bits in ((np.float64, 64), (np.float32, 32)):
     # X := X·U^-1, so X·U = X0 (U's lower part holds Lu's, not read).
     ops[f"trsm_col{bits}"] = (dt, [u + np.tril(lu, -1), x0] * 2,
         lambda d, u=u, x0=x0: solve_check(d, u, x0, lambda x, t: x @ t))
+    # C := C - A·B^T with C at the call's tile, A and B the two below it: the second call's C is
+    # the first call's B, read before it is written.
+    ops[f"gemm{bits}"] = (dt, [x0, m, a, l, u],
+        lambda d, x0=x0, m=m, a=a, l=l, u=u: gemm_check(d, [x0, m, a, l, u]))
 # --flush: before each launch, write a buffer eight times the L2 cache's size, so that the tile
 # code's instructions come from memory as they may inside a factorization that streams its matrix
 # through L2 (without it, the first call of a launch finds its code in L2 from the launch before).

@@ -1,4 +1,4 @@
-//! One 64-tile's POTRF, GETRF and TRSM (f64) from the device crate's tile library, each timed
+//! One 64-tile's POTRF, GETRF, TRSM and GEMM update (f64 and f32) from the device crate's tile library, each timed
 //! inside the kernel (see README.md). Every thread of one block calls a kernel; thread 0 writes
 //! `[ns, cycles]` of the first call and of the second to `out[0..4]`.
 #![no_std]
@@ -62,12 +62,30 @@ unsafe fn timed<T: Copy>(
     }
 }
 
-/// The probe's kernels for one element type: `potrf`, `getrf`, and the three TRSMs of the
-/// factorizations, `trsm` (Cholesky's `X := −X·L⁻ᵀ`), `trsm_row` (LU's row panel, `X := L⁻¹·X`
+/// The probe's kernels for one element type: `potrf`, `getrf`, `gemm` (the trailing update), and
+/// the three TRSMs of the factorizations, `trsm` (Cholesky's `X := −X·L⁻ᵀ`), `trsm_row` (LU's row panel, `X := L⁻¹·X`
 /// with a unit diagonal) and `trsm_col` (LU's column panel, `X := X·U⁻¹`): the tile at `p` (rows
 /// of `ld`), or the triangle there and `X` the 64 rows below it; then the same 128 rows down.
 macro_rules! kernels {
-    ($t:ty, $potrf:ident, $getrf:ident, $trsm:ident, $row:ident, $col:ident) => {
+    ($t:ty, $potrf:ident, $getrf:ident, $trsm:ident, $row:ident, $col:ident, $gemm:ident) => {
+        /// Cholesky's trailing update, `C := C − A·Bᵀ`: `C` the tile at `p`, `A` and `B` the
+        /// two tiles below it.
+        ///
+        /// # Safety
+        /// As for `timed`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $gemm(p: *mut $t, len: usize, ld: usize, out: *mut u64) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                timed(p, len, out, |b, v, o| {
+                    let ops = v.operands();
+                    let c = ops.mat_mut(Rect::new(o, 64, 64, ld));
+                    let a = ops.mat(Rect::new(o + 64 * ld, 64, 64, ld));
+                    let x = ops.mat(Rect::new(o + 128 * ld, 64, 64, ld));
+                    taskweave_device::tile::gemm(b, c, a, Op::N, x, Op::T, -1.0 as $t, 1.0 as $t);
+                })
+            }
+        }
         /// POTRF of the lower triangle.
         ///
         /// # Safety
@@ -178,5 +196,9 @@ unsafe fn solve<T: taskweave_device::tile::shapes::Tiled>(
     }
 }
 
-kernels!(f64, potrf64, getrf64, trsm64, trsm_row64, trsm_col64);
-kernels!(f32, potrf32, getrf32, trsm32, trsm_row32, trsm_col32);
+kernels!(
+    f64, potrf64, getrf64, trsm64, trsm_row64, trsm_col64, gemm64
+);
+kernels!(
+    f32, potrf32, getrf32, trsm32, trsm_row32, trsm_col32, gemm32
+);
