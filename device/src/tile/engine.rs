@@ -146,9 +146,10 @@ pub trait Shape {
     ///
     /// It is a second function per shape on purpose (`bench/results/update-engine-h200/`). With
     /// the path in the one engine, a 64-tile GEMM task ran 12% faster on the H200 but the
-    /// chain's fused SYRK + POTRF 3.3 µs slower; with GEMM alone on the second function the
-    /// fused task was slower still, its SYRK now on code that the thousands of GEMM tasks no
-    /// longer kept warm. SYRK goes with GEMM; the panels keep the smaller engine.
+    /// chain's fused SYRK + POTRF 3.3 µs slower. With GEMM alone on the second function the
+    /// fused task was slower still, though its code had not changed: our reading (not traced)
+    /// is that its SYRK now ran on code that the thousands of GEMM tasks no longer kept warm.
+    /// With SYRK here too it is faster again. The panels keep the smaller engine.
     ///
     /// # Safety
     /// As for [`multiply`](Self::multiply).
