@@ -140,7 +140,7 @@ pub trait Shape {
 
     /// [`multiply`](Self::multiply) with one more path in the epilogue: a warp tile wholly
     /// inside an aligned C and wholly kept by `mask` loads and stores its pairs with no
-    /// per-element test. [`gemm`](super::gemm) and [`syrk`](super::syrk) call this one (every
+    /// per-element test. [`gemm`](fn@super::gemm) and [`syrk`](fn@super::syrk) call this one (every
     /// trailing update of the factorizations, and the SYRK of Cholesky's fused chain task); the
     /// panel updates inside TRSM, POTRF and GETRF keep `multiply`.
     ///
