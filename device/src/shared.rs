@@ -206,7 +206,7 @@ mod space {
         let at = element(base, i);
         // Pure and read-only: an ordinary load, which LLVM may merge with an identical one but
         // not move across a store or a barrier (both touch memory).
-        // SAFETY (every arm): guaranteed by the caller; `T` has the loaded width (`native`).
+        // SAFETY: for every arm, guaranteed by the caller; `T` has the loaded width (`native`).
         unsafe {
             match size_of::<T>() {
                 1 => {
@@ -244,7 +244,7 @@ mod space {
             return unsafe { base.add(i).write(value) };
         }
         let at = element(base, i);
-        // SAFETY (every arm): guaranteed by the caller; `T` has the stored width (`native`).
+        // SAFETY: for every arm, guaranteed by the caller; `T` has the stored width (`native`).
         unsafe {
             match size_of::<T>() {
                 1 => {

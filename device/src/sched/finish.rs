@@ -133,7 +133,7 @@ pub unsafe fn finish_run(desc: &crate::abi::RegionDesc, worker: u32, words: &[At
     const LEAVE: u32 = 0;
     const RESET: u32 = 1;
     const COPY: u32 = 2;
-    // SAFETY (for `done` and `error`/`error_out` below): the caller vouches for them.
+    // SAFETY: for `done` here and `error`/`error_out` below, the caller vouches for them.
     let done = || unsafe { (desc.done_out as *mut u32).write_volatile(1) };
     let (from, to) = (desc.error as *const u32, desc.error_out as *mut u32);
     if arch::thread_idx() == 0 {
