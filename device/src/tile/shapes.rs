@@ -130,6 +130,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe arithmetic on the layouts, nearly four minutes under Miri"
+    )]
     fn staged_fragment_loads_are_free_of_bank_conflicts() {
         conflict_free::<F64Tile>();
         conflict_free::<F64M16K4Tile>();
