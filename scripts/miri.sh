@@ -225,9 +225,9 @@
 #| device/src/tile/regs.rs | pair | 2 | miri: A (the host arm)
 #| device/src/tile/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
 #| device/src/tile/regs.rs | put_pair | 2 | miri: A
-#| device/src/tile/regs.rs | solve | 5 | miri: A
+#| device/src/tile/regs.rs | solve | 6 | miri: A
 #| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
-#| device/src/tile/regs.rs | substitute | 5 | miri: A
+#| device/src/tile/regs.rs | substitute | 4 | miri: A
 #| device/src/tile/regs.rs | factor | 2 | miri: A
 #| device/src/tile/regs.rs | factor_by | 6 | miri: A
 #| device/src/tile/regs.rs | eliminate_one | 6 | miri: A

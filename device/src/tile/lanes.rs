@@ -257,6 +257,19 @@ impl Team {
         rows: u32,
         cols: u32,
         none: V,
+        load: impl FnMut(u32, u32) -> V,
+        store: impl FnMut(u32, u32, V),
+    ) {
+        self.copy_cells_by::<COPY_BATCH, V>(rows, cols, none, load, store);
+    }
+
+    /// [`copy_cells`](Self::copy_cells) `B` cells per thread at a time.
+    #[inline(always)]
+    pub fn copy_cells_by<const B: usize, V: Copy>(
+        &self,
+        rows: u32,
+        cols: u32,
+        none: V,
         mut load: impl FnMut(u32, u32) -> V,
         mut store: impl FnMut(u32, u32, V),
     ) {
@@ -276,25 +289,24 @@ impl Team {
             (i / cols, i % cols)
         });
         while first < total {
-            let cells: [Lanes<(u32, u32)>; COPY_BATCH] = array(hot!(|_| {
+            let cells: [Lanes<(u32, u32)>; B] = array(hot!(|_| {
                 let here = at;
                 at = at.map(step);
                 here
             }));
-            let values: [Lanes<V>; COPY_BATCH] =
-                array(hot!(|s| cells[s].map(|(r, c)| if r < rows {
-                    load(r, c)
-                } else {
-                    none
-                })));
-            unroll::<COPY_BATCH>(hot!(|s| cells[s]
+            let values: [Lanes<V>; B] = array(hot!(|s| cells[s].map(|(r, c)| if r < rows {
+                load(r, c)
+            } else {
+                none
+            })));
+            unroll::<B>(hot!(|s| cells[s]
                 .zip(values[s], |cell, v| (cell, v))
                 .for_each(|_, ((r, c), v)| {
                     if r < rows {
                         store(r, c, v);
                     }
                 })));
-            first += COPY_BATCH as u32 * stride;
+            first += B as u32 * stride;
         }
     }
 

@@ -393,6 +393,42 @@ impl Grid {
     }
 }
 
+/// Where one thread's cells of a matrix in global memory lie: element `(r0 + i, c0 + k)` of the
+/// logical matrix at `base + i·rs + k·cs`, worked out once per thread. Through [`Gmat::at`] each
+/// cell's address took a transpose select and a full multiply, and `ptxas` serialized the stores
+/// on the address registers they shared: with the staged triangle, the loads and stores of a
+/// 64-tile's lines held two thirds of a TRSM's samples (bench/results/chain-tiles-h200/). The
+/// factorizations keep [`Gmat::at`]: there the spots, live across every step, cost a POTRF 20%.
+#[derive(Clone, Copy)]
+struct Spots<T> {
+    base: *mut T,
+    rs: usize,
+    cs: usize,
+}
+
+impl<T> Spots<T> {
+    /// The cells of `m` from `(r0, c0)` on.
+    #[inline(always)]
+    fn of(m: Gmat<T>, r0: u32, c0: u32) -> Self {
+        let (rs, cs) = if m.trans {
+            (1, m.ld as usize)
+        } else {
+            (m.ld as usize, 1)
+        };
+        Self {
+            base: m.ptr.wrapping_add(r0 as usize * rs + c0 as usize * cs),
+            rs,
+            cs,
+        }
+    }
+
+    /// Where cell `(i, k)` is.
+    #[inline(always)]
+    fn at(self, i: usize, k: usize) -> *mut T {
+        self.base.wrapping_add(i * self.rs + k * self.cs)
+    }
+}
+
 /// Where a step of [`factor`] exchanges its values.
 #[derive(Clone, Copy)]
 struct Exchange<T> {
@@ -461,7 +497,7 @@ unsafe fn eliminate_one<T: Element>(
     if fails(d, Kind::Cholesky) {
         return Some(j as usize);
     }
-    let f = factor_of(d, Kind::Cholesky);
+    let f = d.recip();
     // The multipliers (rows after j) and the multiplied entries times the factor (columns after
     // j), both from column j, masked to zero elsewhere.
     let mut m: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
@@ -515,19 +551,6 @@ fn fails<T: Element>(d: T, kind: Kind) -> bool {
     match kind {
         Kind::Cholesky => d.partial_cmp(&T::ZERO) != Some(core::cmp::Ordering::Greater),
         Kind::Lu => d == T::ZERO,
-    }
-}
-
-/// What a step multiplies its `x_c` by: `1/d` (for Cholesky as `(1/√d)²`, the square of the
-/// scale the end gives the column).
-#[inline(always)]
-fn factor_of<T: Element>(d: T, kind: Kind) -> T {
-    match kind {
-        Kind::Cholesky => {
-            let s = d.rsqrt();
-            s * s
-        }
-        Kind::Lu => d.recip(),
     }
 }
 
@@ -614,18 +637,14 @@ unsafe fn eliminate<T: Element>(
     if fails(d0, kind) {
         return Some(j as usize);
     }
-    let f0 = factor_of(d0, kind);
+    let f0 = d0.recip();
     // Step j's multiples: of column j in column j + 1 (`a[j][j+1]/d0`), and of row j in row j + 1
     // (`a[j+1][j]/d0`; the same for Cholesky).
     let (g, h) = (up * f0, low * f0);
     // Column j + 1's pivot after step j.
     let d1 = (-low).fma(g, d1);
     let second_fails = fails(d1, kind);
-    let f1 = if second_fails {
-        T::ZERO
-    } else {
-        factor_of(d1, kind)
-    };
+    let f1 = if second_fails { T::ZERO } else { d1.recip() };
     if !second_fails {
         cells[u][cc].for_each(|lane, _| {
             if grid.bj(lane) == cq && grid.bi(lane) == q {
@@ -796,34 +815,49 @@ pub(crate) unsafe fn solve<T: Element>(
     let mut first = 0;
     while first < w {
         let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
+        let spots = |lane: u32| Spots::of(x, FR as u32 * grid.bi(lane), line(lane, 0));
+        // Every load first, then the scaling: a load scaled as it arrives kept the next ones
+        // waiting behind it.
         let mut cells: Cells<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
-            let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(lane, k));
-            if l < w {
+            if line(lane, k) < w {
                 // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
-                let v = unsafe { *x.at(e, l) };
-                if alpha == T::ONE { v } else { alpha * v }
+                unsafe { *spots(lane).at(i, k) }
             } else {
                 T::ZERO
             }
         })))));
+        if alpha != T::ONE {
+            unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
+                cells[i][k] = cells[i][k].map(|v| alpha * v);
+            }))));
+        }
         for s in 0..groups {
             let g = if forward { s } else { groups - 1 - s };
+            // The group's reciprocals, loaded before its steps: loaded at its step, each was a
+            // shared-memory latency on the chain of steps.
+            let scales: [T; FR] = array(hot!(|i| if unit {
+                T::ONE
+            } else {
+                // SAFETY: inside the reciprocals (the caller's promise).
+                unsafe { inverse.get(FR * g as usize + i) }
+            }));
             unroll::<FR>(hot!(|v| {
                 let u = if forward { v } else { FR - 1 - v };
                 // SAFETY: inside the room's buffers (the caller's promise); the parity of the
                 // step is v's, FR being even.
                 unsafe {
                     let row = rows.add((v % 2) * len);
-                    substitute(team, grid, &mut cells, tt, stride, inverse, row, g, u, unit)
+                    substitute(
+                        team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
+                    )
                 };
             }));
         }
         unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
             |lane, v| {
-                let (e, l) = (FR as u32 * grid.bi(lane) + i as u32, line(lane, k));
-                if l < w {
+                if line(lane, k) < w {
                     // SAFETY: as for the loads.
-                    unsafe { *x.at(e, l) = v };
+                    unsafe { *spots(lane).at(i, k) = v };
                 }
             }
         )))));
@@ -832,6 +866,11 @@ pub(crate) unsafe fn solve<T: Element>(
     block.sync();
     true
 }
+
+/// The cells [`stage_triangle`] loads per thread before it stores them: a 64-triangle's 32 on
+/// 128 threads at once, one memory latency where batches of [`COPY_BATCH`](super::lanes::COPY_BATCH)
+/// waited four (bench/results/chain-tiles-h200/).
+const STAGE_BATCH: usize = 32;
 
 /// Copies the strict `forward` (lower) or backward (upper) triangle of `t` into padded columns at
 /// `tt`, column `q` at `q·stride` with row `k` at [`pos`]`(k)`, and zeros elsewhere, the diagonal
@@ -850,7 +889,7 @@ unsafe fn stage_triangle<T: Element>(
 ) {
     let n = t.rows;
     let place = |o: u32, i: u32| if t.trans { (i, o) } else { (o, i) };
-    team.copy_cells(
+    team.copy_cells_by::<STAGE_BATCH, T>(
         n,
         n,
         T::ZERO,
@@ -872,12 +911,12 @@ unsafe fn stage_triangle<T: Element>(
 }
 
 /// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines finish it (times
-/// the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp), and every
+/// `scale`, the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp), and every
 /// lane subtracts its multiples of column `q` of the triangle from its entries (the staged zeros
 /// leave the entries not after `q`).
 ///
 /// # Safety
-/// `tt` and `inverse` hold the staged triangle and its reciprocals; `row` is this step's
+/// `tt` holds the staged triangle; `row` is this step's
 /// exchange buffer, 16-byte aligned, for a round's lines.
 #[allow(
     clippy::too_many_arguments,
@@ -890,7 +929,7 @@ unsafe fn substitute<T: Element>(
     cells: &mut Cells<T>,
     tt: Buf<T>,
     stride: usize,
-    inverse: Buf<T>,
+    scale: T,
     row: Buf<T>,
     g: u32,
     u: usize,
@@ -898,8 +937,6 @@ unsafe fn substitute<T: Element>(
 ) {
     let q = FR as u32 * g + u as u32;
     if !unit {
-        // SAFETY: inside the reciprocals (the caller's promise); one address for the block.
-        let scale = unsafe { inverse.get(q as usize) };
         unroll::<FC>(hot!(|k| {
             cells[u][k] =
                 cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
