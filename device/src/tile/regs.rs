@@ -868,8 +868,8 @@ pub(crate) unsafe fn solve<T: Element>(
 }
 
 /// The cells [`stage_triangle`] loads per thread before it stores them: a 64-triangle's 32 on
-/// 128 threads at once, one memory latency where batches of [`COPY_BATCH`](super::lanes::COPY_BATCH)
-/// waited four (bench/results/chain-tiles-h200/).
+/// 128 threads at once, one memory latency where batches of
+/// [`COPY_BATCH`](super::lanes::COPY_BATCH) waited four (bench/results/chain-tiles-h200/).
 const STAGE_BATCH: usize = 32;
 
 /// Copies the strict `forward` (lower) or backward (upper) triangle of `t` into padded columns at
@@ -911,13 +911,13 @@ unsafe fn stage_triangle<T: Element>(
 }
 
 /// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines finish it (times
-/// `scale`, the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp), and every
-/// lane subtracts its multiples of column `q` of the triangle from its entries (the staged zeros
-/// leave the entries not after `q`).
+/// `scale`, the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp),
+/// and every lane subtracts its multiples of column `q` of the triangle from its entries (the
+/// staged zeros leave the entries not after `q`).
 ///
 /// # Safety
-/// `tt` holds the staged triangle; `row` is this step's
-/// exchange buffer, 16-byte aligned, for a round's lines.
+/// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
+/// round's lines.
 #[allow(
     clippy::too_many_arguments,
     reason = "one step's registers, place and triangle"
