@@ -5,6 +5,7 @@
     ncu --import rep.ncu-rep --page source --csv --print-source sass > rep.csv
     cuobjdump -elf taskweave-kernels.cubin > elf.txt          # the cubin the program embeds
     scripts/stall-summary.py rep.csv elf.txt [--top 12]     # rep.csv.xz as well
+    scripts/stall-summary.py rep.csv elf.txt --loop tile::trsm::solve 0xbb00 0xe000
 
 A region kernel carries its own copy of every function it calls, laid out in its `.text`
 section; the source page lists that section's instructions in order from the kernel's start, so
@@ -15,7 +16,8 @@ For each function with samples: its share of all samples, its size in instructio
 reasons its warps were stalled (`stall_*` columns of the not-issued samples, in % of its own),
 with `no_inst` the share waiting for instructions to be fetched. With `--function NAME`, the
 most sampled instructions of one function instead: samples, offset in the function, times a warp
-executed it, its most common stall, and the SASS.
+executed it, its most common stall, and the SASS. With `--loop NAME START END`, a function's
+samples in two parts: inside a range of kernel offsets (its step loop, say) and outside it.
 """
 import argparse
 import csv
@@ -59,21 +61,30 @@ def readable(symbols):
     return names
 
 
+def symbols(elf_text):
+    """(value, size, section, name) of every function symbol in a `cuobjdump -elf` listing. The
+    symbol table comes in two forms: with `FUNC` in the info column, or (newer cuobjdump) with
+    numbers throughout, `info` then holding the binding and the type (`0x2`: a function)."""
+    for line in elf_text.splitlines():
+        parts = line.split()
+        if len(parts) < 7:
+            continue
+        info = parts[3]
+        if info == "FUNC" or (info.startswith("0x") and int(info, 16) & 0xF == 2):
+            try:
+                yield int(parts[1], 16), int(parts[2], 16), parts[-2], parts[-1]
+            except ValueError:
+                continue
+
+
 def functions(elf_text, kernel):
     """(offset, size, name) of every function in `kernel`'s .text section, from `cuobjdump -elf`."""
-    section = None
-    rows = []
-    for line in elf_text.splitlines():
-        parts = line.split()
-        if len(parts) >= 8 and parts[3] == "FUNC" and parts[-1] == kernel:
-            section = parts[-2]
+    table = list(symbols(elf_text))
+    section = next((sec for _, _, sec, name in table if name == kernel), None)
     if section is None:
         sys.exit(f"stall-summary: no function {kernel} in the ELF listing")
-    for line in elf_text.splitlines():
-        parts = line.split()
-        if len(parts) >= 8 and parts[3] == "FUNC" and parts[-2] == section and parts[-1] != kernel:
-            rows.append((int(parts[1], 16), int(parts[2], 16), parts[-1]))
-    return sorted(rows)
+    return sorted((value, size, name) for value, size, sec, name in table
+                  if sec == section and name != kernel)
 
 
 def main():
@@ -83,6 +94,10 @@ def main():
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--function", help="list the instructions of the first function whose short "
                     "name starts with this, most sampled first (--top of them)")
+    ap.add_argument("--loop", nargs=3, metavar=("NAME", "START", "END"),
+                    help="split the samples of the function NAME (its short name, generic arguments "
+                    "aside) into those at kernel offsets START to END (hex; e.g. a step loop's first and "
+                    "last barrier) and those outside")
     args = ap.parse_args()
     opener = lzma.open if args.csv.endswith(".xz") else open
     with opener(args.csv, "rt") as f:
@@ -100,12 +115,24 @@ def main():
             if start <= offset < start + size:
                 return name
         return "(kernel)"
+    names = readable([name for _, _, name in funcs])
+    names["(kernel)"] = "(the kernel: the scheduler loop)"
+    if args.loop:
+        prefix, start, end = args.loop[0], int(args.loop[1], 16), int(args.loop[2], 16)
+        split = {n for n in names if names[n] == prefix or names[n].startswith(prefix + "::<")}
+        if not split:
+            sys.exit(f"stall-summary: no function {prefix}")
+        for n in split:
+            names[n + " [loop]"] = names[n] + " [loop]"
+            names[n + " [outside]"] = names[n] + " [outside the loop]"
     total = 0
     for i, row in enumerate(data):
         samples = float(row[col["Warp Stall Sampling (All Samples)"]] or 0)
         if samples == 0:
             continue
         name = owner(16 * i)
+        if args.loop and name in split:
+            name += " [loop]" if start <= 16 * i < end else " [outside]"
         entry = by_func.setdefault(name, {"samples": 0.0, **{r: 0.0 for r in reasons}})
         entry["samples"] += samples
         for r in reasons:
@@ -113,8 +140,12 @@ def main():
         total += samples
     sizes = {name: size // 16 for _, size, name in funcs}
     sizes["(kernel)"] = len(data) - sum(sizes.values())
-    names = readable([name for _, _, name in funcs])
-    names["(kernel)"] = "(the kernel: the scheduler loop)"
+    if args.loop:
+        for value, size, name in funcs:
+            if name in split:
+                inside = max(0, min(value + size, end) - max(value, start)) // 16
+                sizes[name + " [loop]"] = inside
+                sizes[name + " [outside]"] = size // 16 - inside
     if args.function:
         found = [(start, size, n) for start, size, n in funcs if names[n].startswith(args.function)]
         if not found:
