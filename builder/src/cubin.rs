@@ -26,9 +26,13 @@ pub(crate) fn find_ptxas() -> Option<PathBuf> {
 }
 
 /// [`assemble`], unless `cache` (a folder the builds of a workspace share) holds the cubin of the
-/// same PTX text for `arch` already: then that one is copied. A kernels crate's PTX takes
-/// `ptxas` minutes, and a change that leaves the device code as it was (host code, tests, the
-/// macros' host half) reruns the build script all the same.
+/// same PTX text for `arch` by the same `ptxas` already: then that one is copied. A kernels
+/// crate's PTX takes `ptxas` minutes, and a change that leaves the device code as it was (host
+/// code, tests, the macros' host half) reruns the build script all the same.
+///
+/// The `ptxas` is part of the key (its `--version`, else its path): keyed on the PTX alone, a
+/// build with another `ptxas` (13.5 instead of 13.0, to get around a miscompile of 13.0's,
+/// bench/results/potrf-zeros-h200/) copied the old one's cubin and ran the same SASS.
 pub(crate) fn assemble_cached(
     ptxas: &Path,
     arch: &str,
@@ -37,7 +41,7 @@ pub(crate) fn assemble_cached(
     cache: &Path,
 ) -> Result<(), String> {
     let text = std::fs::read(ptx).map_err(|e| format!("could not read {}: {e}", ptx.display()))?;
-    let kept = cache.join(format!("{:016x}.cubin", key(arch, &text)));
+    let kept = cache.join(format!("{:016x}.cubin", key(&identity(ptxas), arch, &text)));
     if std::fs::copy(&kept, cubin).is_ok_and(|bytes| bytes > 0) {
         return Ok(());
     }
@@ -74,10 +78,20 @@ fn prune(cache: &Path, keep: usize) {
     }
 }
 
-/// The cache key of PTX `text` assembled for `arch`.
-fn key(arch: &str, text: &[u8]) -> u64 {
+/// What names `ptxas`'s version: what it prints for `--version`, or its path when it does not
+/// run (it then assembles nothing, and only a cubin it once assembled can be copied).
+fn identity(ptxas: &Path) -> Vec<u8> {
+    match Command::new(ptxas).arg("--version").output() {
+        Ok(out) if out.status.success() => out.stdout,
+        _ => ptxas.as_os_str().as_encoded_bytes().to_vec(),
+    }
+}
+
+/// The cache key of PTX `text` assembled for `arch` by the `ptxas` of `identity`.
+fn key(identity: &[u8], arch: &str, text: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    identity.hash(&mut hasher);
     arch.hash(&mut hasher);
     text.hash(&mut hasher);
     hasher.finish()
@@ -174,10 +188,10 @@ mod tests {
         assert_eq!(&std::fs::read(&cubin).unwrap()[..4], b"\x7fELF");
     }
 
-    /// The second assembly of the same PTX text copies the first's cubin, without `ptxas`; other
-    /// text, or another architecture, is assembled.
+    /// The second assembly of the same PTX text by the same `ptxas` copies the first's cubin;
+    /// other text, another architecture or another `ptxas` is assembled.
     #[test]
-    fn the_same_ptx_is_assembled_once() {
+    fn the_same_ptx_is_assembled_once_per_ptxas() {
         let Some(ptxas) = venv_ptxas() else {
             assert_eq!(std::env::var("TASKWEAVE_SKIP_PTXAS").as_deref(), Ok("1"));
             return;
@@ -187,15 +201,32 @@ mod tests {
         let (ptx, first, second) = (scratch("c.ptx"), scratch("c1.cubin"), scratch("c2.cubin"));
         std::fs::write(&ptx, PTX).unwrap();
         assemble_cached(&ptxas, "sm_90", &ptx, &first, &cache).unwrap();
-        let none = Path::new("/nonexistent/ptxas");
-        assemble_cached(none, "sm_90", &ptx, &second, &cache).expect("from the cache");
-        assert_eq!(
-            std::fs::read(&first).unwrap(),
-            std::fs::read(&second).unwrap()
-        );
-        assert!(assemble_cached(none, "sm_80", &ptx, &second, &cache).is_err());
+        assert_eq!(&std::fs::read(&first).unwrap()[..4], b"\x7fELF");
+        // Mark the cached cubin: a copy of it carries the mark, an assembly does not.
+        let kept: Vec<PathBuf> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        std::fs::write(&kept[0], b"cached").unwrap();
+        assemble_cached(&ptxas, "sm_90", &ptx, &second, &cache).unwrap();
+        assert_eq!(std::fs::read(&second).unwrap(), b"cached", "from the cache");
+        // Another architecture: sm_90 PTX does not assemble for sm_80, and is not copied.
+        assert!(assemble_cached(&ptxas, "sm_80", &ptx, &second, &cache).is_err());
+        // Another ptxas, one that names another version and assembles nothing.
+        let other = scratch("other-ptxas");
+        std::fs::write(
+            &other,
+            "#!/bin/sh\n[ \"$1\" = --version ] && echo 'Build cuda_0.0' && exit 0\nexit 1\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(assemble_cached(&other, "sm_90", &ptx, &second, &cache).is_err());
+        // Other text.
         std::fs::write(&ptx, PTX.replace("ret;", "ret;\n  ret;")).unwrap();
-        assert!(assemble_cached(none, "sm_90", &ptx, &second, &cache).is_err());
+        assemble_cached(&ptxas, "sm_90", &ptx, &second, &cache).unwrap();
+        assert_eq!(&std::fs::read(&second).unwrap()[..4], b"\x7fELF");
     }
 
     #[test]
