@@ -472,16 +472,28 @@ unsafe fn eliminate_one<T: Element>(
 ) -> Option<usize> {
     let j = FR as u32 * q + u as u32;
     let (cq, cc) = (j / FC as u32, u % FC);
-    let row_after = |bi: u32, i: usize| bi > q || (bi == q && i > u);
+    let row_from = |bi: u32, i: usize| bi > q || (bi == q && i >= u);
     let column_after = |bj: u32, k: usize| bj > cq || (bj == cq && k > cc);
     let column = at.column(0);
+    // Column j from row j on, zeros above. The zeros are the multipliers' mask, written once by
+    // the lanes that publish instead of applied by every lane to every multiplier (5.6% off the
+    // probe's POTRF, bench/results/chain-tiles-h200/). A row above j meets only its cells right
+    // of the diagonal (never stored) and the finished columns, whose entries are masked to zero;
+    // its own value would do as well were it finite, but the upper cells are not bounded, and a
+    // non-finite one times zero is a NaN in a finished column. Row j's multiplier is the pivot
+    // itself, positive and finite for finite input, and meets the same cells. The pivot is read
+    // from the column: read from `diag` (the same value), the load in `by_64`'s inlined copy of
+    // this loop was miscompiled by ptxas 13.0 against the advancing base register, 64 bytes per
+    // group too far, and 128-tiles failed as not positive definite (bench/results/potrf-zeros-h200/).
     unroll::<{ FR / 2 }>(hot!(|p| {
         let v = cells[2 * p][cc].zip(cells[2 * p + 1][cc], |x, y| [x, y]);
         v.for_each(|lane, v| {
             if grid.bj(lane) == cq {
-                let r = FR as u32 * grid.bi(lane) + 2 * p as u32;
+                let bi = grid.bi(lane);
+                let r = FR as u32 * bi + 2 * p as u32;
+                let kept = |h: usize, x: T| if row_from(bi, 2 * p + h) { x } else { T::ZERO };
                 // SAFETY: inside the buffer (`r < n`), `r` even.
-                unsafe { column.put_pair(pos::<T>(r), v) };
+                unsafe { column.put_pair(pos::<T>(r), [kept(0, v[0]), kept(1, v[1])]) };
             }
         });
     }));
@@ -498,8 +510,7 @@ unsafe fn eliminate_one<T: Element>(
         return Some(j as usize);
     }
     let f = d.recip();
-    // The multipliers (rows after j) and the multiplied entries times the factor (columns after
-    // j), both from column j, masked to zero elsewhere.
+    // The multipliers: column j as published.
     let mut m: [Lanes<T>; FR] = [Lanes::splat(T::ZERO); FR];
     unroll::<{ FR / 2 }>(hot!(|p| {
         let v = Lanes::from_fn(|lane| {
@@ -507,17 +518,12 @@ unsafe fn eliminate_one<T: Element>(
             // SAFETY: written before the barrier (every row), `r` even.
             unsafe { column.pair(pos::<T>(r)) }
         });
-        unroll::<2>(hot!(|h| {
-            let i = 2 * p + h;
-            m[i] = v.map_lane(|lane, v| {
-                if row_after(grid.bi(lane), i) {
-                    v[h]
-                } else {
-                    T::ZERO
-                }
-            });
-        }));
+        unroll::<2>(hot!(|h| m[2 * p + h] = v.map(|v| v[h])));
     }));
+    // The multiplied entries times the negated factor (the update is then a plain FMA), masked
+    // to zero in the columns not after j: the buffer holds the pivot at j, and its zeros before
+    // j would not mask an infinite factor (a subnormal pivot) in the finished columns.
+    let nf = -f;
     let mut x: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
     unroll::<{ FC / 2 }>(hot!(|p| {
         let v = Lanes::from_fn(|lane| {
@@ -530,9 +536,9 @@ unsafe fn eliminate_one<T: Element>(
             let k = 2 * p + h;
             x[k] = v.map_lane(|lane, v| {
                 if column_after(grid.bj(lane), k) {
-                    v[h] * f
+                    v[h] * nf
                 } else {
-                    T::ZERO
+                    -T::ZERO
                 }
             });
         }));
@@ -540,7 +546,7 @@ unsafe fn eliminate_one<T: Element>(
     unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
         cells[i][k] = cells[i][k]
             .zip(m[i], |v, m| (v, m))
-            .zip(x[k], |(v, m), x| (-m).fma(x, v));
+            .zip(x[k], |(v, m), x| m.fma(x, v));
     }))));
     None
 }

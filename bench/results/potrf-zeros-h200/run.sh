@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The runs of this folder, on the GPU machine, from the repository root, with the staged builds
+# f, d, z and w packed in .gpu/ (README.md says what each is). Outputs go to $OUT.
+#   bash bench/results/potrf-zeros-h200/run.sh check    # parts 1-3 and 5
+#   bash bench/results/potrf-zeros-h200/run.sh sanitize # part 4
+#   bash bench/results/potrf-zeros-h200/run.sh moved    # part 6 (build e, staged after the rest)
+#   bash bench/results/potrf-zeros-h200/run.sh ptxas    # part 7 (build d5, staged after e)
+set -uo pipefail
+if [ "$1" = moved ]; then
+  bash scripts/unpack-stage.sh e
+elif [ "$1" = ptxas ]; then
+  bash scripts/unpack-stage.sh d d5
+else
+  bash scripts/unpack-stage.sh f d z w
+fi
+header() { echo "# date: $(date -u +%FT%TZ)"; echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"; echo "# command: $*"; }
+C="cholesky --prec f64 --resident --reps 1 --reference"
+backends=("persistent --policy static" "persistent --policy grr" barrier grid-barrier graph streams)
+if [ "$1" = check ]; then
+  # 1. The 128-tiles' POTRF in each build.
+  { header "/tmp/BUILD/run.sh $C --bs 128 --nb NB --backend persistent --policy static"
+    for b in f d z w; do for nb in 1 6; do
+      echo "## $b bs 128 nb $nb"
+      timeout 60 /tmp/$b/run.sh $C --bs 128 --nb $nb --backend persistent --policy static 2>&1 | grep -E "check|error"
+    done; done; } > $OUT/bisect.txt 2>&1
+  cat $OUT/bisect.txt
+  # 2. The change (w) on every GPU backend, tiles of 48, 64 and 128, and the CPU backend.
+  { header "/tmp/w/run.sh $C --nb 6 --bs BS --backend BACKEND"
+    for bs in 48 64 128; do for be in "${backends[@]}" cpu; do
+      echo "## cholesky f64 bs $bs $be"
+      timeout 60 /tmp/w/run.sh $C --nb 6 --bs $bs --backend $be 2>&1 | grep -E "check|error|panick"
+    done; done; } > $OUT/verify-w.txt 2>&1
+  echo "verify-w: PASS lines $(grep -c ': PASS' $OUT/verify-w.txt), FAIL or error lines $(grep -ciE 'fail|error:|panick' $OUT/verify-w.txt)"
+  # 3. linalg, main (f) and the change (w), each in its own process with cuSOLVER beside it,
+  # in the order f w w f.
+  args="linalg --dsl --vendor --sizes 2048,4096 --precisions f64 --algorithms cholesky --reps 5 --variants persistent/static+plan,persistent/static%2!1+costs,persistent/static+plan:checked"
+  i=0
+  for b in f w w f; do
+    i=$((i + 1))
+    o=$OUT/linalg-$i-$b.txt
+    { timeout 280 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
+    echo "$o: $(grep -c '^| cholesky' $o) rows, $(tail -1 $o)"
+  done
+fi
+if [ "$1" = sanitize ]; then
+  # 4. compute-sanitizer on d (the failing pivot read) and on w.
+  { header "compute-sanitizer --tool TOOL /tmp/BUILD/bin/cholesky --bs BS --nb 2 --prec f64 --resident --reps 1 --backend persistent --policy static"
+    for b in d w; do for bs in 64 128; do for tool in memcheck racecheck synccheck; do
+      [ $b = d ] && [ $bs = 64 ] && continue
+      echo "## $tool $b bs $bs"
+      timeout 200 compute-sanitizer --tool $tool /tmp/$b/bin/cholesky --bs $bs --nb 2 --prec f64 --resident --reps 1 --backend persistent --policy static 2>&1 | grep -E "SUMMARY|check:|error"
+    done; done; done; } > $OUT/sanitizers.txt 2>&1
+  cat $OUT/sanitizers.txt
+fi
+if [ "$1" = moved ]; then
+  # 6. d with the pivots' buffer moved before the exchange buffers (e), the 128-tiles and 64-tiles.
+  { header "/tmp/e/run.sh $C --bs BS --nb NB --backend persistent --policy static"
+    for bs in 128 64; do for nb in 1 6; do
+      echo "## e bs $bs nb $nb"
+      timeout 60 /tmp/e/run.sh $C --bs $bs --nb $nb --backend persistent --policy static 2>&1 | grep -E "check|error"
+    done; done; } > $OUT/moved.txt 2>&1
+  cat $OUT/moved.txt
+fi
+if [ "$1" = ptxas ]; then
+  # 7. d's sources with its cubin from ptxas 13.5 (d5) beside d (ptxas 13.0), the driver's JIT
+  # turned off so that each runs the cubin its build assembled.
+  { header "CUDA_DISABLE_PTX_JIT=1 /tmp/BUILD/run.sh $C --bs 128 --nb NB --backend persistent --policy static"
+    for b in d d5; do for nb in 1 6; do
+      echo "## $b bs 128 nb $nb"
+      CUDA_DISABLE_PTX_JIT=1 timeout 60 /tmp/$b/run.sh $C --bs 128 --nb $nb --backend persistent --policy static 2>&1 | grep -E "check|error"
+    done; done; } > $OUT/ptxas.txt 2>&1
+  cat $OUT/ptxas.txt
+fi
