@@ -33,7 +33,8 @@ for f in "${files[@]}"; do
     # on a 2-core machine. So the entries go out in batches to `jobs` processes; each process parses
     # the whole file again (under 2 s here). Entry i goes to batch i mod batches, which spreads
     # neighbouring kernels (one region's, of similar cost) over the batches.
-    mapfile -t entries < <(grep -o '^\.visible \.entry [A-Za-z0-9_$]*\|^\.entry [A-Za-z0-9_$]*' "$f" | awk '{ print $NF }')
+    mapfile -t entries < <(grep -o '^\.visible \.entry [A-Za-z0-9_$]*\|^\.entry [A-Za-z0-9_$]*' "$f" |
+        awk '{ print $NF }')
     if [ "${#entries[@]}" -eq 0 ]; then
         echo "check-ptx: no kernel entry in $f" >&2
         status=1

@@ -483,8 +483,9 @@ unsafe fn eliminate_one<T: Element>(
     // non-finite one times zero is a NaN in a finished column. Row j's multiplier is the pivot
     // itself, positive and finite for finite input, and meets the same cells. The pivot is read
     // from the column: read from `diag` (the same value), the load in `by_64`'s inlined copy of
-    // this loop was miscompiled by ptxas 13.0 against the advancing base register, 64 bytes per
-    // group too far, and 128-tiles failed as not positive definite (bench/results/potrf-zeros-h200/).
+    // this loop was miscompiled by ptxas 13.0 against the base register the loop advances (64
+    // bytes per group of steps), and 128-tiles failed as not positive definite
+    // (bench/results/potrf-zeros-h200/).
     unroll::<{ FR / 2 }>(hot!(|p| {
         let v = cells[2 * p][cc].zip(cells[2 * p + 1][cc], |x, y| [x, y]);
         v.for_each(|lane, v| {
