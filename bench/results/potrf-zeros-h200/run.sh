@@ -5,11 +5,15 @@
 #   bash bench/results/potrf-zeros-h200/run.sh sanitize # part 4
 #   bash bench/results/potrf-zeros-h200/run.sh moved    # part 6 (build e, staged after the rest)
 #   bash bench/results/potrf-zeros-h200/run.sh ptxas    # part 7 (build d5, staged after e)
+#   bash bench/results/potrf-zeros-h200/run.sh big      # part 8 (builds f, w, w5, staged last)
+#   bash bench/results/potrf-zeros-h200/run.sh w5       # part 9
 set -uo pipefail
 if [ "$1" = moved ]; then
   bash scripts/unpack-stage.sh e
 elif [ "$1" = ptxas ]; then
   bash scripts/unpack-stage.sh d d5
+elif [ "$1" = big ] || [ "$1" = w5 ]; then
+  bash scripts/unpack-stage.sh f w w5
 else
   bash scripts/unpack-stage.sh f d z w
 fi
@@ -70,4 +74,31 @@ if [ "$1" = ptxas ]; then
       CUDA_DISABLE_PTX_JIT=1 timeout 60 /tmp/$b/run.sh $C --bs 128 --nb $nb --backend persistent --policy static 2>&1 | grep -E "check|error"
     done; done; } > $OUT/ptxas.txt 2>&1
   cat $OUT/ptxas.txt
+fi
+if [ "$1" = big ]; then
+  # 8. Cholesky f64 at 8192 (128-tiles, the change's by_64 path): f, w and w5, one process each.
+  args="linalg --dsl --vendor --sizes 8192 --precisions f64 --algorithms cholesky --reps 5 --variants persistent/static+plan,persistent/static%2!1+costs"
+  for b in f w w5; do
+    o=$OUT/linalg8192-$b.txt
+    { CUDA_DISABLE_PTX_JIT=1 timeout 180 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
+    echo "$o: $(grep -c '^| cholesky' $o) rows, $(tail -1 $o)"
+  done
+fi
+if [ "$1" = w5 ]; then
+  # 9. The change assembled by ptxas 13.5 (w5) against 13.0 (w): verified, then linalg at 2048
+  # and 4096 in the order w w5 w5 w.
+  { header "/tmp/w5/run.sh $C --nb 6 --bs BS --backend BACKEND"
+    for bs in 48 64 128; do for be in "persistent --policy static" barrier graph; do
+      echo "## cholesky f64 bs $bs $be"
+      CUDA_DISABLE_PTX_JIT=1 timeout 60 /tmp/w5/run.sh $C --nb 6 --bs $bs --backend $be 2>&1 | grep -E "check|error|panick"
+    done; done; } > $OUT/verify-w5.txt 2>&1
+  echo "verify-w5: PASS lines $(grep -c ': PASS' $OUT/verify-w5.txt), FAIL or error lines $(grep -ciE 'fail|error:|panick' $OUT/verify-w5.txt)"
+  args="linalg --dsl --vendor --sizes 2048,4096 --precisions f64 --algorithms cholesky --reps 5 --variants persistent/static+plan,persistent/static%2!1+costs,persistent/static+plan:checked"
+  i=0
+  for b in w w5 w5 w; do
+    i=$((i + 1))
+    o=$OUT/linalg-ptxas-$i-$b.txt
+    { CUDA_DISABLE_PTX_JIT=1 timeout 200 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
+    echo "$o: $(grep -c '^| cholesky' $o) rows, $(tail -1 $o)"
+  done
 fi
