@@ -20,6 +20,33 @@ fi
 header() { echo "# date: $(date -u +%FT%TZ)"; echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"; echo "# command: $*"; }
 C="cholesky --prec f64 --resident --reps 1 --reference"
 backends=("persistent --policy static" "persistent --policy grr" barrier grid-barrier graph streams)
+# Part 9 sets jit=CUDA_DISABLE_PTX_JIT=1, so that each build runs the cubin it assembled.
+jit=
+# verify BUILD BACKEND...: Cholesky f64 against the sequential reference, tiles of 48, 64 and 128,
+# into verify-BUILD.txt.
+verify() {
+  local b=$1 bs be
+  shift
+  { header "/tmp/$b/run.sh $C --nb 6 --bs BS --backend BACKEND"
+    for bs in 48 64 128; do for be in "$@"; do
+      echo "## cholesky f64 bs $bs $be"
+      env $jit timeout 60 /tmp/$b/run.sh $C --nb 6 --bs $bs --backend $be 2>&1 | grep -E "check|error|panick"
+    done; done; } > $OUT/verify-$b.txt 2>&1
+  echo "verify-$b: PASS lines $(grep -c ': PASS' $OUT/verify-$b.txt), FAIL or error lines $(grep -ciE 'fail|error:|panick' $OUT/verify-$b.txt)"
+}
+# rounds NAME BUILD...: linalg at 2048 and 4096, one process per build in the order given, into
+# NAME-I-BUILD.txt.
+rounds() {
+  local name=$1 i=0 b o
+  shift
+  local args="linalg --dsl --vendor --sizes 2048,4096 --precisions f64 --algorithms cholesky --reps 5 --variants persistent/static+plan,persistent/static%2!1+costs,persistent/static+plan:checked"
+  for b in "$@"; do
+    i=$((i + 1))
+    o=$OUT/$name-$i-$b.txt
+    { env $jit timeout 280 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
+    echo "$o: $(grep -c '^| cholesky' $o) rows, $(tail -1 $o)"
+  done
+}
 if [ "$1" = check ]; then
   # 1. The 128-tiles' POTRF in each build.
   { header "/tmp/BUILD/run.sh $C --bs 128 --nb NB --backend persistent --policy static"
@@ -29,22 +56,10 @@ if [ "$1" = check ]; then
     done; done; } > $OUT/bisect.txt 2>&1
   cat $OUT/bisect.txt
   # 2. The change (w) on every GPU backend, tiles of 48, 64 and 128, and the CPU backend.
-  { header "/tmp/w/run.sh $C --nb 6 --bs BS --backend BACKEND"
-    for bs in 48 64 128; do for be in "${backends[@]}" cpu; do
-      echo "## cholesky f64 bs $bs $be"
-      timeout 60 /tmp/w/run.sh $C --nb 6 --bs $bs --backend $be 2>&1 | grep -E "check|error|panick"
-    done; done; } > $OUT/verify-w.txt 2>&1
-  echo "verify-w: PASS lines $(grep -c ': PASS' $OUT/verify-w.txt), FAIL or error lines $(grep -ciE 'fail|error:|panick' $OUT/verify-w.txt)"
+  verify w "${backends[@]}" cpu
   # 3. linalg, main (f) and the change (w), each in its own process with cuSOLVER beside it,
   # in the order f w w f.
-  args="linalg --dsl --vendor --sizes 2048,4096 --precisions f64 --algorithms cholesky --reps 5 --variants persistent/static+plan,persistent/static%2!1+costs,persistent/static+plan:checked"
-  i=0
-  for b in f w w f; do
-    i=$((i + 1))
-    o=$OUT/linalg-$i-$b.txt
-    { timeout 280 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
-    echo "$o: $(grep -c '^| cholesky' $o) rows, $(tail -1 $o)"
-  done
+  rounds linalg f w w f
 fi
 if [ "$1" = sanitize ]; then
   # 4. compute-sanitizer on d (the failing pivot read) and on w.
@@ -87,18 +102,7 @@ fi
 if [ "$1" = w5 ]; then
   # 9. The change assembled by ptxas 13.5 (w5) against 13.0 (w): verified, then linalg at 2048
   # and 4096 in the order w w5 w5 w.
-  { header "/tmp/w5/run.sh $C --nb 6 --bs BS --backend BACKEND"
-    for bs in 48 64 128; do for be in "persistent --policy static" barrier graph; do
-      echo "## cholesky f64 bs $bs $be"
-      CUDA_DISABLE_PTX_JIT=1 timeout 60 /tmp/w5/run.sh $C --nb 6 --bs $bs --backend $be 2>&1 | grep -E "check|error|panick"
-    done; done; } > $OUT/verify-w5.txt 2>&1
-  echo "verify-w5: PASS lines $(grep -c ': PASS' $OUT/verify-w5.txt), FAIL or error lines $(grep -ciE 'fail|error:|panick' $OUT/verify-w5.txt)"
-  args="linalg --dsl --vendor --sizes 2048,4096 --precisions f64 --algorithms cholesky --reps 5 --variants persistent/static+plan,persistent/static%2!1+costs,persistent/static+plan:checked"
-  i=0
-  for b in w w5 w5 w; do
-    i=$((i + 1))
-    o=$OUT/linalg-ptxas-$i-$b.txt
-    { CUDA_DISABLE_PTX_JIT=1 timeout 200 /tmp/$b/run.sh $args; echo "exit $?"; } > $o 2>&1
-    echo "$o: $(grep -c '^| cholesky' $o) rows, $(tail -1 $o)"
-  done
+  jit=CUDA_DISABLE_PTX_JIT=1
+  verify w5 "persistent --policy static" barrier graph
+  rounds linalg-ptxas w w5 w5 w
 fi
