@@ -339,16 +339,18 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// `wm × wn = warps`, `wm ≥ wn`, as close to square as the count allows, for warp tiles of
-    /// `warp_rows × warp_cols`.
+    /// `wm × wn = warps` making the block tile as close to square as the count allows for warp
+    /// tiles of `warp_rows × warp_cols`, the taller on a tie (`wm ≥ wn` for square warp tiles):
+    /// each block tile streams its rows of A and its columns of B through all of `K`, so the
+    /// squarer it is, the fewer times a tile reads each operand. Eight warps of `64 × 32` warp
+    /// tiles make one `128 × 128` block tile (a 128-tile in one pass), not `256 × 64`.
     pub fn new(warps: u32, warp_rows: u32, warp_cols: u32) -> Self {
+        let gap = |wm: u32, wn: u32| (wm * warp_rows).abs_diff(wn * warp_cols);
         let mut wn = 1;
-        let mut d = 1;
-        while d * d <= warps {
-            if warps.is_multiple_of(d) {
-                wn = d;
+        for n in 2..=warps {
+            if warps.is_multiple_of(n) && gap(warps / n, n) < gap(warps / wn, wn) {
+                wn = n;
             }
-            d += 1;
         }
         let wm = warps / wn;
         Self {

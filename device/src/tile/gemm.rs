@@ -310,8 +310,9 @@ mod tests {
         every_op::<F64M16K8Tile>(1.0);
         every_op::<F64M16K16Tile>(1.0);
         every_op::<F64M16K8WideTile>(1.0);
-        // Block tiles of 128 x 64 on a C both smaller and not a multiple of them.
-        for warps in [1, 2, 4] {
+        // Block tiles of 128 x 64 (128 x 128 on eight warps) on a C both smaller and not a
+        // multiple of them.
+        for warps in [1, 2, 4, 8] {
             check_gemm::<F64M16K8WideTile>(
                 (144, 80, 64),
                 (Op::N, Op::T),

@@ -144,4 +144,23 @@ mod tests {
         conflict_free::<Tf32Tile>();
         conflict_free::<F32Tile>();
     }
+
+    #[test]
+    fn block_tiles_are_as_square_as_the_warp_count_allows() {
+        let tile = |warps, wr, wc| {
+            let g = Geometry::new(warps, wr, wc);
+            assert_eq!(g.wm * g.wn, warps);
+            (g.bm, g.bn)
+        };
+        // Square warp tiles: the taller of two equally square grids.
+        assert_eq!(tile(1, 32, 32), (32, 32));
+        assert_eq!(tile(2, 32, 32), (64, 32));
+        assert_eq!(tile(3, 32, 32), (96, 32));
+        assert_eq!(tile(4, 32, 32), (64, 64));
+        assert_eq!(tile(8, 32, 32), (128, 64));
+        assert_eq!(tile(12, 32, 32), (128, 96));
+        // Wide warp tiles (64 × 32): eight warps cover a 128-tile in one block tile.
+        assert_eq!(tile(4, 64, 32), (128, 64));
+        assert_eq!(tile(8, 64, 32), (128, 128));
+    }
 }
