@@ -19,5 +19,10 @@ fn main() -> Result<(), taskweave_build::Error> {
     for region in ["nw_odd_tiles", "nw_odd_tiles_resident"] {
         builder = builder.unchecked_registers(region, taskweave_build::Entry::Listed, 40);
     }
+    // The tile GEMM batch on the default shape: ptxas takes 197 registers for it, two workers of
+    // 128 threads per SM, and the fit keeps 255 since at 168 the engine spills 8 bytes. At 168
+    // three workers fit and the 64-tile batch ran 1.09–1.14x faster; at 128 four fit, but the
+    // engine spills 544 bytes and the batch ran 0.58–0.61x (bench/results/gemm-regions-h200/).
+    builder = builder.region_registers("batch_gemm_f64", 168);
     builder.build()
 }

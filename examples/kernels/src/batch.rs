@@ -1,10 +1,13 @@
 //! Independent tile operations, one task each: the tile micro-benchmark's regions.
 //!
-//! [`batch_f64`] and [`batch_f32`] run `count` independent tasks of one operation ([`op`]) on
-//! `count` tiles of `bs × bs` (tile `t` at `t · bs²` of every array), so the whole region is one
-//! level of the DAG, as a batched library call is one launch: `op::GEMM` against cuBLAS's strided
-//! batched DGEMM on the same tiles, and so on. One region per element type holds every operation
-//! (each region brings its own set of kernels, and a crate's PTX grows with them).
+//! Each region runs `count` independent tasks of one operation ([`op`]) on `count` tiles of
+//! `bs × bs` (tile `t` at `t · bs²` of every array), so the whole region is one level of the DAG,
+//! as a batched library call is one launch: [`batch_gemm_f64`] against cuBLAS's strided batched
+//! DGEMM on the same tiles, [`batch_f64`] the panel operations of the factorizations, and so on.
+//! The GEMMs on the default shape, the other shapes and the panel operations are regions apart: a
+//! persistent kernel holds the registers of its heaviest task, and the panels' register paths (or
+//! the wide shape's accumulators) would set the default products' occupancy. Each region brings
+//! its own set of kernels, and a crate's PTX grows with them.
 
 use taskweave::tile::{self, Diag, Op, Rect, Side, Tiled, Uplo, shapes};
 use taskweave::{Block, task, task_region};
@@ -111,7 +114,7 @@ panel_tasks!(
     getrf_one_f32
 );
 
-/// The operations of [`batch_f64`] and [`batch_f32`], by number.
+/// The operations of the batch regions, by number.
 pub mod op {
     /// `C[t] = A[t]·B[t] + β·C[t]` on the element type's default shape.
     pub const GEMM: u32 = 0;
@@ -135,22 +138,71 @@ pub mod op {
     pub const POTRF: u32 = 7;
     /// `C[t] = L·U` in place, no pivoting.
     pub const GETRF: u32 = 8;
+
+    /// Whether `op` is one of the GEMMs, which run in [`batch_gemm_f64`](super::batch_gemm_f64),
+    /// [`batch_shapes_f64`](super::batch_shapes_f64) and [`batch_gemm_f32`](super::batch_gemm_f32).
+    pub const fn is_gemm(op: u32) -> bool {
+        matches!(
+            op,
+            GEMM | GEMM_M8N8K4 | GEMM_M16N8K4 | GEMM_M16N8K16 | GEMM_TF32 | GEMM_KC16 | GEMM_WIDE
+        )
+    }
 }
 
 task_region! {
-    /// `count` independent f64 tile operations `op` (see [`op`]) on `bs`-tiles: `c` is the
-    /// output (factored in place by POTRF and GETRF), `a` and `b` the inputs (`a` the triangle of
-    /// TRSM), `beta` the GEMM's `β`. Panics at inspection on an operation it does not have.
+    /// `count` independent f64 tile GEMMs on the default shape on `bs`-tiles:
+    /// `C[t] = A[t]·B[t] + β·C[t]`.
+    ///
+    /// The default shape has a region of its own: a persistent kernel takes the registers of its
+    /// heaviest task, and beside the panel operations of [`batch_f64`], or the wide shape's 64
+    /// accumulators a lane, the products would run at their occupancy.
+    pub fn batch_gemm_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, count: usize, bs: usize) {
+        for t in 0..count {
+            spawn!(gemm_one_f64(c, a, b, beta, t, bs));
+        }
+    }
+}
+
+task_region! {
+    /// `count` independent f64 tile GEMMs on one of the other shapes (`op`, a `GEMM_*` of
+    /// [`op`]), as [`batch_gemm_f64`]. Panics at inspection on an operation it does not have.
     #[allow(clippy::too_many_arguments)]
-    pub fn batch_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, op: u32, count: usize, bs: usize) {
+    pub fn batch_shapes_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, op: u32, count: usize, bs: usize) {
         for t in 0..count {
             match op {
-                op::GEMM => spawn!(gemm_one_f64(c, a, b, beta, t, bs)),
                 op::GEMM_M8N8K4 => spawn!(gemm_one_f64_m8n8k4(c, a, b, beta, t, bs)),
                 op::GEMM_M16N8K4 => spawn!(gemm_one_f64_m16n8k4(c, a, b, beta, t, bs)),
                 op::GEMM_M16N8K16 => spawn!(gemm_one_f64_m16n8k16(c, a, b, beta, t, bs)),
                 op::GEMM_KC16 => spawn!(gemm_one_f64_kc16(c, a, b, beta, t, bs)),
                 op::GEMM_WIDE => spawn!(gemm_one_f64_wide(c, a, b, beta, t, bs)),
+                _ => panic!("batch_shapes_f64 has no operation {op}"),
+            }
+        }
+    }
+}
+
+task_region! {
+    /// `count` independent f32 tile GEMMs `op` (`GEMM` or `GEMM_TF32` of [`op`]) on
+    /// `bs`-tiles, as [`batch_gemm_f64`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn batch_gemm_f32(c: &mut [f32], a: &[f32], b: &[f32], beta: f32, op: u32, count: usize, bs: usize) {
+        for t in 0..count {
+            match op {
+                op::GEMM => spawn!(gemm_one_f32(c, a, b, beta, t, bs)),
+                op::GEMM_TF32 => spawn!(gemm_one_tf32(c, a, b, beta, t, bs)),
+                _ => panic!("batch_gemm_f32 has no operation {op}"),
+            }
+        }
+    }
+}
+
+task_region! {
+    /// `count` independent f64 panel operations `op` (`SYRK`, `TRSM`, `POTRF` or `GETRF` of
+    /// [`op`]) on `bs`-tiles: `c` is the output (factored in place by POTRF and GETRF), `a` the
+    /// input (the triangle of TRSM). Panics at inspection on an operation it does not have.
+    pub fn batch_f64(c: &mut [f64], a: &[f64], op: u32, count: usize, bs: usize) {
+        for t in 0..count {
+            match op {
                 op::SYRK => spawn!(syrk_one_f64(c, a, t, bs)),
                 op::TRSM => spawn!(trsm_one_f64(c, a, t, bs)),
                 op::POTRF => spawn!(potrf_one_f64(c, t, bs)),
@@ -162,14 +214,10 @@ task_region! {
 }
 
 task_region! {
-    /// `count` independent f32 tile operations `op` (see [`op`]) on `bs`-tiles, as
-    /// [`batch_f64`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn batch_f32(c: &mut [f32], a: &[f32], b: &[f32], beta: f32, op: u32, count: usize, bs: usize) {
+    /// `count` independent f32 panel operations `op` on `bs`-tiles, as [`batch_f64`].
+    pub fn batch_f32(c: &mut [f32], a: &[f32], op: u32, count: usize, bs: usize) {
         for t in 0..count {
             match op {
-                op::GEMM => spawn!(gemm_one_f32(c, a, b, beta, t, bs)),
-                op::GEMM_TF32 => spawn!(gemm_one_tf32(c, a, b, beta, t, bs)),
                 op::SYRK => spawn!(syrk_one_f32(c, a, t, bs)),
                 op::TRSM => spawn!(trsm_one_f32(c, a, t, bs)),
                 op::POTRF => spawn!(potrf_one_f32(c, t, bs)),

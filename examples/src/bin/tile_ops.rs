@@ -148,7 +148,13 @@ impl Batched for f64 {
         count: usize,
         bs: usize,
     ) -> Region<'a> {
-        batch::batch_f64(c, a, b, beta, op, count, bs)
+        if op == batch::op::GEMM {
+            batch::batch_gemm_f64(c, a, b, beta, count, bs)
+        } else if batch::op::is_gemm(op) {
+            batch::batch_shapes_f64(c, a, b, beta, op, count, bs)
+        } else {
+            batch::batch_f64(c, a, op, count, bs)
+        }
     }
 }
 
@@ -163,7 +169,11 @@ impl Batched for f32 {
         count: usize,
         bs: usize,
     ) -> Region<'a> {
-        batch::batch_f32(c, a, b, beta, op, count, bs)
+        if batch::op::is_gemm(op) {
+            batch::batch_gemm_f32(c, a, b, beta, op, count, bs)
+        } else {
+            batch::batch_f32(c, a, op, count, bs)
+        }
     }
 }
 
