@@ -216,17 +216,20 @@ impl Report {
         };
         let took = |r: &TraceRecord| r.end.saturating_sub(r.start);
         let all = median(trace.iter().map(took).collect()).unwrap_or(0);
-        let mut costs = TaskCosts::new();
-        for (k, name) in self.kinds.iter().enumerate() {
-            let mine = trace
-                .iter()
-                .zip(kinds)
-                .filter(|&(_, &kind)| kind as usize == k)
-                .map(|(r, _)| took(r))
-                .collect();
-            let nanos = median(mine).unwrap_or(all);
-            costs = costs.kind(*name, Duration::from_nanos(nanos));
+        // One pass over the tasks, each time to its kind's list.
+        let mut per_kind = vec![Vec::new(); self.kinds.len()];
+        for (r, &kind) in trace.iter().zip(kinds) {
+            if let Some(times) = per_kind.get_mut(kind as usize) {
+                times.push(took(r));
+            }
         }
+        let costs =
+            self.kinds
+                .iter()
+                .zip(per_kind)
+                .fold(TaskCosts::new(), |costs, (name, times)| {
+                    costs.kind(*name, Duration::from_nanos(median(times).unwrap_or(all)))
+                });
         Some(costs)
     }
 
@@ -294,5 +297,61 @@ impl fmt::Display for Report {
             steals,
             if self.reused { "; plan reused" } else { "" },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A traced report of tasks that took `took[t]` ns, of kind `kinds[t]` of `["a", "b", "c"]`.
+    fn traced(took: &[u64], kinds: &[u32]) -> Report {
+        let trace = took
+            .iter()
+            .map(|&t| TraceRecord {
+                start: 100,
+                end: 100 + t,
+                worker: 0,
+                sm: 0,
+            })
+            .collect();
+        Report {
+            region: "r",
+            backend: Backend::Cpu,
+            policy: Policy::Static,
+            tasks: took.len(),
+            edges: 0,
+            critical_path: 1,
+            workers: 1,
+            threads: 1,
+            wall_time: Duration::ZERO,
+            inspect_time: Duration::ZERO,
+            transfer_time: Duration::ZERO,
+            setup_time: Duration::ZERO,
+            execute_time: Duration::ZERO,
+            host_time: Duration::ZERO,
+            reused: false,
+            worker_stats: Vec::new(),
+            trace: Some(trace),
+            kinds: &["a", "b", "c"],
+            task_kinds: Some(kinds.to_vec()),
+            last_parent: None,
+        }
+    }
+
+    #[test]
+    fn task_costs_are_each_kinds_median_and_the_overall_one_for_a_kind_not_run() {
+        // Kind a ran 10, 30, 20 and 40 (the upper middle: 30), kind b 1000 and 3000 (3000);
+        // kind c ran nothing and gets the median of all six tasks (10, 20, 30, 40, 1000, 3000:
+        // 40).
+        let report = traced(&[10, 1000, 30, 3000, 20, 40], &[0, 1, 0, 1, 0, 0]);
+        let costs = report.task_costs().expect("traced");
+        let got: Vec<(&str, u128)> = costs.iter().map(|(k, c)| (k, c.as_nanos())).collect();
+        assert_eq!(got, [("a", 30), ("b", 3000), ("c", 40)]);
+        let untraced = Report {
+            trace: None,
+            ..report
+        };
+        assert!(untraced.task_costs().is_none());
     }
 }
