@@ -6,6 +6,9 @@
 #   run.sh 2     the same for cap new base, into $OUT/2
 #   run.sh wide  the wide shape on 128 and 256 threads for base and new
 #   run.sh c128  part g for cap and c128 (batch_gemm_f64 at 128 registers), into $OUT/3
+#   run.sh threads  the default shape on 128-tiles with more threads per worker: cap on 256
+#                (128 x 64 block tiles, one worker per SM) and c128 on 256 and 512 (128 x 128 on
+#                sixteen warps, each operand read once)
 #   run.sh check every operation and shape of cap's batch regions, small batches, verified
 #                against the host reference, and the wide shape on 256 threads under memcheck
 set -uo pipefail
@@ -13,6 +16,17 @@ case "$1" in
 1) mkdir -p "$OUT/1" && OUT=$OUT/1 bash scripts/results-run.sh g "base new cap" ;;
 2) mkdir -p "$OUT/2" && OUT=$OUT/2 bash scripts/results-run.sh g "cap new base" ;;
 c128) mkdir -p "$OUT/3" && OUT=$OUT/3 bash scripts/results-run.sh g "cap c128" ;;
+threads)
+  bash scripts/unpack-stage.sh cap c128
+  o=$OUT/tile-gemm-threads.txt
+  { for beta in 1 0; do
+      for run in "cap 128" "cap 256" "c128 256" "c128 512"; do
+        set -- $run
+        timeout 60 /tmp/$1/run.sh tile_ops --op gemm --bs 128 --count 2048 --beta $beta --threads $2 --backend persistent --policy static --unchecked --reps 10
+        echo "# exit $?"
+      done
+    done; } > $o 2>&1
+  grep -E "TFLOP|workers x|rror" $o | sed 's/wall.*//' ;;
 check)
   bash scripts/unpack-stage.sh cap
   o=$OUT/check-cap.txt
