@@ -9,6 +9,8 @@
 #   run.sh threads  the default shape on 128-tiles with more threads per worker: cap on 256
 #                (128 x 64 block tiles, one worker per SM) and c128 on 256 and 512 (128 x 128 on
 #                sixteen warps, each operand read once)
+#   run.sh stages  s6 (cap with the engine's MAX_STAGES raised from 4 to 6, batch_gemm_f64 only)
+#                with 4, 5 and 6 stages of scratch (43008, 53248, 64512 bytes), cap with 4
 #   run.sh check every operation and shape of cap's batch regions, small batches, verified
 #                against the host reference, and the wide shape on 256 threads under memcheck
 set -uo pipefail
@@ -27,6 +29,17 @@ threads)
       done
     done; } > $o 2>&1
   grep -E "TFLOP|workers x|rror" $o | sed 's/wall.*//' ;;
+stages)
+  bash scripts/unpack-stage.sh cap s6
+  o=$OUT/tile-gemm-stages.txt
+  { for round in 1 2; do for bs in 64 128; do for beta in 1 0; do
+      for run in "cap 43008" "s6 43008" "s6 53248" "s6 64512"; do
+        set -- $run
+        timeout 60 /tmp/$1/run.sh tile_ops --op gemm --bs $bs --count $(( (1 << 28) / (8 * bs * bs) )) --beta $beta --shared-bytes $2 --backend persistent --policy static --unchecked --reps 10
+        echo "# exit $?"
+      done
+    done; done; done; } > $o 2>&1
+  grep -E "TFLOP|rror" $o ;;
 check)
   bash scripts/unpack-stage.sh cap
   o=$OUT/check-cap.txt
