@@ -344,12 +344,27 @@ impl Geometry {
     /// each block tile streams its rows of A and its columns of B through all of `K`, so the
     /// squarer it is, the fewer times a tile reads each operand. Eight warps of `64 × 32` warp
     /// tiles make one `128 × 128` block tile (a 128-tile in one pass), not `256 × 64`.
+    ///
+    /// For square warp tiles that is the largest divisor of `warps` at most its square root,
+    /// found by the loop the engine has always run: the shapes are constants, so the branch
+    /// folds, and the default shapes' code (every factorization's) is what it was.
+    #[inline(always)]
     pub fn new(warps: u32, warp_rows: u32, warp_cols: u32) -> Self {
-        let gap = |wm: u32, wn: u32| (wm * warp_rows).abs_diff(wn * warp_cols);
         let mut wn = 1;
-        for n in 2..=warps {
-            if warps.is_multiple_of(n) && gap(warps / n, n) < gap(warps / wn, wn) {
-                wn = n;
+        if warp_rows == warp_cols {
+            let mut d = 1;
+            while d * d <= warps {
+                if warps.is_multiple_of(d) {
+                    wn = d;
+                }
+                d += 1;
+            }
+        } else {
+            let gap = |wm: u32, wn: u32| (wm * warp_rows).abs_diff(wn * warp_cols);
+            for n in 2..=warps {
+                if warps.is_multiple_of(n) && gap(warps / n, n) < gap(warps / wn, wn) {
+                    wn = n;
+                }
             }
         }
         let wm = warps / wn;
