@@ -155,7 +155,8 @@ task_region! {
     ///
     /// The default shape has a region of its own: a persistent kernel takes the registers of its
     /// heaviest task, and beside the panel operations of [`batch_f64`], or the wide shape's 64
-    /// accumulators a lane, the products would run at their occupancy.
+    /// accumulators a lane, the products would run with their registers and so fewer workers.
+    /// `build.rs` caps it at 168 registers, three workers per SM.
     pub fn batch_gemm_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, count: usize, bs: usize) {
         for t in 0..count {
             spawn!(gemm_one_f64(c, a, b, beta, t, bs));
