@@ -35,6 +35,24 @@ pub struct TaskRecord {
     pub args: u32,
 }
 
+/// One entry of a one-task kernel's task list (the `barrier`, `graph` and `streams` backends):
+/// the task with its [`TaskRecord`] and where its arguments end. A block reads its kind and the
+/// place of its arguments in this one 16-byte load, where the index alone would cost a second,
+/// dependent load of the record before the arguments (one of the dependent loads a one-task
+/// kernel makes before its first read of data).
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListedTask {
+    /// The task's index in the region.
+    pub task: u32,
+    /// Its kind, as in its record.
+    pub kind: u32,
+    /// Index of its first word in the argument table.
+    pub args: u32,
+    /// One past its last word (the next task's `args`).
+    pub end: u32,
+}
+
 /// One region array.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

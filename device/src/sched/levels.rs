@@ -9,7 +9,7 @@
 //! Both run the same task bodies through the region's [`Dispatch`] table.
 
 use super::{Dispatch, Tables, WorkerView};
-use crate::abi::{FLAG_CHECKED, RegionDesc};
+use crate::abi::{FLAG_CHECKED, ListedTask, RegionDesc};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::*, Scope};
 use crate::block::Block;
@@ -98,22 +98,48 @@ pub(super) fn run_decoded<D: Dispatch>(
     );
 }
 
+/// The kind and arguments of a listed task, read from its list entry rather than its record.
+///
+/// The words are found from `desc.args` and the entry alone: the argument table's slice in
+/// [`WorkerView`] takes its length from the records' sentinel, a load the block would wait for
+/// before its first argument.
+///
+/// # Safety
+/// `entry` must be one the host built from the records of the region `desc` describes:
+/// `entry.args..entry.end` lies in its argument table.
+#[inline(always)]
+pub(super) unsafe fn listed_task(desc: &RegionDesc, entry: ListedTask) -> (u32, &[u64]) {
+    let len = entry.end.wrapping_sub(entry.args) as usize;
+    if len == 0 {
+        return (entry.kind, &[]);
+    }
+    // SAFETY: guaranteed by the caller; a non-empty range means a non-empty, valid table.
+    let args = unsafe {
+        core::slice::from_raw_parts((desc.args as *const u64).add(entry.args as usize), len)
+    };
+    (entry.kind, args)
+}
+
 /// Runs task `list[block]` in block `block`.
 ///
 /// # Safety
-/// As for [`gpu_entry`](super::gpu_entry); `list` holds `grid_dim()` valid task indices.
+/// As for [`gpu_entry`](super::gpu_entry); `list` holds `grid_dim()` entries built from the
+/// region's records.
 pub unsafe fn run_listed<D: Dispatch>(
     desc: &RegionDesc,
-    list: *const u32,
+    list: *const ListedTask,
     scratch: *mut u8,
     scratch_bytes: usize,
     dispatch: &D,
 ) {
     // SAFETY: guaranteed by the caller.
     let rt = unsafe { WorkerView::from_desc(desc) };
-    // SAFETY: one entry per block.
-    let task = unsafe { *list.add(arch::block_idx() as usize) };
-    run_one(&rt, task, scratch, scratch_bytes, dispatch);
+    // SAFETY: one entry per block, built from the region's records.
+    let (entry, decoded) = unsafe {
+        let entry = *list.add(arch::block_idx() as usize);
+        (entry, listed_task(desc, entry))
+    };
+    run_decoded(&rt, entry.task, decoded, scratch, scratch_bytes, dispatch);
 }
 
 /// Runs every level in one launch: `tasks[offsets[l]..offsets[l + 1]]` is level `l`.
@@ -170,7 +196,7 @@ mod tests {
     use std::vec::Vec;
 
     use super::{run_levels, run_listed};
-    use crate::abi::{ArrayDesc, Counters, RegionDesc, TaskRecord};
+    use crate::abi::{ArrayDesc, Counters, ListedTask, RegionDesc, TaskRecord};
     use crate::arch::host::{Lane, enter_lane};
     use crate::atomic::AtomicU32;
     use crate::block::Block;
@@ -238,6 +264,17 @@ mod tests {
                 arrays,
                 words,
                 counters: Counters::default(),
+            }
+        }
+
+        /// Task `t`'s entry in a one-task kernel's list, as the host builds it.
+        fn listed(&self, t: u32) -> ListedTask {
+            let (record, next) = (self.tasks[t as usize], self.tasks[t as usize + 1]);
+            ListedTask {
+                task: t,
+                kind: record.kind,
+                args: record.args,
+                end: next.args,
             }
         }
 
@@ -316,7 +353,7 @@ mod tests {
         let mut out = [0u64; 5];
         let mut tables = Tables::new(&mut out);
         for level in LEVELS.windows(2) {
-            let list: Vec<u32> = (level[0]..level[1]).collect();
+            let list: Vec<ListedTask> = (level[0]..level[1]).map(|t| tables.listed(t)).collect();
             let blocks = list.len() as u32;
             let desc = tables.desc(blocks);
             // The scope's end is the launch boundary: the next level starts after every block.

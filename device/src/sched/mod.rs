@@ -141,29 +141,30 @@ pub unsafe fn gpu_entry<D: Dispatch>(desc: *const crate::abi::RegionDesc, dispat
 /// The body of every region's one-launch-per-level kernel: block `b` runs task `list[b]`.
 ///
 /// # Safety
-/// As for [`gpu_entry`]; `list` holds one valid task index per block.
+/// As for [`gpu_entry`]; `list` holds one entry per block, built from the region's records.
 #[cfg(target_arch = "nvptx64")]
 pub unsafe fn gpu_listed<D: Dispatch>(
     desc: *const crate::abi::RegionDesc,
-    list: *const u32,
+    list: *const crate::abi::ListedTask,
     dispatch: &D,
 ) {
     let (scratch, bytes) = crate::shared::dynamic();
-    // The block finds its task (its index, then its record, then its arguments: dependent loads)
-    // before it binds its fault record, whose load by one thread and barrier then overlap that
+    // The block finds its task (its list entry, which carries the task's record, then its
+    // arguments: dependent loads) before it binds its fault record, whose load by one thread and barrier then overlap that
     // chain instead of coming first. Nothing before the binding can fail with a report: a fault
     // on a bad table would stop the kernel whatever came first.
     // SAFETY: guaranteed by the caller: the descriptor is valid, `list` has one task per block.
-    let (rt, task) = unsafe {
+    let (rt, entry) = unsafe {
         (
             WorkerView::from_desc(&*desc),
             *list.add(crate::arch::block_idx() as usize),
         )
     };
-    let decoded = rt.task(task);
+    // SAFETY: the host built the entry from the region's records.
+    let decoded = unsafe { levels::listed_task(&*desc, entry) };
     // SAFETY: forwarded from the caller.
     unsafe { bind_faults(desc) };
-    levels::run_decoded(&rt, task, decoded, scratch, bytes, dispatch);
+    levels::run_decoded(&rt, entry.task, decoded, scratch, bytes, dispatch);
 }
 
 /// The body of every region's one-launch, grid-barrier-per-level kernel.

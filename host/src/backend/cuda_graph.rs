@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
+use super::layout;
+use super::levels::LISTED;
 use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;
@@ -40,7 +42,7 @@ struct Cached {
     exec: sys::CUgraphExec,
     /// The descriptor every node reads; rewritten before each replay.
     desc: CudaSlice<u8>,
-    /// `[0, 1, …, n - 1]`: node `t` passes `&list[t]` as its one-entry task list.
+    /// Every task's list entry, in task order: node `t` passes `&list[t]` as its one-entry list.
     _list: CudaSlice<u8>,
 }
 
@@ -89,10 +91,10 @@ fn build(
         .stream()
         .clone_htod(desc)
         .map_err(Error::cuda("uploading the graph's descriptor"))?;
-    let identity: Vec<u32> = (0..n as u32).collect();
+    let listed = layout::listed(ins, 0..n as u32);
     let list = gpu
         .stream()
-        .clone_htod(bytes_of(&identity))
+        .clone_htod(bytes_of(&listed))
         .map_err(Error::cuda("uploading the graph's task list"))?;
     let desc_ptr = desc.device_ptr(gpu.stream()).0;
     let list_ptr = list.device_ptr(gpu.stream()).0;
@@ -110,7 +112,7 @@ fn build(
     let mut nodes: Vec<sys::CUgraphNode> = Vec::with_capacity(n);
     let mut deps: Vec<sys::CUgraphNode> = Vec::new();
     for t in 0..n as u32 {
-        let mut args: [u64; 2] = [desc_ptr, list_ptr + u64::from(t) * 4];
+        let mut args: [u64; 2] = [desc_ptr, list_ptr + u64::from(t) * LISTED];
         let mut pointers: [*mut std::ffi::c_void; 2] =
             [(&raw mut args[0]).cast(), (&raw mut args[1]).cast()];
         // SAFETY: all-zero is a valid `CUDA_KERNEL_NODE_PARAMS` (null handles, zero sizes).

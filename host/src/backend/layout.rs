@@ -12,7 +12,7 @@
 use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
-use taskweave_device::abi::{ArrayDesc, RegionDesc, TraceRecord, WorkerStats};
+use taskweave_device::abi::{ArrayDesc, ListedTask, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::error::ErrorRecord;
 
 use crate::inspect::Inspection;
@@ -24,6 +24,23 @@ use crate::tables::{CounterWords, Tables};
 pub(crate) fn bytes_of<T: Copy>(data: &[T]) -> &[u8] {
     // SAFETY: the ABI's `T: Copy` records are plain data; the length covers exactly the slice.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// The one-task kernels' list for `order`: each task with its record and where its arguments end
+/// (see [`ListedTask`]).
+pub(crate) fn listed(ins: &Inspection, order: impl IntoIterator<Item = u32>) -> Vec<ListedTask> {
+    order
+        .into_iter()
+        .map(|task| {
+            let (record, next) = (ins.tasks[task as usize], ins.tasks[task as usize + 1]);
+            ListedTask {
+                task,
+                kind: record.kind,
+                args: record.args,
+                end: next.args,
+            }
+        })
+        .collect()
 }
 
 /// Plain `repr(C)` records back from bytes.
@@ -420,6 +437,26 @@ mod tests {
         recorder
             .finish(std::time::Instant::now())
             .expect("the test DAG is within the limits")
+    }
+
+    #[test]
+    fn a_listed_entry_carries_its_tasks_kind_and_words_in_any_order() {
+        let ins = inspection(false);
+        // A level order is any permutation of the tasks.
+        let order: Vec<u32> = (0..20).rev().step_by(3).chain((0..20).step_by(4)).collect();
+        let listed = listed(&ins, order.iter().copied());
+        assert_eq!(listed.len(), order.len());
+        for (entry, &task) in listed.iter().zip(&order) {
+            assert_eq!(entry.task, task);
+            assert_eq!(entry.kind, 0);
+            let words = &ins.args[entry.args as usize..entry.end as usize];
+            assert_eq!(words, [u64::from(task), 2 * u64::from(task)], "task {task}");
+        }
+        // One 16-byte load per block on the GPU.
+        assert_eq!(
+            (size_of::<ListedTask>(), align_of::<ListedTask>()),
+            (16, 16)
+        );
     }
 
     #[test]

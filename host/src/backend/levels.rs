@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+use super::layout;
 use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;
@@ -18,6 +19,9 @@ use crate::inspect::Inspection;
 use crate::options::Backend;
 use crate::report::Report;
 use crate::symbols;
+
+/// Bytes of one entry of a one-task kernel's list.
+pub(super) const LISTED: u64 = size_of::<taskweave_device::abi::ListedTask>() as u64;
 
 /// How the levels are separated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +87,14 @@ pub(super) fn execute(
     let prestaged = call.prestaged.take();
     let mut staged = Staged::new(gpu, call, workers, None, Keep::No, prestaged)?;
     let offsets_ptr = staged.put(gpu, bytes_of(&offsets), "the level offsets")?;
-    let tasks_ptr = staged.put(gpu, bytes_of(&tasks), "the level lists")?;
+    let tasks_ptr = match strategy {
+        // One-task kernels read each task's record from its list entry.
+        Strategy::Launches => {
+            let listed = layout::listed(ins, tasks.iter().copied());
+            staged.put(gpu, bytes_of(&listed), "the level lists")?
+        }
+        Strategy::GridBarrier => staged.put(gpu, bytes_of(&tasks), "the level lists")?,
+    };
     let barrier_ptr = staged.put(gpu, &[0u8; 8], "the grid barrier")?;
     let desc_ptr = staged.desc_ptr();
     gpu.stream()
@@ -100,7 +111,7 @@ pub(super) fn execute(
                 Strategy::Launches => {
                     for level in 0..levels {
                         let size = offsets[level + 1] - offsets[level];
-                        let list = tasks_ptr + u64::from(offsets[level]) * 4;
+                        let list = tasks_ptr + u64::from(offsets[level]) * LISTED;
                         let mut launch = gpu.stream().launch_builder(&function);
                         launch.arg(&desc_ptr).arg(&list);
                         let config = LaunchConfig {
@@ -108,8 +119,8 @@ pub(super) fn execute(
                             block_dim: block,
                             shared_mem_bytes: shared,
                         };
-                        // SAFETY: the kernel takes `(*const RegionDesc, *const u32)`; `list` points at
-                        // `size` staged task indices.
+                        // SAFETY: the kernel takes `(*const RegionDesc, *const ListedTask)`; `list`
+                        // points at `size` staged entries.
                         unsafe { launch.launch(config) }
                             .map_err(Error::cuda(format!("launching level {level}")))?;
                     }

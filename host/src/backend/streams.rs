@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+use super::layout;
+use super::levels::LISTED;
 use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;
@@ -83,8 +85,8 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     let prestaged = call.prestaged.take();
     let mut staged = Staged::new(gpu, call, 1, None, Keep::No, prestaged)?;
     let n = ins.task_count();
-    let identity: Vec<u32> = (0..n as u32).collect();
-    let list = staged.put(gpu, bytes_of(&identity), "the task list")?;
+    let listed = layout::listed(ins, 0..n as u32);
+    let list = staged.put(gpu, bytes_of(&listed), "the task list")?;
     let desc_ptr = staged.desc_ptr();
     gpu.stream()
         .synchronize()
@@ -142,7 +144,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
                 .result()
                 .map_err(Error::cuda("making a stream wait on an event"))?;
         }
-        let task_list = list + t as u64 * 4;
+        let task_list = list + t as u64 * LISTED;
         let mut launch = stream.launch_builder(&function);
         launch.arg(&desc_ptr).arg(&task_list);
         let config = LaunchConfig {

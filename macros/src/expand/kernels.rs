@@ -140,10 +140,14 @@ fn entries(
         #[doc = #listed_doc]
         ///
         /// # Safety
-        /// `desc` must describe this region; `list` holds one task index per block.
+        /// `desc` must describe this region; `list` holds one entry per block, built from its
+        /// task records.
         #[cfg(target_arch = "nvptx64")]
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn #listed(desc: *const #p::device::abi::RegionDesc, list: *const u32) {
+        pub unsafe extern "ptx-kernel" fn #listed(
+            desc: *const #p::device::abi::RegionDesc,
+            list: *const #p::device::abi::ListedTask,
+        ) {
             // SAFETY: forwarded from this kernel's contract.
             unsafe { #p::device::sched::gpu_listed(desc, list, &#dispatch) }
         }
