@@ -66,6 +66,11 @@ pub fn dispatch(dispatch: &syn::Ident, vis: &syn::Visibility, kinds: &[syn::Path
 
         impl<const __TW_CHECKED: bool> #p::device::sched::Dispatch for #dispatch<__TW_CHECKED> {
             #[inline(always)]
+            fn may_check(&self) -> bool {
+                __TW_CHECKED
+            }
+
+            #[inline(always)]
             fn run(
                 &self,
                 block: &#p::device::Block,
