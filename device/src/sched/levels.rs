@@ -9,7 +9,7 @@
 //! Both run the same task bodies through the region's [`Dispatch`] table.
 
 use super::{Dispatch, Tables, WorkerView};
-use crate::abi::{ArrayDesc, FLAG_CHECKED, ListedTask, RegionDesc};
+use crate::abi::{FLAG_CHECKED, ListedTask, RegionDesc};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::*, Scope};
 use crate::block::Block;
@@ -68,28 +68,14 @@ fn run_one<D: Dispatch>(
     scratch_bytes: usize,
     dispatch: &D,
 ) {
-    let (kind, args) = rt.task(task);
-    run_decoded(
-        rt,
-        task,
-        kind,
-        args,
-        rt.arrays(),
-        scratch,
-        scratch_bytes,
-        dispatch,
-    );
+    run_decoded(rt, task, rt.task(task), scratch, scratch_bytes, dispatch);
 }
 
-/// Runs `task` of kind `kind` on its argument words `args`, over the region's array table
-/// `arrays` (the descriptor's, or a block's copy of it).
-#[allow(clippy::too_many_arguments)]
+/// Runs `task`, whose kind and arguments `rt.task(task)` gave as `decoded`.
 pub(super) fn run_decoded<D: Dispatch>(
     rt: &WorkerView<'_>,
     task: u32,
-    kind: u32,
-    args: &[u64],
-    arrays: &[ArrayDesc],
+    (kind, args): (u32, &[u64]),
     scratch: *mut u8,
     scratch_bytes: usize,
     dispatch: &D,
@@ -103,7 +89,13 @@ pub(super) fn run_decoded<D: Dispatch>(
         .store(task, Scope::Block, Relaxed);
     // SAFETY: the scratch is this block's own, as the callers guarantee.
     let block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };
-    dispatch.run(&block, kind, args, arrays, rt.flags() & FLAG_CHECKED != 0);
+    dispatch.run(
+        &block,
+        kind,
+        args,
+        rt.arrays(),
+        rt.flags() & FLAG_CHECKED != 0,
+    );
 }
 
 /// The kind and arguments of a listed task, read from its list entry rather than its record.
@@ -133,61 +125,6 @@ pub(super) unsafe fn listed_task(desc: &RegionDesc, entry: ListedTask) -> (u32, 
     (entry.kind, args)
 }
 
-/// Copies a listed task's argument words and the region's array table into the block's runtime
-/// words, each thread a few, and returns the copies (or, for a task with more than
-/// [`LISTED_ARGS_CAP`](super::words::LISTED_ARGS_CAP) words or a region with more than
-/// [`LISTED_ARRAYS_CAP`](super::words::LISTED_ARRAYS_CAP) arrays, the tables themselves). Both
-/// loads depend on the entry and the descriptor alone, so they overlap; after the block barrier
-/// that must follow, the body reads its arguments and arrays from shared memory instead of
-/// waiting for one global load, then another that its result addresses.
-///
-/// # Safety
-/// As for [`listed_task`]; the caller passes a block barrier before anything reads the returned
-/// slices, and nothing else in the block uses those runtime words.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub(super) unsafe fn stage_listed(
-    desc: &RegionDesc,
-    entry: ListedTask,
-) -> (u32, &[u64], &[ArrayDesc]) {
-    use super::words::{LISTED_ARGS, LISTED_ARGS_CAP, LISTED_ARRAYS, LISTED_ARRAYS_CAP};
-    let words = crate::shared::runtime_words();
-    let (first, step) = (arch::thread_idx() as usize, arch::block_dim() as usize);
-    // SAFETY: guaranteed by the caller.
-    let (kind, args) = unsafe { listed_task(desc, entry) };
-    let n = desc.n_arrays as usize;
-    // SAFETY: `arrays` holds `n_arrays` records; each copy lies in the runtime words (see
-    // `words::LISTED_*`), 16-aligned, each element written by one thread.
-    unsafe {
-        let table = desc.arrays as *const ArrayDesc;
-        let arrays = if n == 0 {
-            &[][..]
-        } else if n <= LISTED_ARRAYS_CAP {
-            let copy = words.add(LISTED_ARRAYS).cast::<ArrayDesc>();
-            let mut i = first;
-            while i < n {
-                copy.add(i).write(table.add(i).read());
-                i += step;
-            }
-            core::slice::from_raw_parts(copy, n)
-        } else {
-            core::slice::from_raw_parts(table, n)
-        };
-        let args = if args.is_empty() || args.len() > LISTED_ARGS_CAP {
-            args
-        } else {
-            let copy = words.add(LISTED_ARGS).cast::<u64>();
-            let mut i = first;
-            while i < args.len() {
-                copy.add(i).write(*args.get_unchecked(i));
-                i += step;
-            }
-            core::slice::from_raw_parts(copy, args.len())
-        };
-        (kind, args, arrays)
-    }
-}
-
 /// Runs task `list[block]` in block `block`.
 ///
 /// # Safety
@@ -203,20 +140,11 @@ pub unsafe fn run_listed<D: Dispatch>(
     // SAFETY: guaranteed by the caller.
     let rt = unsafe { WorkerView::from_desc(desc) };
     // SAFETY: one entry per block, built from the region's records.
-    let (entry, (kind, args)) = unsafe {
+    let (entry, decoded) = unsafe {
         let entry = *list.add(arch::block_idx() as usize);
         (entry, listed_task(desc, entry))
     };
-    run_decoded(
-        &rt,
-        entry.task,
-        kind,
-        args,
-        rt.arrays(),
-        scratch,
-        scratch_bytes,
-        dispatch,
-    );
+    run_decoded(&rt, entry.task, decoded, scratch, scratch_bytes, dispatch);
 }
 
 /// Runs every level in one launch: `tasks[offsets[l]..offsets[l + 1]]` is level `l`.

@@ -45,21 +45,6 @@ pub const AHEAD: usize = 26;
 pub const WORKER: usize = 27;
 /// Start of the freed-children list.
 pub const LIST: usize = 32;
-/// In a one-task kernel (which has no freed-children list), where a block copies the region's
-/// array table: 16-aligned, room for [`LISTED_ARRAYS_CAP`] records.
-pub const LISTED_ARRAYS: usize = LIST;
-/// Arrays a one-task kernel's block copies; a larger table stays in global memory.
-pub const LISTED_ARRAYS_CAP: usize = 16;
-/// In a one-task kernel, where a block copies its task's argument words, after the array table:
-/// room for [`LISTED_ARGS_CAP`] words.
-pub const LISTED_ARGS: usize = LISTED_ARRAYS + LISTED_ARRAYS_CAP * 4;
-/// Argument words a one-task kernel's block copies; a task with more reads them in global memory.
-pub const LISTED_ARGS_CAP: usize = 32;
-const _: () = assert!(
-    LISTED_ARGS + 2 * LISTED_ARGS_CAP <= crate::shared::RUNTIME_WORDS
-        && LISTED_ARRAYS % 4 == 0
-        && LISTED_ARGS % 4 == 0
-);
 /// Capacity of the freed-children list; further children are pushed by the thread that freed
 /// them.
 pub const LIST_CAP: usize = crate::shared::RUNTIME_WORDS - LIST;
