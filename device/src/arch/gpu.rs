@@ -87,14 +87,6 @@ pub fn nanosleep(ns: u32) {
     unsafe { asm!("nanosleep.u32 {0};", in(reg32) ns, options(nomem, nostack)) };
 }
 
-/// Asks for the cache line holding `ptr` in the SM's L1 (`prefetch.L1`), without waiting for it:
-/// a later load of it then hits L1. A hint: the program sees no read, and no value comes back.
-#[inline(always)]
-pub fn prefetch_l1<T>(ptr: *const T) {
-    // SAFETY: a prefetch returns nothing and changes no memory the program sees.
-    unsafe { asm!("prefetch.L1 [{0}];", in(reg64) ptr, options(nostack, readonly)) };
-}
-
 /// Bit `i` is set when lane `i` of the warp passes `true` (`vote.sync.ballot.b32`, full mask).
 #[inline(always)]
 pub fn warp_ballot(predicate: bool) -> u32 {

@@ -165,17 +165,7 @@ pub unsafe fn gpu_listed<D: Dispatch>(
         rt.task(entry.task)
     } else {
         // SAFETY: the host built the entry from the region's records.
-        let (kind, args) = unsafe { levels::listed_task(&*desc, entry) };
-        // The body's first loads are its argument words, then the array table entries they
-        // name: asked for here, they arrive while the block waits at the binding's barrier.
-        if let (Some(first), Some(last)) = (args.first(), args.last()) {
-            crate::arch::prefetch_l1(first);
-            crate::arch::prefetch_l1(last);
-        }
-        if let Some(arrays) = rt.arrays().first() {
-            crate::arch::prefetch_l1(arrays);
-        }
-        (kind, args)
+        unsafe { levels::listed_task(&*desc, entry) }
     };
     // The block finds its task before it binds its fault record, whose load by one thread and
     // barrier then overlap that chain instead of coming first. Nothing before the binding can fail
