@@ -80,6 +80,7 @@
 #| device/src/error.rs | panic | 1 | not: nvptx64 (the GPU panic handler)
 #| device/src/sched/levels.rs | run_decoded | 1 | miri: A
 #| device/src/sched/levels.rs | run_decoded | 1 | not: nvptx64 (the block's current-task word in shared memory)
+#| device/src/sched/levels.rs | listed_task | 2 | miri: A (through run_listed)
 #| device/src/sched/levels.rs | run_listed | 3 | miri: A
 #| device/src/sched/levels.rs | run_levels | 4 | miri: A
 #| device/src/sched/levels.rs | run | 1 | miri: A (the tests' dispatch)
@@ -94,7 +95,7 @@
 #| device/src/sched/mod.rs | current_task | 1 | not: nvptx64 (shared runtime words)
 #| device/src/sched/mod.rs | bind_faults | 2 | not: nvptx64 (kernel entry)
 #| device/src/sched/mod.rs | gpu_entry | 8 | not: nvptx64 (kernel entry; the CPU backend calls run_worker, as C does)
-#| device/src/sched/mod.rs | gpu_listed | 3 | not: nvptx64 (kernel entry; A runs run_listed)
+#| device/src/sched/mod.rs | gpu_listed | 4 | not: nvptx64 (kernel entry; A runs run_listed and listed_task)
 #| device/src/sched/mod.rs | gpu_levels | 2 | not: nvptx64 (kernel entry; A runs run_levels)
 #| device/src/sched/sm.rs | worker_of_block | 3 | not: nvptx64 (SM ids and slots in device memory; the CPU backend's SM plan is safe host code)
 #| device/src/sched/tables.rs | impl Sync for WorkerView<'_> | 1 | miri: B, C (workers share the view of the tables)
