@@ -252,3 +252,28 @@ fn the_program_runs_every_subcommand_and_fails_on_bad_sizes() {
     assert!(!ok, "{out}");
     assert!(out.contains("multiple of --tile"), "{out}");
 }
+
+#[test]
+fn the_dynamic_programs_match_with_a_lane_for_every_cell_of_a_diagonal() {
+    // Blocks at least as wide as a tile's side take `dp::anti_diagonals`' one-cell-per-lane path,
+    // the GPU's (128 threads, tiles of 32); the tests above, with narrower blocks, its loop. Eight
+    // lanes: wider than two of these tiles, as wide as the third.
+    let runtime = Runtime::cpu_with(2);
+    let dps: Vec<Box<dyn Workload>> = vec![
+        Box::new(Dtw::new(&DtwParams { n: 24, tile: 6 }).unwrap()),
+        Box::new(SmithWaterman::new(&SmwParams { n: 32, tile: 8 }).unwrap()),
+        Box::new(Nw::new(&NwParams { n: 30, tile: 5 }).unwrap()),
+    ];
+    for mut w in dps {
+        let report = w
+            .fresh()
+            .policy(Policy::Static)
+            .threads(8)
+            .cpu_lanes(8)
+            .run(&runtime)
+            .unwrap_or_else(|e| panic!("{}: {e}", w.name()));
+        assert_eq!(report.tasks, w.tasks(), "{}", w.name());
+        let verdict = w.verify();
+        assert!(verdict.passed(), "{} ({}): {verdict}", w.name(), w.size());
+    }
+}

@@ -46,6 +46,19 @@ pub trait Recurrence: Copy {
 /// arithmetic takes half the registers and instructions of `usize`.
 #[inline(always)]
 pub fn anti_diagonals(b: &Block, n: u32, mut f: impl FnMut(u32, u32)) {
+    let (first, step) = (b.thread() as u32, b.threads() as u32);
+    if step >= n {
+        // A diagonal has at most `n` cells: each thread runs one or none, with no loop around it
+        // (whose set-up for further trips would cost more than the cell).
+        for d in 0..(2 * n).saturating_sub(1) {
+            let r = d.saturating_sub(n - 1) + first;
+            if r <= d.min(n - 1) {
+                f(r, d - r);
+            }
+            b.sync();
+        }
+        return;
+    }
     for d in 0..(2 * n).saturating_sub(1) {
         let lo = d.saturating_sub(n - 1);
         let hi = d.min(n - 1);
