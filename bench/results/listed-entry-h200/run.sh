@@ -8,6 +8,9 @@
 #   STAGES="nwA nwB" PROF=nwB bash run.sh a   # run 1 (run1/)
 #   STAGES="nwA nwB nwC" PROF=nwC bash run.sh a   # run 2 (run2/)
 #   STAGES="nwA nwD nwE" PROF=nwE bash run.sh a   # run 3 (run3/)
+#   STAGES="nwA nwD nwF" PROF=nwF bash run.sh a; bash run.sh w   # run 4 (run4/): nwF is 8b9bf78
+#     (one cell per thread and diagonal in dp::anti_diagonals), staged with tile_bench and
+#     workload, TASKWEAVE_REGIONS='nw_odd_tiles*,nw,smw,dtw'; part w runs the three DP workloads
 #     Nsight Compute kernel times, resident event timing, per-instruction profile
 #   bash run.sh v   # checks of a wider build of nwD (vD: the regions below), demo, faults on the
 #                   # one-task backends, every workload unchecked on them, memcheck (v/). vD is
@@ -18,7 +21,7 @@
 #                   # wavefront,cholesky_f64,lu_f64,gemm_f64' (no line breaks)
 set -uo pipefail
 STAGES=${STAGES:-nwA nwB nwC}; PROF=${PROF:-nwC}
-for s in nwA nwB nwC nwD nwE vD; do
+for s in nwA nwB nwC nwD nwE nwF vD; do
   [ -f .gpu/$s.tar.xz ] && { [ -x /tmp/$s/run.sh ] || { mkdir -p /tmp/$s && (cd /tmp/$s && xz -dc "$OLDPWD/.gpu/$s.tar.xz" | tar xf -); }; }
 done
 [ -x /tmp/nw_tile ] || nvcc -O3 -arch=sm_90 -o /tmp/nw_tile bench/cuda/nw_tile.cu
@@ -57,5 +60,11 @@ if [ $part = v ]; then
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 { for mode in "" --unchecked; do B="tile_bench --nb 8 --tile 32 --reps 1 --backend barrier $mode"; hdr compute-sanitizer --tool memcheck $B; timeout 100 $CS --tool memcheck --kernel-name kns=taskweave --error-exitcode 3 /tmp/vD/bin/$B 2>&1 | tail -n 6; echo "exit ${PIPESTATUS[0]}"; done; } > $OUT/sanitizer-memcheck.txt 2>&1
 fi
+if [ $part = w ]; then
+{ for w in nw sm-w dt-warp; do for b in persistent barrier graph; do for mode in "" --unchecked; do
+    hdr workload $w --backend $b $mode; timeout 120 /tmp/nwF/run.sh workload $w --backend $b $mode 2>&1 | tail -n 4; echo "exit ${PIPESTATUS[0]}"
+  done; done; done; } > $OUT/dp-workloads.txt 2>&1
+fi
+[ $part = w ] && { grep -c "PASS" $OUT/dp-workloads.txt; grep -cE "^exit 0" $OUT/dp-workloads.txt; grep -E "FAIL|^exit [^0]" $OUT/dp-workloads.txt | head; }
 [ $part = a ] && { grep -E "^##|gpu__time" $OUT/ncu-times.txt | awk '/^##/{printf "\n%s", $0; n=0} /gpu__time/{n++; printf " %s", $NF}'; echo; grep "round 3" $OUT/resident.txt; wc -c $OUT/*; }
 [ $part = v ] && { grep -E "PASS|FAIL" $OUT/demo.txt | grep -c PASS; grep -E "FAIL|exit|passed" $OUT/demo.txt $OUT/faults.txt; grep -cE "^exit 0" $OUT/workloads-unchecked.txt; grep -E "^exit [^0]|FAIL|rror" $OUT/workloads-unchecked.txt | head; grep -E "ERROR SUMMARY|exit" $OUT/sanitizer-memcheck.txt; }
