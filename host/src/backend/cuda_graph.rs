@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::layout;
-use super::levels::LISTED;
+use super::layout::{self, LISTED};
 use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;

@@ -26,6 +26,9 @@ pub(crate) fn bytes_of<T: Copy>(data: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
+/// Bytes of one entry of a one-task kernel's list: entry `i` is at `list + i · LISTED`.
+pub(crate) const LISTED: u64 = size_of::<ListedTask>() as u64;
+
 /// The one-task kernels' list for `order`: each task with its record and where its arguments end
 /// (see [`ListedTask`]).
 pub(crate) fn listed(ins: &Inspection, order: impl IntoIterator<Item = u32>) -> Vec<ListedTask> {

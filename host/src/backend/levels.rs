@@ -20,9 +20,6 @@ use crate::options::Backend;
 use crate::report::Report;
 use crate::symbols;
 
-/// Bytes of one entry of a one-task kernel's list.
-pub(super) const LISTED: u64 = size_of::<taskweave_device::abi::ListedTask>() as u64;
-
 /// How the levels are separated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Strategy {
@@ -111,7 +108,7 @@ pub(super) fn execute(
                 Strategy::Launches => {
                     for level in 0..levels {
                         let size = offsets[level + 1] - offsets[level];
-                        let list = tasks_ptr + u64::from(offsets[level]) * LISTED;
+                        let list = tasks_ptr + u64::from(offsets[level]) * layout::LISTED;
                         let mut launch = gpu.stream().launch_builder(&function);
                         launch.arg(&desc_ptr).arg(&list);
                         let config = LaunchConfig {

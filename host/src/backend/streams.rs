@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::layout;
-use super::levels::LISTED;
+use super::layout::{self, LISTED};
 use super::stage::{Keep, Staged, bytes_of};
 use crate::call::Call;
 use crate::error::Error;
