@@ -196,6 +196,8 @@
 #| device/src/tile/operand.rs | a_read_operand_outside_the_ranges_panics_naming_the_rectangle | 1 | miri: A
 #| device/src/tile/operand.rs | a_written_operand_is_checked_against_the_write_ranges | 1 | miri: A
 #| device/src/tile/operand.rs | an_operand_past_the_array_end_is_refused_even_unchecked | 1 | miri: A
+#| device/src/tile/operand.rs | a_rectangle_over_touching_ranges_is_walked_and_covered | 1 | miri: A
+#| device/src/tile/operand.rs | a_gap_between_two_ranges_is_found_by_the_walk | 1 | miri: A
 #| device/src/tile/operand.rs | unchecked_operands_skip_the_ranges | 1 | miri: A
 #| device/src/tile/smem.rs | tile | 2 | miri: A
 #| device/src/tile/smem.rs | word | 2 | miri: A
