@@ -9,8 +9,11 @@
 //! 2. Each region has one kernel per [`Entry`]; a [`Kernel`] is one of them, possibly its variant
 //!    without index checks ([`UNCHECKED_SUFFIX`]) or the builder's twin without a register cap
 //!    ([`UNCAPPED_SUFFIX`]). Its `Display` is the symbol and [`Kernel::parse`] reads one back.
-//! 3. The device build writes [`PTX_FILE`] and [`CUBIN_FILE`], and tells the kernels crate where
-//!    they are through the variables of [`env`] and the cfgs of [`cfg`].
+//! 3. The device build writes [`BUNDLE_FILE`] (every region's kernels, cut into one module per
+//!    region and assembled per architecture: [`bundle`]) and [`PTX_FILE`], and tells the kernels
+//!    crate where they are through the variables of [`env`] and the cfgs of [`cfg`]. [`ptx`] cuts
+//!    a PTX module into those pieces, for the builder and for the host when the driver has to
+//!    compile one.
 //!
 //! ```
 //! use taskweave_names::{Entry, Kernel};
@@ -23,6 +26,9 @@
 
 extern crate alloc;
 
+pub mod bundle;
+pub mod ptx;
+
 use alloc::format;
 use alloc::string::String;
 use core::fmt;
@@ -30,10 +36,11 @@ use core::fmt;
 /// The device target.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
-/// The file name of the PTX the device build writes to the kernels crate's `OUT_DIR`.
+/// The file name of the PTX the device build writes to the kernels crate's `OUT_DIR`: the whole
+/// crate's, with the register caps of its kernels, for tools that read it.
 pub const PTX_FILE: &str = "taskweave-kernels.ptx";
-/// The file name of the cubin assembled from it (empty when the build had no `ptxas`).
-pub const CUBIN_FILE: &str = "taskweave-kernels.cubin";
+/// The file name of the crate's kernel [`bundle`], which the crate embeds.
+pub const BUNDLE_FILE: &str = "taskweave-kernels.bundle";
 
 /// The suffix of a kernel's variant without the checked task bodies, for runs with index checks
 /// off.
@@ -41,9 +48,15 @@ pub const UNCHECKED_SUFFIX: &str = "__unchecked";
 /// The suffix of the builder's twin of a kernel without the register cap.
 pub const UNCAPPED_SUFFIX: &str = "__uncapped";
 
+/// What the mangled symbols of the tile library's functions contain (its crate and module,
+/// `taskweave_device::tile`): the device build marks the kernels that reach one, whose blocks
+/// then get the shared memory tile operations need.
+pub const TILE_PATHS: &[&str] = &["16taskweave_device4tile"];
+
 /// Environment variables.
 pub mod env {
-    /// Read by the device build: the GPU architecture (`-C target-cpu`), e.g. `sm_80`.
+    /// Read by the device build: the GPU architectures to build for (`-C target-cpu`), e.g.
+    /// `sm_80` or `sm_80,sm_90`; unset, those of the GPUs present (by `nvidia-smi`), else `sm_90`.
     pub const TARGET_CPU: &str = "TASKWEAVE_TARGET_CPU";
     /// Read by the device build: the register cap of the scheduler's kernels that it does not fit.
     pub const MAX_REGISTERS: &str = "TASKWEAVE_MAX_REGISTERS";
@@ -58,17 +71,20 @@ pub mod env {
     pub const PTXAS: &str = "TASKWEAVE_PTXAS";
     /// Read by the device build: the Rust toolchain it compiles with, instead of the pinned one.
     pub const TOOLCHAIN: &str = "TASKWEAVE_TOOLCHAIN";
-    /// Set by the device build for the kernels crate: the path of its PTX.
+    /// Read by the device build: how many `ptxas` processes run at once (default: cargo's job
+    /// count).
+    pub const PTXAS_JOBS: &str = "TASKWEAVE_PTXAS_JOBS";
+    /// Set by the device build for the kernels crate: the path of its whole PTX.
     pub const PTX: &str = "TASKWEAVE_PTX";
-    /// Set by the device build for the kernels crate: the path of its cubin.
-    pub const CUBIN: &str = "TASKWEAVE_CUBIN";
+    /// Set by the device build for the kernels crate: the path of its kernel bundle.
+    pub const BUNDLE: &str = "TASKWEAVE_BUNDLE";
 }
 
 /// Cfgs the device build sets on the kernels crate.
 pub mod cfg {
-    /// Set when the PTX and cubin are there to embed.
+    /// Set when the kernel bundle is there to embed.
     pub const PTX: &str = "taskweave_ptx";
-    /// Names the stem of the one region that embeds the crate's PTX and cubin, for every region
+    /// Names the stem of the one region that embeds the crate's kernel bundle, for every region
     /// of the crate to share (`taskweave_code_owner = "<stem>"`).
     pub const CODE_OWNER: &str = "taskweave_code_owner";
 }
@@ -97,9 +113,10 @@ impl Entry {
         }
     }
 
-    /// Whether the builder adds an uncapped twin of the entry's kernels: the launches of the
-    /// persistent and one-task kernels may want fewer, larger blocks. The grid barrier needs every
-    /// block resident, so its kernel keeps the cap.
+    /// Whether the builder may keep an uncapped twin of the entry's kernels (in release builds,
+    /// where it is other code than the capped kernel): the launches of the persistent and one-task
+    /// kernels may want fewer, larger blocks. The grid barrier needs every block resident, so its
+    /// kernel keeps the cap.
     pub const fn twinned(self) -> bool {
         matches!(self, Entry::Persistent | Entry::Listed)
     }
@@ -195,7 +212,7 @@ pub fn region_stem(name: &str, site: &str) -> String {
     format!("{name}_{:08x}", fnv1a(site.as_bytes()) as u32)
 }
 
-/// The symbol of the static that holds a kernels crate's PTX and cubin: one per crate, defined by
+/// The symbol of the static that holds a kernels crate's kernel bundle: one per crate, defined by
 /// the region that [`cfg::CODE_OWNER`] names and declared by every other. `package` identifies
 /// the package (its name, version and directory); two crates never share the symbol.
 pub fn code_symbol(crate_name: &str, package: &str) -> String {
