@@ -301,8 +301,6 @@
 #| host/src/backend/levels.rs | execute | 2 | not: driver
 #| host/src/backend/persistent.rs | launch | 2 | not: driver (the launch, and the events' elapsed time)
 #| host/src/backend/persistent.rs | replay_call | 1 | not: driver (a CUDA graph launch)
-#| host/src/backend/persistent.rs | peek | 1 | not: driver
-#| host/src/backend/persistent.rs | watch | 1 | not: driver
 #| host/src/backend/prestage.rs | upload | 3 | not: driver (host arrays uploaded during inspection)
 #| host/src/backend/stage.rs | allocate | 1 | not: driver
 #| host/src/backend/stage.rs | upload_arrays | 2 | not: driver (the copies up, and clearing an output's written span)
@@ -310,6 +308,8 @@
 #| host/src/backend/stage.rs | read_back_copy | 1 | not: driver (pinned memory)
 #| host/src/backend/stage.rs | finish | 2 | not: driver (as read_back_after_kernel)
 #| host/src/backend/streams.rs | execute | 3 | not: driver
+#| host/src/backend/watch.rs | peek | 1 | not: driver
+#| host/src/backend/watch.rs | watch | 1 | not: driver
 #| host/src/call.rs | bytes | 1 | miri: B, C (the snapshot a failure restores; submitted regions' copies)
 #| host/src/call.rs | write | 2 | miri: B, C (arrays restored after a failure, results written back)
 #| host/src/gpu/mod.rs | new | 2 | not: driver (the first probes for libcuda with dlopen, which Miri cannot either)

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds the release binaries here and stages them, with the PTX they embed, in ./stage (ignored by
-# git), ready to be copied to a GPU machine that has CUDA but no Rust.
+# Builds the release binaries here and stages them, with the device build's log, in ./stage
+# (ignored by git), ready to be copied to a GPU machine that has a driver but no Rust.
 #
 #   scripts/stage-gpu.sh            # build and stage every example binary in ./stage
 #   scripts/stage-gpu.sh stage-main # the same into ./stage-main (also ignored), e.g. for an A/B
-#   scripts/stage-gpu.sh stage-main tile_bench   # only the named binaries (a stage of all ten
-#                                                # binaries is about 70 MB)
+#   scripts/stage-gpu.sh stage-main tile_bench   # only the named binaries (each embeds the
+#                                                # examples' kernel bundle, about 25 MB)
 #   TASKWEAVE_REGIONS='cholesky_*,lu_*' scripts/stage-gpu.sh stage-ab cholesky lu
-#                                   # only those regions' kernels in the PTX and cubin: minutes of
-#                                   # ptxas instead of most of an hour, for an A/B of one workload
+#                                   # only those regions' kernels in the bundle: a smaller stage,
+#                                   # and a minute of ptxas, for an A/B of one workload
 #                                   # (the binaries' other regions then fail to load)
 #   (on the GPU machine) stage/run.sh selfcheck     # prints date, device and command first
 #   (on the GPU machine) stage/run.sh lu --nb 15 --bs 32
@@ -25,15 +25,8 @@ stage | stage-*) ;;
     exit 2
     ;;
 esac
-# Assemble the PTX into a cubin as well, with setup.sh's ptxas when there is no other: the staged
-# binaries then load their kernels without the driver's JIT, which did not finish the examples'
-# 18 MB module in ten minutes on the H100 (2026-11-27; it once took about 45 s).
-if [ -z "${TASKWEAVE_PTXAS:-}" ] && ! command -v ptxas >/dev/null; then
-    venv_ptxas=$(ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/ptxas 2>/dev/null | head -1 || true)
-    if [ -n "$venv_ptxas" ]; then
-        export TASKWEAVE_PTXAS="$PWD/$venv_ptxas"
-    fi
-fi
+# The device build assembles every region's kernels with scripts/setup.sh's ptxas (it finds
+# ./.venv by itself), for TASKWEAVE_TARGET_CPU, else the GPU of this machine, else sm_90.
 if [ "$#" -gt 0 ]; then
     bins=("$@")
     cargo build --release -p taskweave-examples "${bins[@]/#/--bin=}"
@@ -45,12 +38,12 @@ fi
 # Where cargo put them: ./target, or CARGO_TARGET_DIR (or its config) when set.
 target=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 rm -rf "$stage"
-mkdir -p "$stage/bin" "$stage/ptx"
+mkdir -p "$stage/bin"
 for bin in "${bins[@]}"; do
     cp "$target/release/$bin" "$stage/bin/"
     strip --strip-debug "$stage/bin/$bin"
 done
-cp "$target"/taskweave-device/nvptx64-nvidia-cuda/release/*.ptx "$stage/ptx/"
+cp "$target"/taskweave-device/build.log "$stage/"
 cat > "$stage/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs one staged binary: stage/run.sh NAME [ARGS...]. Prints the header of bench/results/README.md

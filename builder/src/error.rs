@@ -75,6 +75,12 @@ pub enum Error {
         /// The crate's regions, comma-separated.
         regions: String,
     },
+    /// `TASKWEAVE_TARGET_CPU` (or `Builder::target_cpu`) is not a list of architectures.
+    #[error("TASKWEAVE_TARGET_CPU: {why}")]
+    Target {
+        /// What is wrong with it.
+        why: String,
+    },
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {

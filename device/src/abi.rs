@@ -11,7 +11,7 @@
 //! | `args` | total words | host | captured scalars and array bindings, one `u64` each |
 //! | `arrays` | arrays | host | [`ArrayDesc`]: base address and length of each region array |
 //! | `offsets`, `children` | `n_tasks + 1`, edges | host | the DAG in CSR form |
-//! | `pending` | `n_tasks` | host, then workers | unfinished parents per task |
+//! | `pending` | `n_tasks` | host, then workers | unfinished parents per task; under one-task and level kernels, [`TASK_RUNNING`] while the task's body runs and [`TASK_DONE`] after |
 //! | `rank` | `n_tasks` | host | critical-path bottom level per task |
 //! | `next`, `head`, `tail`, `lock` | see [`crate::sched`] | host, then workers | the worker queues |
 //! | `counters` | one [`Counters`] | workers | completed tasks, the global round-robin cursor |
@@ -95,6 +95,12 @@ pub mod policy {
 
 /// [`RegionDesc::flags`]: index checks on.
 pub const FLAG_CHECKED: u32 = 1;
+
+/// A task's `pending` word under the one-task and level kernels, which do not count parents:
+/// its body is running. The host watchdog names such tasks when a run stalls.
+pub const TASK_RUNNING: u32 = u32::MAX - 1;
+/// A task's `pending` word under the one-task and level kernels: its body returned.
+pub const TASK_DONE: u32 = u32::MAX;
 /// [`RegionDesc::flags`]: write a [`TraceRecord`] per task.
 pub const FLAG_TRACE: u32 = 2;
 
@@ -124,7 +130,8 @@ pub struct RegionDesc {
     pub offsets: u64,
     /// `*const u32`, CSR children.
     pub children: u64,
-    /// `*mut u32`, unfinished parents.
+    /// `*mut u32`, unfinished parents (under the one-task and level kernels, each task's state:
+    /// [`TASK_RUNNING`], [`TASK_DONE`]).
     pub pending: u64,
     /// `*const u32`, bottom levels.
     pub rank: u64,

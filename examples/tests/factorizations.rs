@@ -395,3 +395,57 @@ fn a_skipped_gemm_task_is_caught() {
     );
     assert_eq!(report.caught, tasks as usize, "{report}");
 }
+
+/// A Cholesky and an LU with the region's default options, as a user who sets nothing writes
+/// them, verify under every policy: the default scratch holds what every tile operation needs at
+/// the GPU's block size.
+#[test]
+fn the_factorizations_verify_with_default_options_under_every_policy() {
+    let runtime = Runtime::cpu();
+    for policy in taskweave::Policy::ALL {
+        for (cholesky, region) in [
+            (
+                true,
+                cholesky::cholesky_f64 as for<'a> fn(&'a mut [f64], usize, usize) -> Region<'a>,
+            ),
+            (false, lu::lu_f64),
+        ] {
+            let mut f = Factor::<f64>::new("default options", 3, 64, 1, region, cholesky);
+            f.a.clone_from(&f.input);
+            (f.region)(&mut f.a, f.nb, f.bs)
+                .policy(policy)
+                .run(&runtime)
+                .unwrap_or_else(|e| panic!("{policy}: {e}"));
+            if let Err(why) = f.verify() {
+                panic!("{} under {policy}: {why}", f.label);
+            }
+        }
+    }
+}
+
+/// Too little scratch fails on the CPU backend as it would on the GPU, whose block of 128
+/// threads stages more than one emulated lane does: 8 KiB held a one-lane TRSM's stage, and not
+/// the GPU's (12 KiB for f64).
+#[test]
+fn too_little_scratch_fails_on_the_cpu_backend_as_on_the_gpu() {
+    let mut f = Factor::<f64>::new("8 KiB", 2, 64, 1, cholesky::cholesky_f64, true);
+    f.a.clone_from(&f.input);
+    let error = (f.region)(&mut f.a, f.nb, f.bs)
+        .shared_bytes(8 * 1024)
+        .cpu_lanes(1)
+        .run(&Runtime::cpu())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("one pipeline stage needs 12288 bytes") && error.contains("`shared_bytes`"),
+        "{error}"
+    );
+    // The GPU's block size is the region's: at 32 threads the stage fits.
+    f.a.clone_from(&f.input);
+    (f.region)(&mut f.a, f.nb, f.bs)
+        .shared_bytes(8 * 1024)
+        .threads(32)
+        .run(&Runtime::cpu())
+        .unwrap();
+    f.verify().unwrap();
+}

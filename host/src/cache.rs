@@ -65,7 +65,7 @@ impl PlanKey {
     /// the same scalars, array shapes and options.
     fn matches(&self, other: &PlanKey) -> bool {
         self.meta.same_region(&other.meta)
-            && self.meta.ptx.map(str::as_ptr) == other.meta.ptx.map(str::as_ptr)
+            && self.meta.code.map(|c| c.address()) == other.meta.code.map(|c| c.address())
             && self.scalars == other.scalars
             && self.arrays == other.arrays
             && self.options == other.options
@@ -180,8 +180,7 @@ mod tests {
         RegionMeta {
             name,
             kernel: name,
-            ptx: None,
-            cubin: &[],
+            code: None,
             kinds: &KINDS,
             args: &[],
             dispatch: &NoBodies,

@@ -210,6 +210,21 @@ pub enum Error {
         /// The region.
         region: &'static str,
     },
+    /// The crate's kernel bundle cannot be read.
+    #[error("the kernels crate's device code cannot be read: {reason}")]
+    BadBundle {
+        /// Why.
+        reason: String,
+    },
+    /// A kernel is not in the crate's build (a build with `TASKWEAVE_REGIONS` keeps only some).
+    #[error(
+        "kernel `{kernel}` is not in this build of its crate: was it built with `{}` naming other regions?",
+        taskweave_names::env::REGIONS
+    )]
+    MissingKernel {
+        /// The kernel.
+        kernel: String,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA error while {context}: {source}")]
     Cuda {
@@ -255,6 +270,16 @@ pub enum Error {
         gpu_arch: String,
         /// What went wrong: the check before loading, or the driver's error.
         detail: String,
+    },
+    /// A task of an earlier region never finished, and the GPU still runs it: its region ended
+    /// with [`Error::Stalled`], and no region can run on the GPU until that task ends. Nothing in
+    /// CUDA stops a running kernel short of the end of the process.
+    #[error(
+        "the GPU is still running a task that never finished ({reason}); no region can run on this GPU until it ends, and only the end of the process stops it: restart the program, or run on the CPU backend"
+    )]
+    GpuStuck {
+        /// The stall that left it running.
+        reason: String,
     },
     /// The CUDA context is lost: a task trapped or used an illegal address, which poisons the
     /// context for the rest of the process.

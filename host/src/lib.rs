@@ -43,7 +43,7 @@ pub use cache::{DEFAULT_PLANS, PLAN_CACHE_ENV};
 pub use costs::{DEFAULT_HOP, TaskCosts};
 pub use error::{Error, TaskRef};
 pub use gpu::transfer::COPY_THREADS_VAR;
-pub use meta::RegionMeta;
+pub use meta::{Code, RegionMeta};
 pub use options::{Backend, Options, Policy};
 pub use pinned::Pinned;
 pub use plan::{Plan, REPLAY_PLANS_ENV, RESET_ON_DEVICE_ENV, VERIFY_PLANS_ENV};

@@ -13,10 +13,8 @@ pub struct RegionMeta {
     pub name: &'static str,
     /// The name of its GPU kernel.
     pub kernel: &'static str,
-    /// The PTX of its crate, when the crate has a device build.
-    pub ptx: Option<&'static str>,
-    /// The cubin assembled from that PTX at build time; empty when the build had no `ptxas`.
-    pub cubin: &'static [u8],
+    /// Its crate's device code, when the crate has a device build.
+    pub code: Option<Code>,
     /// Its task functions, by kind.
     pub kinds: &'static [&'static str],
     /// How each kind's argument words print in errors (`#[task]`'s `ARGS`), by kind.
@@ -30,10 +28,7 @@ pub struct RegionMeta {
 impl RegionMeta {
     /// Its crate's device code, when the crate has a device build.
     pub fn code(&self) -> Option<Code> {
-        self.ptx.map(|ptx| Code {
-            ptx,
-            cubin: self.cubin,
-        })
+        self.code
     }
 
     /// Whether `other` is the same region function: the same name, kernel and task kinds (where
@@ -54,18 +49,29 @@ impl std::fmt::Debug for RegionMeta {
     }
 }
 
-/// A kernels crate's device code: its PTX, and the cubin the builder assembled from it (empty
-/// without a `ptxas` at build time). A bare `&'static str` is PTX alone.
+/// A kernels crate's device code, as the host loads it.
 #[derive(Clone, Copy, Debug)]
-pub struct Code {
-    /// The PTX; its address also names the module once loaded.
-    pub ptx: &'static str,
-    /// The cubin, for the PTX's own target.
-    pub cubin: &'static [u8],
+pub enum Code {
+    /// The crate's kernel bundle ([`taskweave_names::bundle`]), which
+    /// [`include_kernels!`](../taskweave/macro.include_kernels.html) embeds: every region's
+    /// cubins and PTX, loaded a region at a time.
+    Bundle(&'static [u8]),
+    /// One PTX module, which the driver compiles whole when it is first loaded.
+    Ptx(&'static str),
+}
+
+impl Code {
+    /// What names the code once loaded: the address of its bytes.
+    pub(crate) fn address(&self) -> usize {
+        match self {
+            Code::Bundle(bytes) => bytes.as_ptr() as usize,
+            Code::Ptx(text) => text.as_ptr() as usize,
+        }
+    }
 }
 
 impl From<&'static str> for Code {
     fn from(ptx: &'static str) -> Self {
-        Self { ptx, cubin: &[] }
+        Self::Ptx(ptx)
     }
 }

@@ -151,8 +151,9 @@ pub struct Options {
     pub critical_sms: u32,
     /// Threads per emulated block on the CPU backend.
     pub cpu_lanes: u32,
-    /// Bytes of shared scratch per block for `Block::shared`.
-    pub shared_bytes: u32,
+    /// Bytes of shared scratch per block, for `Block::shared` and the tile library; `None`: the
+    /// default ([`Options::default_scratch`]).
+    pub shared_bytes: Option<u32>,
     /// Record when and where each task ran.
     pub trace: bool,
     /// Abort when no task completes for this long.
@@ -163,6 +164,9 @@ pub struct Options {
     /// [`Region::task_costs`](crate::Region::task_costs)); `None`: every task the same.
     pub task_costs: Option<TaskCosts>,
 }
+
+/// The scratch per block of a region that sets none, when its kernels do not use the tile library.
+pub const PLAIN_SCRATCH: u32 = 8 * 1024;
 
 impl Default for Options {
     fn default() -> Self {
@@ -175,7 +179,7 @@ impl Default for Options {
             sm_set: None,
             critical_sms: 0,
             cpu_lanes: 1,
-            shared_bytes: 8 * 1024,
+            shared_bytes: None,
             trace: false,
             watchdog: Duration::from_secs(10),
             backend: None,
@@ -192,10 +196,23 @@ impl Options {
             policy: self.policy.abi(),
             flags: if self.checked { FLAG_CHECKED } else { 0 }
                 | if self.trace { FLAG_TRACE } else { 0 },
-            scratch_bytes: self.shared_bytes,
+            scratch_bytes: self.shared_bytes.unwrap_or(PLAIN_SCRATCH),
             n_arrays: arrays as u32,
             ..RegionDesc::default()
         }
+    }
+
+    /// The scratch per block when the region sets none, on the CPU backend: what every tile
+    /// operation needs at the region's block size (the GPU's, [`Options::threads`]), and at least
+    /// [`PLAIN_SCRATCH`]. (On the GPU a kernel that uses the tile library gets that much or more,
+    /// as its occupancy allows; one that does not, [`PLAIN_SCRATCH`].)
+    pub fn default_scratch(&self) -> u32 {
+        PLAIN_SCRATCH.max(taskweave_device::tile::scratch_need(self.threads))
+    }
+
+    /// The scratch per block on the CPU backend.
+    pub(crate) fn cpu_scratch(&self) -> u32 {
+        self.shared_bytes.unwrap_or_else(|| self.default_scratch())
     }
 
     /// `true` when the options ask for SM-aware workers.

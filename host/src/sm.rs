@@ -110,8 +110,8 @@ impl SmLayout {
                 format!("workers_per_sm({per_sm})"),
                 format!(
                     "asks for more workers than fit on one SM: at most {fit} blocks of {} threads \
-                     with {} bytes of shared memory are resident at once",
-                    options.threads, options.shared_bytes
+                     with their shared memory are resident at once",
+                    options.threads
                 ),
             ));
         }

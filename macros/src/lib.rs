@@ -109,32 +109,21 @@ pub fn task_region(input: TokenStream) -> TokenStream {
     expand::region::expand(input.into()).into()
 }
 
-/// The PTX that `taskweave_build` compiled for the calling crate, as a `&'static str`. Call it in a
-/// crate whose `build.rs` runs `taskweave_build::Builder` (regions embed it themselves).
+/// The kernel bundle that `taskweave_build` made for the calling crate, as a `taskweave::gpu::Code`
+/// (every region's cubins and PTX, which the runtime loads a region at a time). Call it in a crate
+/// whose `build.rs` runs `taskweave_build::Builder` (regions embed it themselves), for kernels of
+/// your own outside any region: `gpu.function(CODE, "my_kernel")`.
 #[proc_macro]
-pub fn include_ptx(input: TokenStream) -> TokenStream {
-    include(input, "include_ptx", quote!(include_str), env::PTX)
-}
-
-/// The cubin that `taskweave_build` assembled from that PTX, as a `&'static [u8]`: empty when the
-/// build had no `ptxas`.
-#[proc_macro]
-pub fn include_cubin(input: TokenStream) -> TokenStream {
-    include(input, "include_cubin", quote!(include_bytes), env::CUBIN)
-}
-
-/// `::core::<include>!(::core::env!(<variable>))`, with the variable the builder sets.
-fn include(
-    input: TokenStream,
-    name: &str,
-    include: proc_macro2::TokenStream,
-    var: &str,
-) -> TokenStream {
+pub fn include_kernels(input: TokenStream) -> TokenStream {
     let input = proc_macro2::TokenStream::from(input);
     if !input.is_empty() {
-        return syn::Error::new_spanned(input, format!("`{name}!` takes no arguments"))
+        return syn::Error::new_spanned(input, "`include_kernels!` takes no arguments")
             .to_compile_error()
             .into();
     }
-    quote!(::core::#include!(::core::env!(#var))).into()
+    let var = env::BUNDLE;
+    quote!(::taskweave::gpu::Code::Bundle(::core::include_bytes!(
+        ::core::env!(#var)
+    )))
+    .into()
 }

@@ -21,7 +21,7 @@ pub use taskweave_device::shared::SharedArray;
 /// POTRF and GETRF on tiles (see the module's docs).
 pub use taskweave_device::tile;
 pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
-pub use taskweave_macros::{include_cubin, include_ptx, task, task_region};
+pub use taskweave_macros::{include_kernels, task, task_region};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use taskweave_host::*;

@@ -1,3 +1,3 @@
 fn main() {
-    let _ptx: &str = taskweave::include_ptx!("kernels");
+    let _code = taskweave::include_kernels!("kernels");
 }

@@ -102,6 +102,10 @@ pub struct Lane {
     pub sm: u32,
     /// The group whose barrier `sync_threads` waits on; `None` for a one-lane block.
     pub group: Option<Arc<LaneGroup>>,
+    /// Threads of the GPU block this lane's block stands for (0: none in particular). The tile
+    /// library checks the shared memory it is given against what that block would need, so that
+    /// a CPU-backend run fails where the GPU's would.
+    pub gpu_threads: u32,
 }
 
 impl Lane {
@@ -114,6 +118,7 @@ impl Lane {
             grid_dim: 1,
             sm: 0,
             group: None,
+            gpu_threads: 0,
         }
     }
 }
@@ -147,6 +152,10 @@ pub fn block_idx() -> u32 {
 /// Lanes per block.
 pub fn block_dim() -> u32 {
     with_lane(|l| l.block_dim)
+}
+/// Threads of the GPU block the calling lane's block stands for, or 0 (see [`Lane::gpu_threads`]).
+pub fn gpu_threads() -> u32 {
+    with_lane(|l| l.gpu_threads)
 }
 /// Blocks in the grid.
 pub fn grid_dim() -> u32 {

@@ -9,7 +9,7 @@
 //! Both run the same task bodies through the region's [`Dispatch`] table.
 
 use super::{Dispatch, Tables, WorkerView};
-use crate::abi::{FLAG_CHECKED, ListedTask, RegionDesc};
+use crate::abi::{FLAG_CHECKED, ListedTask, RegionDesc, TASK_DONE, TASK_RUNNING};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::*, Scope};
 use crate::block::Block;
@@ -89,6 +89,15 @@ pub(super) fn run_decoded<D: Dispatch>(
         .store(task, Scope::Block, Relaxed);
     // SAFETY: the scratch is this block's own, as the callers guarantee.
     let block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };
+    let state = rt
+        .pending()
+        .get(task as usize)
+        .filter(|_| arch::thread_idx() == 0);
+    // Relaxed: read by the host watchdog alone, which names the tasks still running when the
+    // completed count stops moving.
+    if let Some(state) = state {
+        state.store(TASK_RUNNING, Gpu, Relaxed);
+    }
     dispatch.run(
         &block,
         kind,
@@ -96,6 +105,11 @@ pub(super) fn run_decoded<D: Dispatch>(
         rt.arrays(),
         rt.flags() & FLAG_CHECKED != 0,
     );
+    if let Some(state) = state {
+        state.store(TASK_DONE, Gpu, Relaxed);
+        // Relaxed: a progress count for the watchdog; nothing is published through it.
+        rt.completed().fetch_add(1, Gpu, Relaxed);
+    }
 }
 
 /// The kind and arguments of a listed task, read from its list entry rather than its record.
@@ -237,6 +251,8 @@ mod tests {
         args: Vec<u64>,
         arrays: Vec<ArrayDesc>,
         words: Vec<u32>,
+        /// Each task's state, which the kernels mark for the host watchdog.
+        pending: Vec<u32>,
         counters: Counters,
     }
 
@@ -260,14 +276,15 @@ mod tests {
                 ptr: out.as_mut_ptr() as u64,
                 len: out.len() as u64,
             }];
-            // Zeroed scheduler tables: CSR offsets (no children), pending, rank, queue links,
-            // heads, tails, locks and current tasks; more than any of them needs.
+            // Zeroed scheduler tables: CSR offsets (no children), rank, queue links, heads,
+            // tails, locks and current tasks; more than any of them needs.
             let words = std::vec![0u32; 64];
             Self {
                 tasks,
                 args,
                 arrays,
                 words,
+                pending: std::vec![0u32; PARENTS.len()],
                 counters: Counters::default(),
             }
         }
@@ -293,7 +310,7 @@ mod tests {
                 args: self.args.as_ptr() as u64,
                 arrays: self.arrays.as_ptr() as u64,
                 offsets: words,
-                pending: words,
+                pending: self.pending.as_mut_ptr() as u64,
                 rank: words,
                 next: words,
                 head: words,
@@ -314,6 +331,7 @@ mod tests {
             grid_dim: blocks,
             sm: block,
             group: None,
+            gpu_threads: 0,
         }
     }
 
@@ -349,8 +367,15 @@ mod tests {
                 });
             }
         });
+        assert_done(&tables);
         drop(tables);
         assert_eq!(out, EXPECTED);
+    }
+
+    /// Every task was marked done and counted, for the host watchdog.
+    fn assert_done(tables: &Tables) {
+        assert_eq!(tables.pending, [super::TASK_DONE; PARENTS.len()]);
+        assert_eq!(tables.counters.completed, PARENTS.len() as u32);
     }
 
     #[test]
@@ -377,6 +402,7 @@ mod tests {
                 }
             });
         }
+        assert_done(&tables);
         drop(tables);
         assert_eq!(out, EXPECTED);
     }

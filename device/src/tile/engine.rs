@@ -587,6 +587,17 @@ where
         if stages == 0 {
             too_little_scratch(stage, scratch.bytes());
         }
+        // On the CPU backend a block has fewer lanes than the GPU's block has warps, and so
+        // smaller stages: check the scratch against the GPU's, so that a run fails here where it
+        // would fail there.
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let gpu_warps = crate::arch::host::gpu_threads() / 32;
+            let gpu_stage = WarpTile::<A, MI, NI, KC, PK, PM>::stage_bytes(gpu_warps.max(1));
+            if gpu_warps > team.warps() && scratch.bytes() < gpu_stage {
+                too_little_scratch(gpu_stage, scratch.bytes());
+            }
+        }
         // SAFETY: each slot's tiles lie within `stages * stage <= scratch.bytes()`.
         let tiles = |slot: u32| unsafe {
             (

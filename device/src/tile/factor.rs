@@ -203,8 +203,8 @@ fn split(block: &Block) -> (Scratch, Scratch) {
 #[inline(always)]
 pub fn potrf<T: Tiled, const CHECKED: bool>(
     block: &Block,
-    uplo: Uplo,
     a: MatMut<'_, T, CHECKED>,
+    uplo: Uplo,
 ) -> Result<(), usize> {
     let ga = gmat_mut(&a);
     let shape = [(ga.rows as usize, ga.cols as usize)];
@@ -562,7 +562,7 @@ mod tests {
         let mut a = spd::<T>(n, seed);
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
         on_block_staged(warps, bytes, staged, |block| {
-            assert_eq!(potrf(block, uplo, sa.mat_mut(ra)), Ok(()));
+            assert_eq!(potrf(block, sa.mat_mut(ra), uplo), Ok(()));
         });
         // Upper: the lower triangle of the transpose; check it as such.
         let a = if uplo == Uplo::Upper {
@@ -681,7 +681,7 @@ mod tests {
         });
         let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
         on_block_staged(4, scratch::<f64>(n, 4, false), true, |block| {
-            assert_eq!(potrf(block, Uplo::Lower, sa.mat_mut(ra)), Err(100));
+            assert_eq!(potrf(block, sa.mat_mut(ra), Uplo::Lower), Err(100));
         });
         assert_eq!(a.get(36, 36), 2.0);
         assert_eq!(a.get(99, 99), 2.0);
@@ -709,7 +709,7 @@ mod tests {
             });
             let (sa, ra) = (Shared::of_mut(&mut a.data), a.rect);
             on_block_staged(2, 64 * 1024, staged, |block| {
-                assert_eq!(potrf(block, Uplo::Lower, sa.mat_mut(ra)), Err(37));
+                assert_eq!(potrf(block, sa.mat_mut(ra), Uplo::Lower), Err(37));
             });
             // The pivots before the failure are factored and copied out.
             assert_eq!(a.get(36, 36), 2.0, "staged: {staged}");

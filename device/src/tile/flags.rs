@@ -35,3 +35,12 @@ pub enum Diag {
     /// Ones, whatever is stored.
     Unit,
 }
+
+/// `α`, the scale of a product (`C = α·op(A)·op(B) + β·C`, `op(A)·X = α·B`). A type of its own,
+/// so that `α` and `β` cannot trade places unnoticed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Alpha<T>(pub T);
+
+/// `β`, the scale of the output's old value in `C = α·op(A)·op(B) + β·C`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Beta<T>(pub T);

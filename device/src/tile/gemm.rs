@@ -17,7 +17,7 @@
 
 use super::args::{self, disjoint, gmat, gmat_mut};
 use super::engine::{Mask, Product, Shape};
-use super::flags::{Op, Uplo};
+use super::flags::{Alpha, Beta, Op, Uplo};
 use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
 use super::smem::Scratch;
@@ -35,8 +35,8 @@ pub fn gemm<T: Tiled, const CHECKED: bool>(
     op_a: Op,
     b: MatRef<'_, T, CHECKED>,
     op_b: Op,
-    alpha: T,
-    beta: T,
+    alpha: Alpha<T>,
+    beta: Beta<T>,
 ) {
     gemm_with::<T::Shape, CHECKED>(block, c, a, op_a, b, op_b, alpha, beta);
 }
@@ -52,8 +52,8 @@ pub fn gemm_with<S: Shape, const CHECKED: bool>(
     op_a: Op,
     b: MatRef<'_, S::Elem, CHECKED>,
     op_b: Op,
-    alpha: S::Elem,
-    beta: S::Elem,
+    Alpha(alpha): Alpha<S::Elem>,
+    Beta(beta): Beta<S::Elem>,
 ) {
     let (ga, gb, gc) = (gmat(&a, op_a), gmat(&b, op_b), gmat_mut(&c));
     let shapes = [
@@ -85,29 +85,31 @@ pub fn gemm_with<S: Shape, const CHECKED: bool>(
 
 /// `C = α·op(A)·op(A)ᵀ + β·C` on the `uplo` triangle of the square `C` (the other triangle is
 /// neither read nor written). With `op = N`, A is `n × k`; with `op = T`, `k × n`.
+#[allow(clippy::too_many_arguments, reason = "BLAS's argument list")]
 #[inline(always)]
 pub fn syrk<T: Tiled, const CHECKED: bool>(
     block: &Block,
-    uplo: Uplo,
-    op: Op,
     c: MatMut<'_, T, CHECKED>,
+    uplo: Uplo,
     a: MatRef<'_, T, CHECKED>,
-    alpha: T,
-    beta: T,
+    op: Op,
+    alpha: Alpha<T>,
+    beta: Beta<T>,
 ) {
-    syrk_with::<T::Shape, CHECKED>(block, uplo, op, c, a, alpha, beta);
+    syrk_with::<T::Shape, CHECKED>(block, c, uplo, a, op, alpha, beta);
 }
 
 /// [`syrk`] on the engine shape `S`.
+#[allow(clippy::too_many_arguments, reason = "BLAS's argument list")]
 #[inline(always)]
 pub fn syrk_with<S: Shape, const CHECKED: bool>(
     block: &Block,
-    uplo: Uplo,
-    op: Op,
     c: MatMut<'_, S::Elem, CHECKED>,
+    uplo: Uplo,
     a: MatRef<'_, S::Elem, CHECKED>,
-    alpha: S::Elem,
-    beta: S::Elem,
+    op: Op,
+    Alpha(alpha): Alpha<S::Elem>,
+    Beta(beta): Beta<S::Elem>,
 ) {
     let (ga, gc) = (gmat(&a, op), gmat_mut(&c));
     let shapes = [
@@ -206,8 +208,8 @@ mod tests {
                 op_a,
                 sb.mat(rb),
                 op_b,
-                conv(alpha),
-                conv(beta),
+                Alpha(conv(alpha)),
+                Beta(conv(beta)),
             );
         });
         let eps = <S::Elem as crate::tile::Element>::EPSILON * slack;
@@ -265,7 +267,7 @@ mod tests {
             let (sa, sc) = (Shared::of(&a.data), Shared::of_mut(&mut c.data));
             let (ra, rc) = (a.rect, c.rect);
             on_block(warps, 4 * <f64 as Tiled>::Shape::stage_bytes(warps) as usize, |block| {
-                syrk(block, uplo, op, sc.mat_mut(rc), sa.mat(ra), -1.0, beta);
+                syrk(block, sc.mat_mut(rc), uplo, sa.mat(ra), op, Alpha(-1.0), Beta(beta));
             });
             reference::assert_close(&c, &want, &bound, 2.0 * (k as f64 + 2.0) * f64::EPSILON, "syrk");
         }
@@ -376,8 +378,8 @@ mod tests {
                 Op::N,
                 s.mat(Rect::new(32, 32, 32, 64)),
                 Op::N,
-                1.0,
-                1.0,
+                Alpha(1.0),
+                Beta(1.0),
             );
         });
     }
@@ -396,8 +398,8 @@ mod tests {
                 Op::N,
                 s.mat(t(2048)),
                 Op::N,
-                1.0,
-                1.0,
+                Alpha(1.0),
+                Beta(1.0),
             );
         });
     }
@@ -416,8 +418,8 @@ mod tests {
                 Op::N,
                 s.mat(t(2048)),
                 Op::N,
-                1.0,
-                1.0,
+                Alpha(1.0),
+                Beta(1.0),
             );
         });
     }

@@ -33,6 +33,7 @@ pub(crate) fn on_block(warps: u32, scratch: usize, f: impl Fn(&Block) + Sync) {
                     grid_dim: 1,
                     sm: 0,
                     group: Some(group),
+                    gpu_threads: 0,
                 });
                 // SAFETY: as above; the block's lanes share the scratch, as a block's threads
                 // share its shared memory.

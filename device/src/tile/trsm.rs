@@ -30,7 +30,7 @@
 
 use super::args::{self, disjoint, gmat, gmat_mut};
 use super::engine::{Gmat, Mask, Product, Shape};
-use super::flags::{Diag, Op, Side, Uplo};
+use super::flags::{Alpha, Diag, Op, Side, Uplo};
 use super::lanes::Team;
 use super::numeric::Element;
 use super::operand::{MatMut, MatRef};
@@ -398,13 +398,13 @@ unsafe fn solve_staged<T: Element>(
 #[inline(always)]
 pub fn trsm<T: Tiled, const CHECKED: bool>(
     block: &Block,
+    b: MatMut<'_, T, CHECKED>,
+    a: MatRef<'_, T, CHECKED>,
     side: Side,
     uplo: Uplo,
     op: Op,
     diag: Diag,
-    alpha: T,
-    a: MatRef<'_, T, CHECKED>,
-    b: MatMut<'_, T, CHECKED>,
+    Alpha(alpha): Alpha<T>,
 ) {
     let (ga, gb) = (gmat(&a, op), gmat_mut(&b));
     let shapes = [
@@ -519,13 +519,13 @@ mod tests {
         on_block_staged(warps, bytes, room, |block| {
             trsm(
                 block,
+                sb.mat_mut(rb),
+                sa.mat(ra),
                 side,
                 uplo,
                 op,
                 diag,
-                T::from_f64(alpha),
-                sa.mat(ra),
-                sb.mat_mut(rb),
+                Alpha(T::from_f64(alpha)),
             );
         });
         let (residual, scale) = reference::trsm_residual(side, uplo, op, diag, alpha, &a, &b);
@@ -632,13 +632,13 @@ mod tests {
             let t = |o| crate::tile::Rect::new(o, 32, 32, 64);
             trsm(
                 block,
+                s.mat_mut(t(16)),
+                s.mat(t(0)),
                 Side::Left,
                 Uplo::Lower,
                 Op::N,
                 Diag::Unit,
-                1.0,
-                s.mat(t(0)),
-                s.mat_mut(t(16)),
+                Alpha(1.0),
             );
         });
     }

@@ -9,7 +9,7 @@
 //! the wide shape's accumulators) would set the default products' occupancy. Each region brings
 //! its own set of kernels, and a crate's PTX grows with them.
 
-use taskweave::tile::{self, Diag, Op, Rect, Side, Tiled, Uplo, shapes};
+use taskweave::tile::{self, Alpha, Beta, Diag, Op, Rect, Side, Tiled, Uplo, shapes};
 use taskweave::{Block, task, task_region};
 
 /// The range of tile `t` of a batch of `bs × bs` tiles.
@@ -34,8 +34,8 @@ macro_rules! gemm_task {
                 Op::N,
                 b.mat(square(t, bs)),
                 Op::N,
-                1.0,
-                beta,
+                Alpha(1.0),
+                Beta(beta),
             );
         }
     };
@@ -57,12 +57,12 @@ macro_rules! panel_tasks {
         pub fn $syrk(blk: &Block, c: &mut [$t], a: &[$t], t: usize, bs: usize) {
             tile::syrk(
                 blk,
-                Uplo::Lower,
-                Op::N,
                 c.mat_mut(square(t, bs)),
+                Uplo::Lower,
                 a.mat(square(t, bs)),
-                -1.0,
-                1.0,
+                Op::N,
+                Alpha(-1.0),
+                Beta(1.0),
             );
         }
 
@@ -71,20 +71,20 @@ macro_rules! panel_tasks {
         pub fn $trsm(blk: &Block, b: &mut [$t], l: &[$t], t: usize, bs: usize) {
             tile::trsm(
                 blk,
+                b.mat_mut(square(t, bs)),
+                l.mat(square(t, bs)),
                 Side::Right,
                 Uplo::Lower,
                 Op::T,
                 Diag::NonUnit,
-                1.0,
-                l.mat(square(t, bs)),
-                b.mat_mut(square(t, bs)),
+                Alpha(1.0),
             );
         }
 
         /// `A[t] = L[t]·L[t]ᵀ`, in place (lower triangle).
         #[task(reads = a[at(t, bs)], writes = a[at(t, bs)])]
         pub fn $potrf(blk: &Block, a: &mut [$t], t: usize, bs: usize) {
-            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(square(t, bs))) {
+            if let Err(_column) = tile::potrf(blk, a.mat_mut(square(t, bs)), Uplo::Lower) {
                 panic!("tile not positive definite");
             }
         }

@@ -24,7 +24,7 @@
 //!
 //! [`matrix::host::check_cholesky`](crate::matrix::host::check_cholesky) verifies the result.
 
-use taskweave::tile::{self, Diag, Op, Side, Uplo};
+use taskweave::tile::{self, Alpha, Beta, Diag, Op, Side, Uplo};
 use taskweave::{Block, task, task_region};
 
 use crate::matrix::{rect, tile};
@@ -51,7 +51,7 @@ macro_rules! tiled_cholesky {
         /// `A[k][k] = L[k][k]·L[k][k]ᵀ`.
         #[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
         pub fn $potrf(blk: &Block, a: &mut [$t], k: usize, nb: usize, bs: usize) {
-            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(rect(k, k, nb, bs))) {
+            if let Err(_column) = tile::potrf(blk, a.mat_mut(rect(k, k, nb, bs)), Uplo::Lower) {
                 panic!("the matrix is not positive definite");
             }
         }
@@ -62,13 +62,13 @@ macro_rules! tiled_cholesky {
             let a = a.operands();
             tile::trsm(
                 blk,
+                a.mat_mut(rect(i, k, nb, bs)),
+                a.mat(rect(k, k, nb, bs)),
                 Side::Right,
                 Uplo::Lower,
                 Op::T,
                 Diag::NonUnit,
-                1.0,
-                a.mat(rect(k, k, nb, bs)),
-                a.mat_mut(rect(i, k, nb, bs)),
+                Alpha(1.0),
             );
         }
 
@@ -78,12 +78,12 @@ macro_rules! tiled_cholesky {
             let a = a.operands();
             tile::syrk(
                 blk,
-                Uplo::Lower,
-                Op::N,
                 a.mat_mut(rect(i, i, nb, bs)),
+                Uplo::Lower,
                 a.mat(rect(i, k, nb, bs)),
-                -1.0,
-                1.0,
+                Op::N,
+                Alpha(-1.0),
+                Beta(1.0),
             );
         }
 
@@ -96,16 +96,16 @@ macro_rules! tiled_cholesky {
                 let a = a.operands();
                 tile::syrk(
                     blk,
-                    Uplo::Lower,
-                    Op::N,
                     a.mat_mut(rect(i, i, nb, bs)),
+                    Uplo::Lower,
                     a.mat(rect(i, k, nb, bs)),
-                    -1.0,
-                    1.0,
+                    Op::N,
+                    Alpha(-1.0),
+                    Beta(1.0),
                 );
             }
             // The product ends with a block barrier: its stores are visible to the factor.
-            if let Err(_column) = tile::potrf(blk, Uplo::Lower, a.mat_mut(rect(i, i, nb, bs))) {
+            if let Err(_column) = tile::potrf(blk, a.mat_mut(rect(i, i, nb, bs)), Uplo::Lower) {
                 panic!("the matrix is not positive definite");
             }
         }
@@ -125,8 +125,8 @@ macro_rules! tiled_cholesky {
                 Op::N,
                 a.mat(rect(j, k, nb, bs)),
                 Op::T,
-                -1.0,
-                1.0,
+                Alpha(-1.0),
+                Beta(1.0),
             );
         }
 

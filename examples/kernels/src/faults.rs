@@ -1,6 +1,6 @@
 //! Tasks that fail on purpose, for the reliability checks (`faults` program and tests): a panic, an
-//! access outside the declared ranges, a task that outlives the watchdog, a trap and an illegal
-//! address; a region whose failing task has dependents; and a one-task region over a whole array,
+//! access outside the declared ranges, a task that outlives the watchdog or never returns, a trap
+//! and an illegal address; a region whose failing task has dependents; and a one-task region over a whole array,
 //! for regions too large for the device.
 
 use taskweave::{Block, task, task_region};
@@ -22,6 +22,8 @@ pub mod mode {
     /// Panics with a plain message when its element is odd: a plan whose calls fail or not
     /// depending on the data.
     pub const PANIC_IF_ODD: u32 = 7;
+    /// Never returns, and polls nothing: what no watchdog abort can stop.
+    pub const FOREVER: u32 = 8;
 }
 
 /// Marks `x[i]`; task `victim` misbehaves as `how` says.
@@ -37,6 +39,10 @@ pub fn step(b: &Block, x: &mut [u32], i: usize, victim: usize, how: u32, arg: u6
             mode::SLOW => {
                 let start = taskweave::__private::device::arch::global_timer_ns();
                 while taskweave::__private::device::arch::global_timer_ns() - start < arg {}
+            }
+            // `arg` is never reached: the timer runs for centuries first.
+            mode::FOREVER => {
+                while taskweave::__private::device::arch::global_timer_ns() != u64::MAX - arg {}
             }
             #[cfg(target_arch = "nvptx64")]
             mode::TRAP => taskweave::__private::device::arch::trap(),

@@ -6,7 +6,7 @@
 //! side. [`gemm_f64`] and [`gemm_f32`] are the regions; [`SHARED_BYTES`] is the scratch their
 //! tasks want (set it with `.shared_bytes(…)`).
 
-use taskweave::tile::{self, Op};
+use taskweave::tile::{self, Alpha, Beta, Op};
 use taskweave::{Block, task, task_region};
 
 use crate::matrix::{rect, tile};
@@ -41,8 +41,8 @@ macro_rules! tiled_gemm {
                 Op::N,
                 b.mat(rect(k, j, nb, bs)),
                 Op::N,
-                1.0,
-                1.0,
+                Alpha(1.0),
+                Beta(1.0),
             );
         }
 

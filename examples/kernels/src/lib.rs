@@ -25,28 +25,20 @@ pub mod sat;
 pub mod selfcheck;
 pub mod smw;
 
-/// The PTX of this crate (host only).
+/// This crate's device code: its kernel bundle, as the host loads it (host only).
 #[cfg(not(target_arch = "nvptx64"))]
-pub static PTX: &str = taskweave::include_ptx!();
-
-/// This crate's device code: the PTX and the cubin assembled from it (empty without a `ptxas` at
-/// build time), as the host loads it (host only).
-#[cfg(not(target_arch = "nvptx64"))]
-pub static CODE: taskweave::gpu::Code = taskweave::gpu::Code {
-    ptx: PTX,
-    cubin: taskweave::include_cubin!(),
-};
+pub static CODE: taskweave::gpu::Code = taskweave::include_kernels!();
 
 #[cfg(test)]
 mod tests {
-    /// Every region embeds the crate's PTX through one static, not a constant of its own: this
-    /// test binary calls regions of three modules (three codegen units in a debug build), yet
-    /// holds the PTX at most twice, once for them and once for the static [`crate::PTX`] (the
-    /// linker may merge the two into one; a `const` would be copied into each codegen unit that
-    /// reads it, as the regions' constants were: the `bench` binary held 8 copies, 98.9 MB
-    /// against 31.1 MB).
+    /// Every region embeds the crate's kernel bundle through one static, not a constant of its
+    /// own: this test binary calls regions of three modules (three codegen units in a debug
+    /// build), yet holds the bundle at most twice, once for them and once for the static
+    /// [`crate::CODE`] (the linker may merge the two into one; a `const` would be copied into
+    /// each codegen unit that reads it, as the regions' constants were: the `bench` binary held 8
+    /// copies, 98.9 MB against 31.1 MB).
     #[test]
-    fn the_ptx_is_embedded_once_for_all_regions() {
+    fn the_bundle_is_embedded_once_for_all_regions() {
         let rt = taskweave::Runtime::cpu();
         let mut x = vec![1u32; 8];
         crate::same_name::add::step(&mut x).run(&rt).unwrap();
@@ -57,14 +49,17 @@ mod tests {
             .run(&rt)
             .unwrap();
         let binary = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let needle = &crate::PTX.as_bytes()[..crate::PTX.len().min(4096)];
+        let taskweave::gpu::Code::Bundle(bundle) = crate::CODE else {
+            panic!("the crate's code is a bundle");
+        };
+        let needle = &bundle[..bundle.len().min(4096)];
         let copies = binary
             .windows(needle.len())
             .filter(|w| w[0] == needle[0] && *w == needle)
             .count();
         assert!(
             (1..=2).contains(&copies),
-            "{copies} copies of the PTX in this binary, expected one or two"
+            "{copies} copies of the bundle in this binary, expected one or two"
         );
     }
 }

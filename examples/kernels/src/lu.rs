@@ -21,7 +21,7 @@
 //! task wants [`SHARED_BYTES`] of shared scratch. A zero pivot stops its task with a panic.
 //! [`matrix::host::check_lu`](crate::matrix::host::check_lu) verifies the result.
 
-use taskweave::tile::{self, Diag, Op, Side, Uplo};
+use taskweave::tile::{self, Alpha, Beta, Diag, Op, Side, Uplo};
 use taskweave::{Block, task, task_region};
 
 use crate::matrix::{rect, tile};
@@ -54,13 +54,13 @@ macro_rules! tiled_lu {
             let a = a.operands();
             tile::trsm(
                 blk,
+                a.mat_mut(rect(k, j, nb, bs)),
+                a.mat(rect(k, k, nb, bs)),
                 Side::Left,
                 Uplo::Lower,
                 Op::N,
                 Diag::Unit,
-                1.0,
-                a.mat(rect(k, k, nb, bs)),
-                a.mat_mut(rect(k, j, nb, bs)),
+                Alpha(1.0),
             );
         }
 
@@ -70,13 +70,13 @@ macro_rules! tiled_lu {
             let a = a.operands();
             tile::trsm(
                 blk,
+                a.mat_mut(rect(i, k, nb, bs)),
+                a.mat(rect(k, k, nb, bs)),
                 Side::Right,
                 Uplo::Upper,
                 Op::N,
                 Diag::NonUnit,
-                1.0,
-                a.mat(rect(k, k, nb, bs)),
-                a.mat_mut(rect(i, k, nb, bs)),
+                Alpha(1.0),
             );
         }
 
@@ -95,8 +95,8 @@ macro_rules! tiled_lu {
                 Op::N,
                 a.mat(rect(k, j, nb, bs)),
                 Op::N,
-                -1.0,
-                1.0,
+                Alpha(-1.0),
+                Beta(1.0),
             );
         }
 
@@ -117,8 +117,8 @@ macro_rules! tiled_lu {
                     Op::N,
                     a.mat(rect(k, i, nb, bs)),
                     Op::N,
-                    -1.0,
-                    1.0,
+                    Alpha(-1.0),
+                    Beta(1.0),
                 );
             }
             // The product ends with a block barrier: its stores are visible to the factor.

@@ -51,15 +51,19 @@ mod tests {
         assert!(x.iter().all(|&v| v == 8), "{x:?}");
     }
 
-    /// The device build compiled both regions into one module under distinct symbols.
+    /// The device build kept both regions, under distinct symbols, each in a module of its own.
     #[test]
-    fn the_ptx_holds_a_kernel_for_each() {
-        let kernels: std::collections::BTreeSet<&str> = crate::PTX
-            .lines()
-            .filter_map(|line| line.strip_prefix(".visible .entry taskweave_region_step_"))
-            .filter_map(|rest| rest.split('(').next())
-            .filter(|stem| !stem.contains("__"))
+    fn the_bundle_holds_a_kernel_for_each() {
+        let taskweave::gpu::Code::Bundle(bytes) = crate::CODE else {
+            panic!("the crate's code is a bundle");
+        };
+        let bundle = taskweave::gpu::bundle::Bundle::parse(bytes).unwrap();
+        let kernels: std::collections::BTreeSet<(&str, &str)> = bundle
+            .kernels()
+            .filter(|k| k.name.starts_with("taskweave_region_step_") && !k.name.contains("__"))
+            .map(|k| (k.name, bundle.module(k.module).unwrap().region))
             .collect();
-        assert_eq!(kernels.len(), 2, "{kernels:?}");
+        let regions: std::collections::BTreeSet<&str> = kernels.iter().map(|k| k.1).collect();
+        assert_eq!((kernels.len(), regions.len()), (2, 2), "{kernels:?}");
     }
 }

@@ -123,13 +123,23 @@ fn run() -> Result<()> {
         row("chain of 1000", &report, if ok { "PASS" } else { "FAIL" });
     }
     // The tile library's dense kernels: tiled Cholesky, LU without pivoting and a tiled GEMM in
-    // f64 on 4 × 4 tiles of 64, each checked by its residual probe.
+    // f64 on 4 × 4 tiles of 64, each checked by its residual probe, with the regions' default
+    // options (the shared memory the tile operations need comes with them); the Cholesky under
+    // every policy too.
     let (nb, bs) = (4, 64);
-    for &backend in &backends {
+    let mut cholesky_runs: Vec<(Backend, Policy)> =
+        backends.iter().map(|&b| (b, cli.policy)).collect();
+    cholesky_runs.extend(
+        Policy::ALL
+            .into_iter()
+            .filter(|&p| p != cli.policy)
+            .map(|p| (backends[0], p)),
+    );
+    for (backend, policy) in cholesky_runs {
         let input = spd::<f64>(nb, bs, 7);
         let mut a = input.clone();
-        let region = cholesky::cholesky_f64(&mut a, nb, bs).shared_bytes(cholesky::SHARED_BYTES);
-        let report = set(region, backend, cli.policy).run(&runtime)?;
+        let region = cholesky::cholesky_f64(&mut a, nb, bs);
+        let report = set(region, backend, policy).run(&runtime)?;
         let check = check_cholesky(&input, &a, nb, bs);
         failures += usize::from(!check.passed());
         row(
@@ -141,7 +151,7 @@ fn run() -> Result<()> {
     for &backend in &backends {
         let input = lu_friendly::<f64>(nb, bs, 7);
         let mut a = input.clone();
-        let region = lu::lu_f64(&mut a, nb, bs).shared_bytes(lu::SHARED_BYTES);
+        let region = lu::lu_f64(&mut a, nb, bs);
         let report = set(region, backend, cli.policy).run(&runtime)?;
         let check = check_lu(&input, &a, nb, bs);
         failures += usize::from(!check.passed());
@@ -154,7 +164,7 @@ fn run() -> Result<()> {
             random::<f64>(nb, bs, 3),
         );
         let mut c = c0.clone();
-        let region = gemm::gemm_f64(&mut c, &a, &b, nb, bs).shared_bytes(gemm::SHARED_BYTES);
+        let region = gemm::gemm_f64(&mut c, &a, &b, nb, bs);
         let report = set(region, backend, cli.policy).run(&runtime)?;
         let check = check_gemm(&c0, &c, &a, &b, nb, bs);
         failures += usize::from(!check.passed());
@@ -186,6 +196,30 @@ fn run() -> Result<()> {
         let mut a = lud::reference::matrix(4, 2, 7);
         std::fs::write(path, lud::lu(&mut a, 4, 2).inspect()?.to_dot())?;
         println!("\nwrote the DAG of a 4x4-tile LU to {}", path.display());
+    }
+    if let Some(gpu) = runtime.gpu_device() {
+        let loads = gpu.loads();
+        let (cubins, compiled) = loads.iter().partition::<Vec<_>, _>(|l| !l.compiled);
+        let total: Duration = loads.iter().map(|l| l.time).sum();
+        println!(
+            "\nkernels loaded on first use: {} cubins ({:.1} MB) and {} kernels compiled by the driver, {:.2} s in all",
+            cubins.len(),
+            cubins.iter().map(|l| l.bytes).sum::<usize>() as f64 / 1e6,
+            compiled.len(),
+            total.as_secs_f64()
+        );
+        if let Some(slowest) = loads.iter().max_by_key(|l| l.time) {
+            println!(
+                "the slowest load: region `{}`{}, {:.1} MB, {:.3} s",
+                slowest.region,
+                slowest
+                    .kernel
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" kernel `{k}`")),
+                slowest.bytes as f64 / 1e6,
+                slowest.time.as_secs_f64()
+            );
+        }
     }
     if failures > 0 {
         return Err(format!("{failures} runs gave wrong results").into());

@@ -47,8 +47,13 @@ impl Args {
     }
 }
 
+/// How long a check in a process of its own may take, exit included: a process that outlives it
+/// fails the check (a stuck kernel must not keep a program from exiting).
+const CHILD_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs the check `name` in a child process (this program with `--exact`): its outcome, from the
-/// `PASS`/`FAIL` line the child prints, or a failure saying how the child ended.
+/// `PASS`/`FAIL` line the child prints, or a failure saying how the child ended, or that it did
+/// not end within [`CHILD_DEADLINE`].
 fn in_own_process(args: &Args, name: &'static str) -> Outcome {
     let failed = |detail: String| Outcome {
         name,
@@ -63,9 +68,57 @@ fn in_own_process(args: &Args, name: &'static str) -> Outcome {
     if let Some(backend) = args.backend {
         child.args(["--backend", backend.name()]);
     }
-    let output = match child.args(["--exact", name]).output() {
-        Ok(output) => output,
+    let start = std::time::Instant::now();
+    let mut running = match child
+        .args(["--exact", name])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(running) => running,
         Err(e) => return failed(format!("the child process did not start: {e}")),
+    };
+    // The pipes are drained on threads of their own, so that a chatty child never blocks on them.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            text
+        })
+    };
+    use std::io::Read;
+    let stdout = drain(
+        running
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        running
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let status = loop {
+        match running.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > CHILD_DEADLINE => {
+                let _ = running.kill();
+                let _ = running.wait();
+                return failed(format!(
+                    "the child process did not exit within {CHILD_DEADLINE:?}; killed"
+                ));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return failed(format!("waiting for the child process: {e}")),
+        }
+    };
+    let output = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout.lines().find_map(|l| {
@@ -77,11 +130,13 @@ fn in_own_process(args: &Args, name: &'static str) -> Outcome {
         Some((ok, rest)) => Outcome {
             name,
             ok: ok && output.status.success(),
-            detail: rest
-                .strip_prefix(name)
-                .and_then(|d| d.strip_prefix(": "))
-                .unwrap_or(rest)
-                .to_owned(),
+            detail: format!(
+                "{} (the process exited {:.1} s after it started)",
+                rest.strip_prefix(name)
+                    .and_then(|d| d.strip_prefix(": "))
+                    .unwrap_or(rest),
+                start.elapsed().as_secs_f64()
+            ),
         },
         None => failed(format!(
             "the child process ({}) printed no outcome: {}",

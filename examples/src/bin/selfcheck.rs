@@ -47,7 +47,7 @@ fn run() -> Result<()> {
     let gpu = Gpu::new(0)?;
     println!("device: {} ({} SMs)", gpu.name(), gpu.sm_count());
     let ptx = taskweave_kernels::CODE;
-    gpu.module(ptx)?;
+    gpu.check_code(ptx)?;
     let stream = gpu.stream().clone();
     let mut checks = Checks {
         failed: 0,
@@ -276,7 +276,7 @@ fn run() -> Result<()> {
                 record.code,
                 record.worker,
                 record.thread,
-                describe(&record)
+                describe(&record, &[])
             ),
         );
         checks.check(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use taskweave::{Backend, Error, Runtime};
-use taskweave_kernels::faults::{faulty, touch_all};
+use taskweave_kernels::faults::{faulty, mode, touch_all};
 
 use super::{VICTIM, initial, on, still_works, untouched};
 
@@ -133,35 +133,60 @@ pub(super) fn kept_plans_give_memory_back(
     }
 }
 
-/// The crate's PTX with its `.target` raised past the GPU's.
+/// Device code built for a GPU newer than this one: plain PTX whose `.target` is past the GPU's,
+/// and a kernel bundle whose only modules are for that architecture.
 pub(super) fn ptx_for_a_newer_gpu(
     rt: &Runtime,
     backend: Option<Backend>,
 ) -> Result<String, String> {
+    use taskweave::gpu::bundle::{Codec, Form, Writer};
     let gpu = rt.gpu_device().ok_or("no GPU")?;
-    let newer = format!(
-        "sm_{}",
-        gpu.arch()["sm_".len()..].parse::<u32>().unwrap_or(90) + 10
+    let number = gpu.arch()["sm_".len()..].parse::<u32>().unwrap_or(90) + 10;
+    let newer = format!("sm_{number}");
+    let ptx = format!(
+        ".version 7.8\n.target {newer}\n.address_size 64\n.visible .entry k()\n{{\n\tret;\n}}\n"
     );
-    let target = taskweave_kernels::PTX
-        .lines()
-        .find(|l| l.trim_start().starts_with(".target"))
-        .ok_or("the PTX has no .target line")?;
-    let ptx = taskweave_kernels::PTX.replacen(target, &format!(".target {newer}"), 1);
-    let result = gpu.module(&*Box::leak(ptx.into_boxed_str()));
-    let detail = match result {
-        Err(e @ Error::PtxArch { .. })
-            if e.to_string().contains(&newer)
-                && e.to_string()
-                    .contains(&format!("TASKWEAVE_TARGET_CPU={}", gpu.arch())) =>
-        {
-            format!("error: {e}")
-        }
-        Err(e) => return Err(format!("another error: {e}")),
-        Ok(_) => return Err(format!("PTX for {newer} loaded")),
+    let mut bundle = Writer::default();
+    let m = bundle.module(
+        "k_1",
+        number,
+        Form::Ptx,
+        Codec::Raw,
+        ptx.as_bytes(),
+        ptx.len(),
+    );
+    bundle.kernel("k", m, "k", 0);
+    let bundle: &'static [u8] = Box::leak(bundle.finish().into_boxed_slice());
+    let expected = |e: &Error| {
+        matches!(e, Error::PtxArch { .. })
+            && e.to_string().contains(&newer)
+            && e.to_string()
+                .contains(&format!("TASKWEAVE_TARGET_CPU={}", gpu.arch()))
     };
+    let mut detail = Vec::new();
+    for (what, result) in [
+        (
+            "PTX",
+            gpu.load_ptx(Box::leak(ptx.into_boxed_str())).map(drop),
+        ),
+        (
+            "a bundle",
+            gpu.check_code(taskweave::gpu::Code::Bundle(bundle)),
+        ),
+        (
+            "its kernel",
+            gpu.function(taskweave::gpu::Code::Bundle(bundle), "k")
+                .map(drop),
+        ),
+    ] {
+        match result {
+            Err(e) if expected(&e) => detail.push(format!("{what}: {e}")),
+            Err(e) => return Err(format!("{what}: another error: {e}")),
+            Ok(()) => return Err(format!("{what} for {newer} loaded")),
+        }
+    }
     still_works(rt, backend)?;
-    Ok(detail)
+    Ok(detail.join("; "))
 }
 
 /// PTX for this GPU's architecture that is not PTX.
@@ -171,7 +196,7 @@ pub(super) fn ptx_rejected(rt: &Runtime, backend: Option<Backend>) -> Result<Str
         ".version 7.8\n.target {}\n.address_size 64\n\nthis is not PTX;\n",
         gpu.arch()
     );
-    let detail = match gpu.module(&*Box::leak(ptx.into_boxed_str())) {
+    let detail = match gpu.load_ptx(Box::leak(ptx.into_boxed_str())) {
         Err(e @ Error::PtxArch { .. }) if e.to_string().contains("TASKWEAVE_TARGET_CPU") => {
             format!("error: {e}")
         }
@@ -215,4 +240,84 @@ pub(super) fn context_lost(
         Err(e) => Err(format!("{detail}; the next region: {e}")),
         Ok(_) => Err(format!("{detail}; the next region succeeded")),
     }
+}
+
+/// One task spins for ever, polling nothing, under a watchdog of one second: the call must
+/// return `Error::Stalled` naming it within the watchdog and a second, the host array as it was;
+/// the next region must fail at once with `Error::GpuStuck`, which says why. The process must
+/// then exit: the `faults` program runs this check in a process of its own and fails it when the
+/// process outlives its deadline.
+pub(super) fn never_returns(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
+    stalls_then(rt, backend, mode::FOREVER, 0, Duration::from_secs(1), None)
+}
+
+/// One task spins for 2.5 s under a watchdog of 300 ms: past the abort's grace, so the call
+/// returns `Error::Stalled` and the kernel counts as stuck; the next region fails at once with
+/// `Error::GpuStuck`, and once the task has ended a region runs again and gives the right result.
+pub(super) fn outlives_the_grace(rt: &Runtime, backend: Option<Backend>) -> Result<String, String> {
+    let spin = Duration::from_millis(2500);
+    let arg = spin.as_nanos() as u64;
+    stalls_then(
+        rt,
+        backend,
+        mode::SLOW,
+        arg,
+        Duration::from_millis(300),
+        Some(spin),
+    )
+}
+
+/// [`never_returns`] and [`outlives_the_grace`]: the victim misbehaves as `how` says under
+/// `watchdog`; when it ends after `ends`, a region runs again afterwards.
+fn stalls_then(
+    rt: &Runtime,
+    backend: Option<Backend>,
+    how: u32,
+    arg: u64,
+    watchdog: Duration,
+    ends: Option<Duration>,
+) -> Result<String, String> {
+    still_works(rt, backend).map_err(|e| format!("before the stall ({e})"))?;
+    let mut x = initial();
+    let start = std::time::Instant::now();
+    let result = on(faulty(&mut x, VICTIM, how, arg).watchdog(watchdog), backend).run(rt);
+    let took = start.elapsed();
+    if !untouched(&x) {
+        return Err("the host array was written".to_owned());
+    }
+    let stalled = match result {
+        Err(Error::Stalled { ref first, .. }) if first.iter().any(super::names_victim) => {
+            result.unwrap_err()
+        }
+        Err(e) => return Err(format!("another error: {e}")),
+        Ok(_) => return Err("the region succeeded".to_owned()),
+    };
+    let deadline = watchdog + Duration::from_secs(1);
+    if took > deadline {
+        return Err(format!(
+            "the call returned after {took:?}, past {deadline:?}: {stalled}"
+        ));
+    }
+    let next = std::time::Instant::now();
+    let mut y = initial();
+    let refused = match on(faulty(&mut y, VICTIM, 0, 0), backend).run(rt) {
+        Err(e @ Error::GpuStuck { .. }) if next.elapsed() < Duration::from_secs(1) => e,
+        Err(e) => return Err(format!("{stalled}; the next region: {e}")),
+        Ok(_) => {
+            return Err(format!(
+                "{stalled}; the next region ran beside the stuck task"
+            ));
+        }
+    };
+    let mut detail = format!(
+        "the call returned in {:.2} s: {stalled}; the next region, in {:.3} s: {refused}",
+        took.as_secs_f64(),
+        next.elapsed().as_secs_f64()
+    );
+    if let Some(ends) = ends {
+        std::thread::sleep(ends.saturating_sub(start.elapsed()) + Duration::from_millis(200));
+        still_works(rt, backend).map_err(|e| format!("{detail}; once the task ended: {e}"))?;
+        detail.push_str("; once the task ended, a region ran again");
+    }
+    Ok(detail)
 }

@@ -18,8 +18,8 @@ use taskweave_kernels::faults::{faulty, faulty_fan, mode};
 
 mod gpu;
 use gpu::{
-    context_lost, kept_plans_give_memory_back, ptx_for_a_newer_gpu, ptx_rejected,
-    staging_out_of_memory, too_large, upload_too_large,
+    context_lost, kept_plans_give_memory_back, never_returns, outlives_the_grace,
+    ptx_for_a_newer_gpu, ptx_rejected, staging_out_of_memory, too_large, upload_too_large,
 };
 
 /// One check's outcome: its name, whether it passed, and what it saw.
@@ -44,8 +44,6 @@ pub enum Needs {
     Gpu,
     /// A GPU runtime and a process of its own: the check loses the CUDA context.
     GpuAlone,
-    /// A backend with a watchdog: the persistent GPU backend or the CPU backend.
-    Watchdog,
     /// The persistent GPU backend: the one that keeps device memory in a plan.
     Persistent,
 }
@@ -63,8 +61,6 @@ impl Needs {
         match self {
             Self::Any => None,
             Self::Gpu | Self::GpuAlone => (!gpu).then_some("needs a GPU"),
-            Self::Watchdog => (!matches!(backend, Backend::Persistent | Backend::Cpu))
-                .then_some("only the persistent and CPU backends have a watchdog"),
             Self::Persistent => (!gpu || backend != Backend::Persistent)
                 .then_some("only the persistent GPU backend keeps device memory in a plan"),
         }
@@ -163,6 +159,7 @@ const CHECKS: &[Check] = &[
                 && untouched(x)
         },
     },
+    // The error names the array as the region calls it, on the GPU as on the CPU.
     Check::Faulty {
         name: "a write outside the declared range (checked)",
         needs: Needs::Any,
@@ -171,8 +168,9 @@ const CHECKS: &[Check] = &[
         checked: true,
         watchdog: Duration::from_secs(10),
         expect: |r, x| {
-            failure(r).is_some_and(|(t, m)| names_victim(t) && m.contains(&(N - 1).to_string()))
-                && untouched(x)
+            failure(r).is_some_and(|(t, m)| {
+                names_victim(t) && m.contains(&(N - 1).to_string()) && m.contains("array `x`")
+            }) && untouched(x)
         },
     },
     Check::Faulty {
@@ -196,11 +194,13 @@ const CHECKS: &[Check] = &[
         watchdog: Duration::from_secs(10),
         expect: |r, x| r.is_ok() && stepped_but_victim(x),
     },
+    // The task ends 600 ms after it starts: after the watchdog, within its grace on the GPU
+    // (which then counts the kernel as ended, not stuck), and the runtime goes on.
     Check::Faulty {
         name: "a task outlives the watchdog",
-        needs: Needs::Watchdog,
+        needs: Needs::Any,
         how: mode::SLOW,
-        arg: 1_500_000_000,
+        arg: 600_000_000,
         checked: true,
         watchdog: Duration::from_millis(300),
         expect: |r, x| {
@@ -280,6 +280,16 @@ const CHECKS: &[Check] = &[
         name: "PTX the driver rejects is refused, naming the architectures and the fix",
         needs: Needs::Gpu,
         run: ptx_rejected,
+    },
+    Check::Custom {
+        name: "a task never returns: the call stalls within the watchdog and a second, later regions fail fast, and the process exits",
+        needs: Needs::GpuAlone,
+        run: never_returns,
+    },
+    Check::Custom {
+        name: "a task outlives the watchdog's grace: later regions fail fast until it ends, then run",
+        needs: Needs::GpuAlone,
+        run: outlives_the_grace,
     },
     Check::Custom {
         name: "a task traps: the context is lost and later regions fail fast",

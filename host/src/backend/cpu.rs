@@ -200,7 +200,7 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
         })
         .collect();
     let mut scratch: Vec<Vec<u128>> = (0..workers)
-        .map(|_| vec![0u128; options.shared_bytes.div_ceil(16) as usize])
+        .map(|_| vec![0u128; options.cpu_scratch().div_ceil(16) as usize])
         .collect();
     let start = Instant::now();
     let mut stalled = None;
@@ -226,7 +226,8 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
                     let failure = &failure;
                     let abort = &abort;
                     let dispatch = meta.dispatch;
-                    let bytes = options.shared_bytes as usize;
+                    let bytes = options.cpu_scratch() as usize;
+                    let gpu_threads = options.threads;
                     handles.push(scope.spawn(move || {
                         enter_lane(Lane {
                             thread: lane,
@@ -235,6 +236,7 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
                             grid_dim: workers,
                             sm,
                             group: group.clone(),
+                            gpu_threads,
                         });
                         let catching = Catching {
                             inner: dispatch,
@@ -381,8 +383,7 @@ mod tests {
         let mut region = Region::new(RegionMeta {
             name: "bumps",
             kernel: "taskweave_region_bumps",
-            ptx: None,
-            cubin: &[],
+            code: None,
             kinds: &["bump", "fail"],
             args: &[],
             dispatch: &Bump,

@@ -19,6 +19,7 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::layout::{self, LISTED};
 use super::stage::{Keep, Staged, bytes_of};
+use super::watch::{self, Running};
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -80,7 +81,7 @@ fn check(result: sys::CUresult, context: &str) -> Result<(), Error> {
 /// Builds and instantiates the graph of `ins` over the one-task kernel `function`.
 fn build(
     gpu: &Gpu,
-    function: sys::CUfunction,
+    (function, shared): (sys::CUfunction, u32),
     ins: &Inspection,
     options: &Options,
     desc: &[u8],
@@ -123,7 +124,7 @@ fn build(
         params.blockDimX = options.threads;
         params.blockDimY = 1;
         params.blockDimZ = 1;
-        params.sharedMemBytes = options.shared_bytes;
+        params.sharedMemBytes = shared;
         params.kernelParams = pointers.as_mut_ptr();
         deps.clear();
         deps.extend(parents.parents_of(t).iter().map(|&p| nodes[p as usize]));
@@ -152,7 +153,8 @@ fn build(
 /// Runs the call's DAG as a CUDA graph on `gpu`.
 pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
     let (meta, options) = (call.plan.meta(), call.plan.options());
-    let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+    let picked = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+    let function = &picked.function;
     let ins = call.plan.inspection();
     let prestaged = call.prestaged.take();
     let mut staged = Staged::new(gpu, call, 1, None, Keep::No, prestaged)?;
@@ -164,7 +166,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
             function: function.cu_function() as usize,
             dag: fingerprint(ins),
             threads: options.threads,
-            shared_bytes: options.shared_bytes,
+            shared_bytes: picked.shared,
         };
         let desc = staged.desc();
         let desc_bytes = bytes_of(std::slice::from_ref(&desc));
@@ -176,18 +178,37 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
                 .map_err(Error::cuda("updating the graph's descriptor"))?;
         } else {
             let start = Instant::now();
-            let cached = build(gpu, function.cu_function(), ins, options, desc_bytes)?;
+            let cached = build(
+                gpu,
+                (function.cu_function(), picked.shared),
+                ins,
+                options,
+                desc_bytes,
+            )?;
             setup_time = start.elapsed();
             graphs.insert(key, cached);
         }
         let cached = &graphs[&key];
         let what = format!("region `{}` as a CUDA graph", meta.name);
-        kernel_time = gpu.timed(&what, || {
-            // SAFETY: `exec` is an instantiated graph of this context; its nodes read the
-            // descriptor just written and the staged tables, which live until `staged` is finished.
-            let launched = unsafe { sys::cuGraphLaunch(cached.exec, gpu.stream().cu_stream()) };
-            check(launched, "launching the CUDA graph")
-        })?;
+        let outcome = watch::timed(
+            gpu,
+            &what,
+            ins,
+            &desc,
+            Running::Tasks,
+            options.watchdog,
+            || {
+                // SAFETY: `exec` is an instantiated graph of this context; its nodes read the
+                // descriptor just written and the staged tables, which live until `staged` is finished.
+                let launched = unsafe { sys::cuGraphLaunch(cached.exec, gpu.stream().cu_stream()) };
+                check(launched, "launching the CUDA graph")
+            },
+        );
+        drop(graphs);
+        kernel_time = match outcome {
+            Ok(time) => time,
+            Err(launched) => return Err(watch::settle(gpu, staged, launched)),
+        };
     }
     let (upload_time, staged_setup) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;

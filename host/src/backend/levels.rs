@@ -12,6 +12,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::layout;
 use super::stage::{Keep, Staged, bytes_of};
+use super::watch::{self, Running};
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -62,11 +63,16 @@ pub(super) fn execute(
     let (offsets, tasks) = level_lists(ins);
     let levels = offsets.len() - 1;
     let widest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
-    let function = match strategy {
-        Strategy::Launches => gpu.listed_kernel(meta, options, widest)?,
+    let (function, shared) = match strategy {
+        Strategy::Launches => {
+            let picked = gpu.listed_kernel(meta, options, widest)?;
+            (picked.function, picked.shared)
+        }
         Strategy::GridBarrier => {
             let name = gpu.variant(code, options.checked, &symbols::levels(meta.kernel));
-            gpu.function(code, &name)?
+            let function = gpu.function(code, &name)?;
+            let shared = gpu.scratch(meta, options, &name, &function)?;
+            (function, shared)
         }
     };
     // The grid barrier needs every block resident: its launch is admitted beside the others only
@@ -74,7 +80,7 @@ pub(super) fn execute(
     let (workers, _admitted) = match strategy {
         Strategy::Launches => (widest, None),
         Strategy::GridBarrier => {
-            let resident = gpu.resident_blocks(&function, meta.name, options)?;
+            let resident = gpu.resident_blocks(&function, meta.name, options, shared)?;
             let workers = options.workers.unwrap_or(resident).clamp(1, resident);
             let sms = gpu.sm_count();
             let reservation = gpu.residency.reserve(sms, workers, resident / sms.max(1));
@@ -101,49 +107,61 @@ pub(super) fn execute(
     let mut kernel_time = Duration::ZERO;
     if !tasks.is_empty() {
         let block = (options.threads, 1, 1);
-        let shared = options.shared_bytes;
         let what = format!("region `{}` level by level", meta.name);
-        kernel_time = gpu.timed(&what, || {
-            match strategy {
-                Strategy::Launches => {
-                    for level in 0..levels {
-                        let size = offsets[level + 1] - offsets[level];
-                        let list = tasks_ptr + u64::from(offsets[level]) * layout::LISTED;
+        let desc = staged.desc();
+        let outcome = watch::timed(
+            gpu,
+            &what,
+            ins,
+            &desc,
+            Running::Tasks,
+            options.watchdog,
+            || {
+                match strategy {
+                    Strategy::Launches => {
+                        for level in 0..levels {
+                            let size = offsets[level + 1] - offsets[level];
+                            let list = tasks_ptr + u64::from(offsets[level]) * layout::LISTED;
+                            let mut launch = gpu.stream().launch_builder(&function);
+                            launch.arg(&desc_ptr).arg(&list);
+                            let config = LaunchConfig {
+                                grid_dim: (size, 1, 1),
+                                block_dim: block,
+                                shared_mem_bytes: shared,
+                            };
+                            // SAFETY: the kernel takes `(*const RegionDesc, *const ListedTask)`; `list`
+                            // points at `size` staged entries.
+                            unsafe { launch.launch(config) }
+                                .map_err(Error::cuda(format!("launching level {level}")))?;
+                        }
+                    }
+                    Strategy::GridBarrier => {
+                        let count = levels as u32;
                         let mut launch = gpu.stream().launch_builder(&function);
-                        launch.arg(&desc_ptr).arg(&list);
+                        launch
+                            .arg(&desc_ptr)
+                            .arg(&offsets_ptr)
+                            .arg(&tasks_ptr)
+                            .arg(&count)
+                            .arg(&barrier_ptr);
                         let config = LaunchConfig {
-                            grid_dim: (size, 1, 1),
+                            grid_dim: (workers, 1, 1),
                             block_dim: block,
                             shared_mem_bytes: shared,
                         };
-                        // SAFETY: the kernel takes `(*const RegionDesc, *const ListedTask)`; `list`
-                        // points at `size` staged entries.
+                        // SAFETY: the kernel takes `(desc, offsets, tasks, levels, barrier)`, all staged; the
+                        // grid is no larger than what is resident at once.
                         unsafe { launch.launch(config) }
-                            .map_err(Error::cuda(format!("launching level {level}")))?;
+                            .map_err(Error::cuda("launching the level kernel"))?;
                     }
                 }
-                Strategy::GridBarrier => {
-                    let count = levels as u32;
-                    let mut launch = gpu.stream().launch_builder(&function);
-                    launch
-                        .arg(&desc_ptr)
-                        .arg(&offsets_ptr)
-                        .arg(&tasks_ptr)
-                        .arg(&count)
-                        .arg(&barrier_ptr);
-                    let config = LaunchConfig {
-                        grid_dim: (workers, 1, 1),
-                        block_dim: block,
-                        shared_mem_bytes: shared,
-                    };
-                    // SAFETY: the kernel takes `(desc, offsets, tasks, levels, barrier)`, all staged; the
-                    // grid is no larger than what is resident at once.
-                    unsafe { launch.launch(config) }
-                        .map_err(Error::cuda("launching the level kernel"))?;
-                }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        );
+        kernel_time = match outcome {
+            Ok(time) => time,
+            Err(launched) => return Err(watch::settle(gpu, staged, launched)),
+        };
     }
     let (upload_time, setup_time) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;

@@ -23,6 +23,7 @@ pub(crate) mod prestage;
 mod replay;
 mod stage;
 mod streams;
+mod watch;
 
 pub(crate) use self::cpu::default_workers as default_cpu_workers;
 use std::time::Instant;

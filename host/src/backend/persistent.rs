@@ -14,7 +14,7 @@
 //!    and copies the record and statistics back after it. With `Plan::replay(false)` the call
 //!    issues those operations one by one.
 //! 3. While it runs, the host watches the completed-task counter through the control stream; when
-//!    it stops moving for the watchdog timeout the host raises the abort flag.
+//!    it stops moving for the watchdog timeout the host raises the abort flag (`watch`).
 //! 4. `Staged::finish`: a faulting task becomes an error naming it, with the host arrays left
 //!    untouched; otherwise the writable arrays come back.
 
@@ -27,11 +27,11 @@ use taskweave_device::abi::RegionDesc;
 
 use super::replay::{Replay, Sequence};
 use super::stage::{Keep, Staged};
+use super::watch::{self, Launched, Running, peek, watch};
 use crate::call::{Call, Prestaged};
 use crate::error::Error;
 use crate::gpu::kernels::Picked;
 use crate::gpu::{Gpu, GpuShared};
-use crate::inspect::Inspection;
 use crate::options::Backend;
 use crate::report::Report;
 use crate::sm::SmLayout;
@@ -84,6 +84,8 @@ struct Prepared {
     /// The GPU it was made for ([`Gpu::device_id`]).
     device: usize,
     function: CudaFunction,
+    /// Shared memory per block.
+    shared: u32,
     /// Workers, and blocks to launch (every block that fits, for SM-aware workers).
     workers: u32,
     blocks: u32,
@@ -155,6 +157,7 @@ fn prepare(
         _gpu: gpu.shared(),
         device: gpu.device_id(),
         function: picked.function,
+        shared: picked.shared,
         workers,
         blocks,
         resident: picked.resident,
@@ -193,7 +196,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
             // A task body ignores the abort flag and never returns: the kernel still uses the
             // staged memory, so it must not be freed, and the stream stays blocked.
             prepared.staged.abandon();
-            gpu.mark_stuck(call.name());
+            gpu.mark_stuck(&error);
             Err(error)
         }
         Err(Launched::Failed(error)) => Err(error),
@@ -218,20 +221,6 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
             }
             report
         }
-    }
-}
-
-/// How a launch went wrong.
-enum Launched {
-    /// The run failed, and the GPU is done with its memory.
-    Failed(Error),
-    /// A kernel outlived the watchdog and its grace period: it may still use the memory.
-    Stuck(Error),
-}
-
-impl From<Error> for Launched {
-    fn from(error: Error) -> Self {
-        Self::Failed(error)
     }
 }
 
@@ -270,7 +259,7 @@ fn launch(
     let config = LaunchConfig {
         grid_dim: (prepared.blocks, 1, 1),
         block_dim: (options.threads, 1, 1),
-        shared_mem_bytes: options.shared_bytes,
+        shared_mem_bytes: prepared.shared,
     };
     for end in &earlier_kernels {
         gpu.stream()
@@ -320,13 +309,8 @@ fn launch(
                 .order
                 .is_some_and(|order| order.after.iter().any(|d| !d.is_set()))
     };
-    if let Some(stall) = watch(gpu, end, &desc, options.watchdog, waiting) {
-        let error = stall.into_error(call.plan.inspection());
-        return Err(if wait_done(end, Duration::from_secs(5)) {
-            Launched::Failed(error)
-        } else {
-            Launched::Stuck(error)
-        });
+    if let Some(stall) = watch(gpu, end, &desc, Running::Workers, options.watchdog, waiting) {
+        return Err(watch::finish(stall, call.plan.inspection(), end));
     }
     // When the end event is the last work of the call and it completed without an error, the
     // stream has nothing left to wait for; otherwise the synchronization waits for the read-back
@@ -391,103 +375,6 @@ fn replay_call(
     Ok(())
 }
 
-/// What the watchdog saw when it gave up.
-pub(crate) struct Stall {
-    waited: Duration,
-    completed: u32,
-    running: Vec<u32>,
-}
-
-impl Stall {
-    /// The error naming the tasks the workers were running.
-    pub(crate) fn into_error(self, ins: &Inspection) -> Error {
-        let n = ins.task_count();
-        Error::Stalled {
-            region: ins.region,
-            waited: self.waited,
-            unfinished: n.saturating_sub(self.completed as usize),
-            tasks: n,
-            first: self
-                .running
-                .into_iter()
-                .filter(|&t| (t as usize) < n)
-                .take(8)
-                .map(|t| ins.task_ref(t))
-                .collect(),
-        }
-    }
-}
-
-/// Copies `words` 32-bit words from device address `src` on the control stream, which does not wait
-/// for the running kernel.
-fn peek(gpu: &Gpu, src: u64, words: usize) -> Option<Vec<u32>> {
-    let mut out = vec![0u32; words];
-    // SAFETY: `src` is a live staged device allocation of at least `words` words.
-    unsafe { result::memcpy_dtoh_async(&mut out, src, gpu.control().cu_stream()) }.ok()?;
-    gpu.control().synchronize().ok()?;
-    Some(out)
-}
-
-/// Polls the completed counter through the control stream until the kernel ends; raises the abort
-/// flag when it stops moving for `timeout` (not counting the time while `waiting()`: the kernel is
-/// queued behind earlier runs still going), and then reads which tasks the workers are running.
-pub(crate) fn watch(
-    gpu: &Gpu,
-    end: &CudaEvent,
-    desc: &RegionDesc,
-    timeout: Duration,
-    waiting: impl Fn() -> bool,
-) -> Option<Stall> {
-    let mut last = u32::MAX;
-    let mut since = Instant::now();
-    // Watch the end event the way the CUDA runtime's default synchronization does while a core is
-    // free: poll it, yielding the core between polls, for the first `SPIN`. A sleep lasts at least
-    // the thread's timer slack (50 us on Linux) and so sees the end of a kernel up to one nap
-    // late: a planned call of 100,000 tasks, whose 208 us kernel outlived the 200 us of polling
-    // this loop used to do before napping, came back 105 us after its kernel.
-    //
-    // Beyond `SPIN` it sleeps in short naps (about 60 us with the slack), and it reads the
-    // progress counter only at doubling intervals from 1 ms up to 10 ms: the watchdog needs no
-    // more, and each read is a copy and a wait on the control stream, during which the end would
-    // go unseen.
-    const SPIN: Duration = Duration::from_millis(20);
-    let nap = Duration::from_micros(20);
-    let mut every = Duration::from_millis(1);
-    let (start, mut peeked) = (Instant::now(), Instant::now());
-    loop {
-        if end.is_complete() {
-            return None;
-        }
-        if start.elapsed() < SPIN {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(nap);
-        }
-        if peeked.elapsed() < every {
-            continue;
-        }
-        peeked = Instant::now();
-        every = (every * 2).min(Duration::from_millis(10));
-        let completed = peek(gpu, desc.counters, 1)?[0];
-        if completed != last || waiting() {
-            last = completed;
-            since = Instant::now();
-        } else if since.elapsed() > timeout {
-            let running = peek(gpu, desc.current, desc.n_workers as usize).unwrap_or_default();
-            // SAFETY: `abort` is a live 8-byte device allocation the workers poll.
-            let _ = unsafe {
-                result::memcpy_htod_async(desc.abort, &[1u32][..], gpu.control().cu_stream())
-            };
-            let _ = gpu.control().synchronize();
-            return Some(Stall {
-                waited: since.elapsed(),
-                completed,
-                running,
-            });
-        }
-    }
-}
-
 /// Waits until every SM of an SM-aware launch's set has its workers (each slot counter has reached
 /// `per_sm`), the kernel has ended, or `timeout` has passed (the watchdog then reports the stall).
 fn wait_filled(gpu: &Gpu, end: &CudaEvent, desc: &RegionDesc, timeout: Duration) {
@@ -505,17 +392,6 @@ fn wait_filled(gpu: &Gpu, end: &CudaEvent, desc: &RegionDesc, timeout: Duration)
         }
         std::thread::sleep(Duration::from_micros(20));
     }
-}
-
-fn wait_done(end: &CudaEvent, grace: Duration) -> bool {
-    let start = Instant::now();
-    while !end.is_complete() {
-        if start.elapsed() > grace {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
 }
 
 #[cfg(test)]

@@ -79,8 +79,8 @@ impl Staged {
         let meta = call.plan.meta();
         gpu.check_usable()?;
         let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
-        // Loading checks the PTX's architecture before anything is allocated.
-        gpu.module(code)?;
+        // The code must have something this GPU runs before anything is allocated.
+        gpu.check_code(code)?;
         // Checked before anything is allocated, so a region that cannot fit fails with nothing
         // copied. The driver rounds allocations up, so staging may still run out near the limit:
         // that is an `Error::OutOfMemory`, and dropping what was staged frees it.
@@ -316,7 +316,7 @@ impl Staged {
             };
             return Err(Error::TaskFault {
                 task,
-                message: describe(&record),
+                message: describe(&record, &ins.arrays),
                 worker: record.worker,
                 thread: record.thread,
                 restored: true,

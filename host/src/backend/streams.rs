@@ -18,6 +18,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::layout::{self, LISTED};
 use super::stage::{Keep, Staged, bytes_of};
+use super::watch::{self, Running};
 use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
@@ -79,7 +80,8 @@ pub(super) fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
 /// Runs the call's DAG on a pool of streams on `gpu`.
 pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
     let (meta, options) = (call.plan.meta(), call.plan.options());
-    let function = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+    let picked = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+    let function = &picked.function;
     let ins = call.plan.inspection();
     let prestaged = call.prestaged.take();
     let mut staged = Staged::new(gpu, call, 1, None, Keep::No, prestaged)?;
@@ -130,40 +132,72 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
     }
 
     let start = Instant::now();
-    for (t, p) in placement.iter().enumerate() {
-        let stream = &streams[p.stream];
-        for &parent in &p.waits {
-            let event = events[parent as usize]
-                .as_ref()
-                .expect("a waited-on parent has an event");
-            // SAFETY: both handles belong to this context; the event was recorded (earlier in this
-            // loop, since parents come first).
-            let waited = unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.cu_event(), 0) };
-            waited
-                .result()
-                .map_err(Error::cuda("making a stream wait on an event"))?;
-        }
-        let task_list = list + t as u64 * LISTED;
-        let mut launch = stream.launch_builder(&function);
-        launch.arg(&desc_ptr).arg(&task_list);
-        let config = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (options.threads, 1, 1),
-            shared_mem_bytes: options.shared_bytes,
-        };
-        // SAFETY: the kernel takes `(*const RegionDesc, *const u32)`; both point at staged memory
-        // that lives until every stream has synchronized below.
-        unsafe { launch.launch(config) }.map_err(Error::cuda(format!("launching task {t}")))?;
-        if let Some(event) = &events[t] {
-            event
-                .record(stream)
+    let desc = staged.desc();
+    let what = format!("region `{}` on streams", meta.name);
+    let outcome = watch::timed(
+        gpu,
+        &what,
+        ins,
+        &desc,
+        Running::Tasks,
+        options.watchdog,
+        || {
+            // The pool's streams follow the region stream's start event...
+            let begun = gpu
+                .stream()
+                .record_event(None)
                 .map_err(Error::cuda("recording an event"))?;
-        }
-    }
-    for stream in &streams {
-        stream
-            .synchronize()
-            .map_err(gpu.after_kernel(format!("running region `{}` on streams", meta.name)))?;
+            for stream in &streams {
+                stream
+                    .wait(&begun)
+                    .map_err(Error::cuda("ordering a stream after the region's start"))?;
+            }
+            for (t, p) in placement.iter().enumerate() {
+                let stream = &streams[p.stream];
+                for &parent in &p.waits {
+                    let event = events[parent as usize]
+                        .as_ref()
+                        .expect("a waited-on parent has an event");
+                    // SAFETY: both handles belong to this context; the event was recorded (earlier in
+                    // this loop, since parents come first).
+                    let waited =
+                        unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.cu_event(), 0) };
+                    waited
+                        .result()
+                        .map_err(Error::cuda("making a stream wait on an event"))?;
+                }
+                let task_list = list + t as u64 * LISTED;
+                let mut launch = stream.launch_builder(function);
+                launch.arg(&desc_ptr).arg(&task_list);
+                let config = LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (options.threads, 1, 1),
+                    shared_mem_bytes: picked.shared,
+                };
+                // SAFETY: the kernel takes `(*const RegionDesc, *const u32)`; both point at staged
+                // memory that lives until the region stream, which waits for every stream, is done.
+                unsafe { launch.launch(config) }
+                    .map_err(Error::cuda(format!("launching task {t}")))?;
+                if let Some(event) = &events[t] {
+                    event
+                        .record(stream)
+                        .map_err(Error::cuda("recording an event"))?;
+                }
+            }
+            // ...and the region stream's end event follows every stream's last task.
+            for stream in &streams {
+                let done = stream
+                    .record_event(None)
+                    .map_err(Error::cuda("recording an event"))?;
+                gpu.stream()
+                    .wait(&done)
+                    .map_err(Error::cuda("ordering the region's end after a stream"))?;
+            }
+            Ok(())
+        },
+    );
+    if let Err(launched) = outcome {
+        return Err(watch::settle(gpu, staged, launched));
     }
     let execute_time = if n > 0 {
         start.elapsed()

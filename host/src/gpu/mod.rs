@@ -5,15 +5,16 @@
 //!    GPU gets [`Error::NoGpu`], never a panic or a link error. [`Gpu::on_stream`] uses a stream
 //!    the caller already has (cudarc's [`CudaStream`]), so that regions run in order with the
 //!    caller's own work on it.
-//! 2. [`Gpu::module`] loads a kernels crate's module once and caches it: from the cubin the builder
-//!    assembled, when it has one for this GPU, else from the PTX, after checking that the PTX's
-//!    `.target` runs on this GPU.
+//! 2. [`Gpu::function`] loads a kernel's module on first use and keeps it: the cubin of the
+//!    kernel's region that the builder assembled for this GPU, else the kernel's PTX, which the
+//!    driver compiles (see `code`).
 //! 3. Each launch has its own error record and abort flag; regions on one `Gpu` take turns on its
 //!    stream, and the helper threads of asynchronous regions have streams of their own
 //!    ([`Gpu::with_own_streams`]).
 //! 4. A fault the device layer cannot catch (a trap, an illegal address) poisons the CUDA context:
 //!    the `Gpu` remembers it and every later region fails fast with [`Error::ContextLost`].
 
+mod code;
 pub(crate) mod kernels;
 mod ptx;
 mod residency;
@@ -25,33 +26,43 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use cudarc;
 use cudarc::driver::sys::{self, CUdevice_attribute, CUresult};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
-use cudarc::nvrtc::Ptx;
+use cudarc::driver::{CudaContext, CudaModule, CudaStream, DriverError};
 use taskweave_device::error::ErrorRecord;
 
+pub use self::code::Load;
 pub use self::ptx::PtxTarget;
 pub(crate) use self::residency::Residency;
 use crate::error::Error;
 pub use crate::meta::Code;
 use crate::options::Backend;
+pub use taskweave_names::bundle;
 
 /// What every [`Gpu`] handle of one device shares: the context, loaded modules, what is known
 /// about the device, and the state that outlives one region (a lost context, a stuck kernel, the
 /// backends' caches, the residency in use).
 pub struct GpuShared {
     ctx: Arc<CudaContext>,
-    modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
+    modules: Mutex<HashMap<code::ModuleKey, Arc<CudaModule>>>,
+    /// What was loaded, for [`Gpu::loads`].
+    loads: Mutex<Vec<Load>>,
     name: String,
     sms: u32,
     /// Compute capability as `10 * major + minor` (90 for an H100).
     arch: u32,
+    /// The most shared memory a block may have, opting in (227 KiB on the H100).
+    shared_optin: u32,
     /// Held by a region run by a backend that shares state between runs: see [`Gpu::exclusive`].
     running: Mutex<()>,
     /// Set when a kernel poisoned the context (see [`Gpu::after_kernel`]).
     lost: Mutex<Option<String>>,
     /// Set when a kernel outlived the watchdog and its grace period: it still runs, so its stream
-    /// is blocked and the memory it uses cannot be freed. Later regions fail fast with this reason.
-    stuck: Mutex<Option<String>>,
+    /// is blocked and the memory it uses cannot be freed. The reason, and an event recorded after
+    /// the kernel on its stream, which completes when the kernel ends. Later regions fail fast
+    /// with the reason until then.
+    stuck: Mutex<Option<(String, Option<cudarc::driver::CudaEvent>)>>,
+    /// Whether this device's state was leaked on purpose, so that it is never torn down (see
+    /// [`Gpu::mark_stuck`]).
+    kept_alive: std::sync::atomic::AtomicBool,
     /// What backends keep on this device between runs (the CUDA graph backend's instantiated
     /// graphs), by backend; see [`Gpu::backend_state`].
     backend_state: Mutex<Vec<(Backend, Arc<dyn Any + Send + Sync>)>>,
@@ -134,16 +145,23 @@ impl Gpu {
             as u32
             * 10
             + capability(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        let shared_optin = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(Error::cuda("reading the shared memory per block"))?
+            as u32;
         Ok(Self {
             shared: Arc::new(GpuShared {
                 ctx,
+                shared_optin,
                 modules: Mutex::new(HashMap::new()),
+                loads: Mutex::new(Vec::new()),
                 name,
                 sms,
                 arch,
                 running: Mutex::new(()),
                 lost: Mutex::new(None),
                 stuck: Mutex::new(None),
+                kept_alive: std::sync::atomic::AtomicBool::new(false),
                 backend_state: Mutex::new(Vec::new()),
                 residency: Residency::default(),
                 filling: Mutex::new(()),
@@ -324,121 +342,45 @@ impl Gpu {
         &self.control
     }
 
-    /// Records that a kernel of `region` is stuck (see the field's docs).
-    pub(crate) fn mark_stuck(&self, region: &str) {
-        *self.stuck.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
-            "a task of region `{region}` ignored the watchdog's abort and is still running on the GPU; \
-             restart the process to get the GPU back"
-        ));
+    /// Records that a kernel on this handle's stream outlived the watchdog and its grace period
+    /// (`error` says which region and tasks): later regions on this device fail fast with
+    /// [`Error::GpuStuck`] until it ends.
+    ///
+    /// Nothing may tear the device down while the kernel runs: destroying the context, unloading
+    /// a module or freeing pinned memory waits for it (`bench/results/stall-probe-h200/`), and
+    /// the program could then not exit. So the device's shared state is kept alive until the
+    /// process ends, which ends the kernel too.
+    pub(crate) fn mark_stuck(&self, error: &Error) {
+        let after = self.stream.record_event(None).ok();
+        *self.stuck.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((error.to_string(), after));
+        if !self
+            .kept_alive
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            std::mem::forget(self.shared.clone());
+        }
     }
 
-    /// Fails when an earlier kernel is stuck on the GPU or poisoned its context.
+    /// Fails when an earlier kernel poisoned the context, or is still stuck on the GPU.
     pub(crate) fn check_usable(&self) -> Result<(), Error> {
         if let Some(reason) = &*self.lost.lock().unwrap_or_else(PoisonError::into_inner) {
             return Err(Error::ContextLost {
                 reason: reason.clone(),
             });
         }
-        match &*self.stuck.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(reason) => Err(Error::NoGpu {
+        let mut stuck = self.stuck.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*stuck {
+            // The kernel ended after all: its memory stays allocated, and the GPU is free again.
+            Some((_, Some(after))) if after.is_complete() => {
+                *stuck = None;
+                Ok(())
+            }
+            Some((reason, _)) => Err(Error::GpuStuck {
                 reason: reason.clone(),
             }),
             None => Ok(()),
         }
-    }
-
-    /// The module of `code`, loaded on first use: from its cubin when it has one for this GPU's
-    /// architecture (no JIT compilation), else from its PTX. PTX whose `.target` this GPU cannot
-    /// run, or that the driver rejects, gives [`Error::PtxArch`], which names both architectures
-    /// and the fix.
-    pub fn module(&self, code: impl Into<Code>) -> Result<Arc<CudaModule>, Error> {
-        let Code { ptx, cubin } = code.into();
-        let mut modules = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(module) = modules.get(&(ptx.as_ptr() as usize)) {
-            return Ok(module.clone());
-        }
-        let target = PtxTarget::of(ptx);
-        // The builder assembles the cubin for the PTX's own target; SASS runs on that major
-        // architecture from that minor version on. A cubin the driver refuses anyway (a newer
-        // `ptxas` than the driver, say) is skipped: the PTX still loads.
-        if !cubin.is_empty()
-            && let Some(t) = target
-            && t.sm / 10 == self.arch / 10
-            && self.arch >= t.sm
-            && let Ok(module) = self.ctx.load_module(Ptx::from_binary(cubin.to_vec()))
-        {
-            modules.insert(ptx.as_ptr() as usize, module.clone());
-            return Ok(module);
-        }
-        let arch_error = |detail: String| Error::PtxArch {
-            ptx_arch: target.map_or_else(|| "an unknown target".to_owned(), |t| t.to_string()),
-            gpu: self.name.clone(),
-            gpu_arch: self.arch(),
-            detail,
-        };
-        match target {
-            Some(target) if !target.runs_on(self.arch) => {
-                return Err(arch_error(format!(
-                    "{target} code does not run on {}",
-                    self.arch()
-                )));
-            }
-            None => return Err(arch_error("the PTX has no `.target sm_NN` line".to_owned())),
-            Some(_) => {}
-        }
-        let module = self
-            .ctx
-            .load_module(Ptx::from_src(ptx))
-            .map_err(|source| match source.0 {
-                CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
-                | CUresult::CUDA_ERROR_INVALID_PTX
-                | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-                | CUresult::CUDA_ERROR_INVALID_IMAGE => {
-                    arch_error(format!("the driver could not load it ({source})"))
-                }
-                _ => Error::Cuda {
-                    context: "loading the PTX module".to_owned(),
-                    source,
-                },
-            })?;
-        modules.insert(ptx.as_ptr() as usize, module.clone());
-        Ok(module)
-    }
-
-    /// Function `name` of `code`.
-    pub fn function(&self, code: impl Into<Code>, name: &str) -> Result<CudaFunction, Error> {
-        self.module(code)?
-            .load_function(name)
-            .map_err(Error::cuda(format!("finding kernel `{name}` in the PTX")))
-    }
-
-    /// Runs `enqueue` (which queues work on the region stream) between two events, waits for the
-    /// stream, and returns the time between the events. `what` names the work in errors.
-    pub(crate) fn timed(
-        &self,
-        what: &str,
-        enqueue: impl FnOnce() -> Result<(), Error>,
-    ) -> Result<std::time::Duration, Error> {
-        use cudarc::driver::sys::CUevent_flags;
-        let event = || {
-            self.ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(Error::cuda("creating an event"))
-        };
-        let (start, end) = (event()?, event()?);
-        start
-            .record(&self.stream)
-            .map_err(Error::cuda("recording an event"))?;
-        enqueue()?;
-        end.record(&self.stream)
-            .map_err(Error::cuda("recording an event"))?;
-        self.stream
-            .synchronize()
-            .map_err(self.after_kernel(format!("running {what}")))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(Error::cuda(format!("timing {what}")))?;
-        Ok(std::time::Duration::from_secs_f64(f64::from(ms) / 1e3))
     }
 }
 
@@ -458,8 +400,9 @@ fn is_sticky(code: CUresult) -> bool {
     )
 }
 
-/// Describes an error record for humans: code, message, location, array and index.
-pub fn describe(record: &ErrorRecord) -> String {
+/// Describes an error record for humans: code, message, location, and the array (by the name the
+/// region gives it; `arrays` are the region's, by slot) and index.
+pub fn describe(record: &ErrorRecord, arrays: &[crate::inspect::ArrayInfo]) -> String {
     use taskweave_device::error::*;
     let message = ErrorRecord::text(&record.message);
     let file = ErrorRecord::text(&record.file);
@@ -469,10 +412,16 @@ pub fn describe(record: &ErrorRecord) -> String {
             "panicked at {file}:{}:{}: {message}",
             record.line, record.column
         ),
-        CODE_OUT_OF_RANGE => format!(
-            "{message}: index {} of array slot {}",
-            record.index, record.array
-        ),
+        CODE_OUT_OF_RANGE => match arrays.get(record.array as usize) {
+            Some(array) => format!(
+                "{message}: index {} of array `{}` ({} elements)",
+                record.index, array.name, array.len
+            ),
+            None => format!(
+                "{message}: index {} of array slot {}",
+                record.index, record.array
+            ),
+        },
         CODE_ABORTED => "aborted".to_owned(),
         code => format!("device error code {code}"),
     }

@@ -177,15 +177,16 @@ fn entries(
     }
 }
 
-/// An expression of type `(Option<&'static str>, &'static [u8])`: the crate's PTX and cubin when
-/// the crate has a device build, else `(None, &[])`.
+/// An expression of type `Option<Code>`: the crate's kernel bundle when the crate has a device
+/// build, else `None`.
 ///
-/// The PTX is embedded once per crate, not once per region: the builder names one region in
-/// `cfg(taskweave_code_owner = "<stem>")`, that region defines a static holding the PTX and cubin
-/// under the crate's [`code_symbol`], and every region reads it through an `extern` declaration.
-/// A `&'static str` constant in each region would be copied into every codegen unit that holds
-/// one (a binary of 43.9 instead of 9.5 MB), unless the crate were built with one codegen unit.
+/// The bundle is embedded once per crate, not once per region: the builder names one region in
+/// `cfg(taskweave_code_owner = "<stem>")`, that region defines a static holding it under the
+/// crate's [`code_symbol`], and every region reads it through an `extern` declaration. A
+/// `&'static [u8]` constant in each region would be copied into every codegen unit that holds one
+/// (a binary of 43.9 instead of 9.5 MB), unless the crate were built with one codegen unit.
 pub fn code(stem: &str) -> TokenStream {
+    let p = quote!(::taskweave::__private);
     let ptx_cfg = format_ident!("{}", cfg::PTX);
     let owner_cfg = format_ident!("{}", cfg::CODE_OWNER);
     let package = ["CARGO_PKG_NAME", "CARGO_PKG_VERSION", "CARGO_MANIFEST_DIR"]
@@ -193,28 +194,24 @@ pub fn code(stem: &str) -> TokenStream {
         .join("\n");
     let crate_name = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
     let symbol = code_symbol(&crate_name, &package);
-    let (ptx_env, cubin_env) = (env::PTX, env::CUBIN);
+    let bundle_env = env::BUNDLE;
     quote! {{
         #[cfg(#ptx_cfg)]
         let __tw_code = {
             #[cfg(#owner_cfg = #stem)]
             #[unsafe(export_name = #symbol)]
-            static __TW_CODE: (&str, &[u8]) = (
-                ::core::include_str!(::core::env!(#ptx_env)),
-                ::core::include_bytes!(::core::env!(#cubin_env)),
-            );
+            static __TW_CODE: &[u8] = ::core::include_bytes!(::core::env!(#bundle_env));
             unsafe extern "Rust" {
                 #[link_name = #symbol]
-                static __TW_SHARED_CODE: (&'static str, &'static [u8]);
+                static __TW_SHARED_CODE: &'static [u8];
             }
             // SAFETY: the builder names exactly one region of this crate in `cfg(taskweave_code_owner)`,
             // and that region defines this symbol as an immutable static of this type.
-            let (ptx, cubin) = unsafe { __TW_SHARED_CODE };
-            (::core::option::Option::Some(ptx), cubin)
+            let bundle = unsafe { __TW_SHARED_CODE };
+            ::core::option::Option::Some(#p::host::Code::Bundle(bundle))
         };
         #[cfg(not(#ptx_cfg))]
-        let __tw_code: (::core::option::Option<&'static str>, &'static [u8]) =
-            (::core::option::Option::None, &[]);
+        let __tw_code: ::core::option::Option<#p::host::Code> = ::core::option::Option::None;
         __tw_code
     }}
 }

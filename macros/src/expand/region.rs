@@ -242,12 +242,11 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
         #[track_caller]
         #vis fn #name<'__tw>(#(#fn_params),*) -> #p::host::Region<'__tw> {
             #checks
-            let (__tw_ptx, __tw_cubin) = #code;
+            let __tw_code = #code;
             let mut __tw_region = #p::host::Region::new(#p::host::RegionMeta {
                 name: #name_str,
                 kernel: #kernel_str,
-                ptx: __tw_ptx,
-                cubin: __tw_cubin,
+                code: __tw_code,
                 kinds: &[#(#kind_names),*],
                 args: &[#(#kinds::ARGS),*],
                 dispatch: &#dispatch_name::<true>,

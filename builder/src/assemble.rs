@@ -1,0 +1,540 @@
+//! Assembling a crate's kernels: one module per region, in parallel, each once.
+//!
+//! 1. A [`Group`] is one region's kernels (or the kernels of no region), each with its [`Cap`].
+//! 2. Its first module holds every kernel at its fixed cap, or uncapped where its cap is to be
+//!    fitted ([`crate::fit`]); `ptxas -v` on it gives every kernel's registers and spills.
+//! 3. Fitting probes, one kernel alone at a time, only rungs below the registers the kernel used;
+//!    most kernels fit at or above them and keep the first module's code.
+//! 4. A second module, when needed, holds what the first could not: kernels fitted below what
+//!    they use uncapped, and the uncapped twins of kernels that reached a fixed cap. A twin that
+//!    would be the same code as its kernel (the kernel did not reach its cap) is not assembled:
+//!    the host then runs the kernel itself.
+//!
+//! Every step is one job for a pool of `ptxas` processes; a group's probes follow its first
+//! module, and its second module its probes. Jobs run largest first, and each finished job and
+//! region is a line of progress. Assemblies and probes come from the cache when their text was
+//! assembled before.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::{Condvar, Mutex};
+
+use taskweave_names::ptx::{Module, canonical};
+use taskweave_names::{Kernel, UNCAPPED_SUFFIX};
+
+use crate::cache::{Cache, Entry};
+use crate::fit;
+use crate::progress::{Progress, duration};
+use crate::ptxas::{KernelReport, Ptxas, Report, spills_more};
+
+/// How a kernel's registers are capped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cap {
+    /// At this many, whatever it needs (chosen for the region, or the builder's default).
+    Fixed(u32),
+    /// At the fewest registers at which it spills no more than uncapped ([`crate::fit`]).
+    Fit,
+    /// Not at all (kernels of no region).
+    None,
+}
+
+/// One kernel to assemble.
+#[derive(Clone, Debug)]
+pub(crate) struct Planned {
+    pub name: String,
+    pub cap: Cap,
+    /// Whether the host may want it uncapped too (see [`taskweave_names::Entry::twinned`]).
+    pub twin: bool,
+}
+
+/// One region's kernels (or the kernels of no region: `region` is `""`).
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    pub region: String,
+    pub kernels: Vec<Planned>,
+}
+
+/// A module assembled for a group.
+pub(crate) struct Piece {
+    pub cubin: Vec<u8>,
+    pub report: Report,
+}
+
+/// What assembling a group gave.
+pub(crate) struct Assembled {
+    /// Its modules: the first, and the second when one was needed.
+    pub pieces: Vec<Piece>,
+    /// Each kernel name the host may ask for: the piece and the symbol there.
+    pub index: Vec<(String, usize, String)>,
+    /// Each kernel's cap in the end (`None`: uncapped), for the PTX the driver compiles when no
+    /// cubin fits the GPU.
+    pub caps: BTreeMap<String, Option<u32>>,
+}
+
+/// A group's state between its jobs.
+#[derive(Default)]
+struct State {
+    first: Option<Piece>,
+    /// Fitted caps, as the probes finish.
+    fitted: BTreeMap<String, u32>,
+    /// Probes still running or queued.
+    probing: usize,
+    second: Option<Option<Piece>>,
+    failed: Option<String>,
+    /// Seconds of `ptxas` (or cache) time spent on the group.
+    seconds: f64,
+    /// Whether everything came from the cache.
+    cached: bool,
+}
+
+enum Job {
+    First(usize),
+    Probe(usize, String),
+    Second(usize),
+}
+
+/// The work of one build: what to assemble and with what.
+pub(crate) struct Work<'a> {
+    pub ptxas: &'a Ptxas,
+    pub arch: &'a str,
+    pub module: &'a Module<'a>,
+    pub groups: &'a [Group],
+    pub cache: &'a Cache,
+    pub progress: &'a Progress,
+    pub scratch: &'a Path,
+    /// `ptxas` processes at once.
+    pub jobs: usize,
+    /// Whether to assemble uncapped twins (release builds).
+    pub twins: bool,
+}
+
+impl Work<'_> {
+    /// Assembles every group; per group, what it gave or why it failed.
+    pub(crate) fn run(&self) -> Vec<Result<Assembled, String>> {
+        let states: Vec<Mutex<State>> = self
+            .groups
+            .iter()
+            .map(|_| {
+                Mutex::new(State {
+                    cached: true,
+                    ..State::default()
+                })
+            })
+            .collect();
+        // Largest first: the heavy regions bound the build's length.
+        let mut order: Vec<usize> = (0..self.groups.len()).collect();
+        let sizes: Vec<usize> = self.groups.iter().map(|g| self.text(g).len()).collect();
+        order.sort_by_key(|&g| std::cmp::Reverse(sizes[g]));
+        let queue = Mutex::new((
+            order.into_iter().map(Job::First).collect::<VecDeque<_>>(),
+            0,
+        ));
+        let wake = Condvar::new();
+        let done = Mutex::new(0usize);
+        let total = self.groups.len();
+        std::thread::scope(|scope| {
+            for worker in 0..self.jobs.max(1) {
+                let (states, queue, wake, done) = (&states, &queue, &wake, &done);
+                scope.spawn(move || {
+                    loop {
+                        let job = {
+                            let mut q = queue.lock().expect("no job panics holding it");
+                            loop {
+                                if let Some(job) = q.0.pop_front() {
+                                    q.1 += 1;
+                                    break Some((job, q.0.len() + q.1));
+                                }
+                                if q.1 == 0 {
+                                    break None;
+                                }
+                                q = wake.wait(q).expect("no job panics holding it");
+                            }
+                        };
+                        let Some((job, busy)) = job else {
+                            wake.notify_all();
+                            return;
+                        };
+                        // Threads of its own for a `ptxas` that would otherwise leave cores idle.
+                        let threads = (self.jobs / busy.max(1)).max(1);
+                        let follow = self.step(job, states, worker, threads, done, total);
+                        let mut q = queue.lock().expect("no job panics holding it");
+                        // A group's next steps go first: they are small, and they finish the
+                        // group (and say so) before the next large module starts.
+                        for job in follow.into_iter().rev() {
+                            q.0.push_front(job);
+                        }
+                        q.1 -= 1;
+                        wake.notify_all();
+                    }
+                });
+            }
+        });
+        states
+            .into_iter()
+            .zip(self.groups)
+            .map(|(state, group)| {
+                let state = state.into_inner().expect("no job panics holding it");
+                self.finish(group, state)
+            })
+            .collect()
+    }
+
+    /// The text of `group`'s first module: every kernel at its fixed cap, or uncapped.
+    fn text(&self, group: &Group) -> String {
+        let caps: BTreeMap<&str, Option<u32>> = group
+            .kernels
+            .iter()
+            .map(|k| {
+                let cap = match k.cap {
+                    Cap::Fixed(c) => Some(c),
+                    Cap::Fit | Cap::None => None,
+                };
+                (k.name.as_str(), cap)
+            })
+            .collect();
+        canonical(&self.module.only(
+            |name| caps.contains_key(name),
+            |name| caps.get(name).copied().flatten(),
+        ))
+    }
+
+    /// Runs one job; the jobs that follow it.
+    fn step(
+        &self,
+        job: Job,
+        states: &[Mutex<State>],
+        worker: usize,
+        threads: usize,
+        done: &Mutex<usize>,
+        total: usize,
+    ) -> Vec<Job> {
+        let lock = |g: usize| states[g].lock().expect("no job panics holding it");
+        match job {
+            Job::First(g) => {
+                let group = &self.groups[g];
+                let got = self.assemble(&self.text(group), worker, threads, true);
+                let mut state = lock(g);
+                match got {
+                    Ok((entry, seconds, hit)) => {
+                        state.seconds += seconds;
+                        state.cached &= hit;
+                        let report = entry.report;
+                        let probes: Vec<Job> = group
+                            .kernels
+                            .iter()
+                            .filter(|k| k.cap == Cap::Fit)
+                            .filter(|k| {
+                                report
+                                    .kernels
+                                    .get(&k.name)
+                                    .is_some_and(|r| fit::known(r.registers).is_some())
+                            })
+                            .map(|k| Job::Probe(g, k.name.clone()))
+                            .collect();
+                        state.first = Some(Piece {
+                            cubin: entry.cubin.unwrap_or_default(),
+                            report,
+                        });
+                        state.probing = probes.len();
+                        if probes.is_empty() {
+                            vec![Job::Second(g)]
+                        } else {
+                            probes
+                        }
+                    }
+                    Err(why) => {
+                        state.failed = Some(why);
+                        drop(state);
+                        self.region_done(g, &lock(g), done, total);
+                        Vec::new()
+                    }
+                }
+            }
+            Job::Probe(g, kernel) => {
+                let base = lock(g)
+                    .first
+                    .as_ref()
+                    .and_then(|p| p.report.kernels.get(&kernel).cloned())
+                    .unwrap_or_default();
+                let fitted = self.fit(&kernel, &base, worker);
+                let mut state = lock(g);
+                match fitted {
+                    Ok((cap, seconds, hit)) => {
+                        state.seconds += seconds;
+                        state.cached &= hit;
+                        state.fitted.insert(kernel, cap);
+                    }
+                    Err(why) => {
+                        self.progress.log_line(&format!(
+                            "register cap of {kernel} not fitted, left uncapped: {why}"
+                        ));
+                    }
+                }
+                state.probing -= 1;
+                match state.probing {
+                    0 => vec![Job::Second(g)],
+                    _ => Vec::new(),
+                }
+            }
+            Job::Second(g) => {
+                let text = self.second_text(&self.groups[g], &lock(g));
+                let piece = match text {
+                    None => Ok(None),
+                    Some(text) => {
+                        self.assemble(&text, worker, threads, true)
+                            .map(|(entry, seconds, hit)| {
+                                let mut state = lock(g);
+                                state.seconds += seconds;
+                                state.cached &= hit;
+                                Some(Piece {
+                                    cubin: entry.cubin.unwrap_or_default(),
+                                    report: entry.report,
+                                })
+                            })
+                    }
+                };
+                let mut state = lock(g);
+                match piece {
+                    Ok(piece) => state.second = Some(piece),
+                    Err(why) => state.failed = Some(why),
+                }
+                self.region_done(g, &state, done, total);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Says that group `g` is done.
+    fn region_done(&self, g: usize, state: &State, done: &Mutex<usize>, total: usize) {
+        let mut done = done.lock().expect("no job panics holding it");
+        *done += 1;
+        let group = &self.groups[g];
+        let name = match group.region.as_str() {
+            "" => "kernels of no region".to_owned(),
+            stem => stem
+                .rsplit_once('_')
+                .map_or(stem, |(name, _)| name)
+                .to_owned(),
+        };
+        let how = match (&state.failed, state.cached) {
+            (Some(_), _) => "FAILED".to_owned(),
+            (None, true) => "cached".to_owned(),
+            (None, false) => duration(state.seconds),
+        };
+        self.progress.step(
+            "Assembled",
+            &format!(
+                "{name} ({} kernels, {}, {how}) [{}/{total}, {}]",
+                group.kernels.len(),
+                self.arch,
+                *done,
+                duration(self.progress.elapsed())
+            ),
+        );
+        if let Some(why) = &state.failed {
+            self.progress.log_line(why);
+        }
+    }
+
+    /// The second module of a group, if it needs one: kernels fitted below what they used
+    /// uncapped, and the uncapped twins (renamed) of kernels that reached their fixed cap.
+    fn second_text(&self, group: &Group, state: &State) -> Option<String> {
+        let first = state.first.as_ref()?;
+        let used = |name: &str| first.report.kernels.get(name).map_or(0, |r| r.registers);
+        let mut capped = BTreeMap::new();
+        let mut twins = Vec::new();
+        for k in &group.kernels {
+            match k.cap {
+                Cap::Fit => {
+                    if let Some(&cap) = state.fitted.get(&k.name)
+                        && cap < used(&k.name)
+                    {
+                        capped.insert(k.name.as_str(), cap);
+                    }
+                }
+                Cap::Fixed(cap) if k.twin && self.twins && used(&k.name) >= cap => {
+                    twins.push(k.name.as_str())
+                }
+                _ => {}
+            }
+        }
+        if capped.is_empty() && twins.is_empty() {
+            return None;
+        }
+        let mut text = self.module.only(
+            |name| capped.contains_key(name),
+            |name| capped.get(name).copied(),
+        );
+        if !twins.is_empty() {
+            let uncapped = self.module.only(|name| twins.contains(&name), |_| None);
+            text = merge_twins(&text, &uncapped, &twins);
+        }
+        Some(canonical(&text))
+    }
+
+    /// The fitted cap of `kernel`, whose uncapped assembly reported `base`: the search's result,
+    /// with the seconds its probes took and whether they all came from the cache.
+    fn fit(
+        &self,
+        kernel: &str,
+        base: &KernelReport,
+        worker: usize,
+    ) -> Result<(u32, f64, bool), String> {
+        let known = fit::known(base.registers).unwrap_or(fit::LADDER.len());
+        let (mut seconds, mut hit) = (0.0, true);
+        let cap = fit::search(known, |cap| {
+            let text = canonical(&self.module.alone(kernel, Some(cap)).unwrap_or_default());
+            let (entry, s, h) = self.assemble(&text, worker, 1, false)?;
+            seconds += s;
+            hit &= h;
+            let probe = entry
+                .report
+                .kernels
+                .get(kernel)
+                .cloned()
+                .unwrap_or_default();
+            Ok(!spills_more(base, &probe))
+        })?;
+        Ok((cap.unwrap_or(fit::MOST), seconds, hit))
+    }
+
+    /// Assembles `text` (into a cubin, or only for its report), through the cache: the entry, the
+    /// seconds it took and whether it came from the cache.
+    fn assemble(
+        &self,
+        text: &str,
+        worker: usize,
+        threads: usize,
+        cubin: bool,
+    ) -> Result<(Entry, f64, bool), String> {
+        let what = if cubin { "cubin" } else { "probe" };
+        let key = Cache::key(text, &[self.arch, &self.ptxas.version, what, "-O3"]);
+        if let Some(entry) = self.cache.get(key, cubin) {
+            return Ok((entry, 0.0, true));
+        }
+        let start = std::time::Instant::now();
+        let ptx = self.scratch.join(format!("job-{worker}.ptx"));
+        let out = self.scratch.join(format!("job-{worker}.cubin"));
+        std::fs::write(&ptx, text).map_err(|e| format!("writing {}: {e}", ptx.display()))?;
+        let report =
+            self.ptxas
+                .assemble(self.arch, &ptx, cubin.then_some(out.as_path()), threads)?;
+        let cubin = match cubin {
+            true => {
+                Some(std::fs::read(&out).map_err(|e| format!("reading {}: {e}", out.display()))?)
+            }
+            false => None,
+        };
+        let _ = (std::fs::remove_file(&ptx), std::fs::remove_file(&out));
+        let entry = Entry { cubin, report };
+        self.cache.put(key, &entry);
+        Ok((entry, start.elapsed().as_secs_f64(), false))
+    }
+
+    /// The group's modules and index, once its jobs are done.
+    fn finish(&self, group: &Group, state: State) -> Result<Assembled, String> {
+        if let Some(why) = state.failed {
+            return Err(why);
+        }
+        let first = state.first.ok_or("the first module was not assembled")?;
+        let second = state.second.flatten();
+        let in_second = |name: &str| {
+            second
+                .as_ref()
+                .is_some_and(|p| p.report.kernels.contains_key(name))
+        };
+        let mut index = Vec::new();
+        let mut caps = BTreeMap::new();
+        for k in &group.kernels {
+            let twin = Kernel::parse(&k.name).map(|p| p.uncapped().to_string());
+            let used = first.report.kernels.get(&k.name).map_or(0, |r| r.registers);
+            match k.cap {
+                Cap::Fit if in_second(&k.name) => {
+                    // Fitted below what it used: the capped kernel is new, the twin is the first.
+                    index.push((k.name.clone(), 1, k.name.clone()));
+                    if let Some(twin) = twin.filter(|_| k.twin && self.twins) {
+                        index.push((twin, 0, k.name.clone()));
+                    }
+                    caps.insert(k.name.clone(), state.fitted.get(&k.name).copied());
+                }
+                Cap::Fit => {
+                    index.push((k.name.clone(), 0, k.name.clone()));
+                    let fitted = state.fitted.get(&k.name).copied().unwrap_or(fit::MOST);
+                    caps.insert(k.name.clone(), Some(fitted.max(used)));
+                }
+                Cap::Fixed(cap) => {
+                    index.push((k.name.clone(), 0, k.name.clone()));
+                    if let Some(twin) = twin.filter(|t| in_second(t)) {
+                        index.push((twin.clone(), 1, twin));
+                    }
+                    caps.insert(k.name.clone(), Some(cap));
+                }
+                Cap::None => {
+                    index.push((k.name.clone(), 0, k.name.clone()));
+                    caps.insert(k.name.clone(), None);
+                }
+            }
+        }
+        let mut pieces = vec![first];
+        pieces.extend(second);
+        Ok(Assembled {
+            pieces,
+            index,
+            caps,
+        })
+    }
+}
+
+/// `capped` (a module, possibly without kernels) with the kernels `twins` of `uncapped` appended
+/// under their twins' names ([`UNCAPPED_SUFFIX`]), and the functions `uncapped` has that `capped`
+/// lacks.
+fn merge_twins(capped: &str, uncapped: &str, twins: &[&str]) -> String {
+    let base = Module::parse(capped);
+    let extra = Module::parse(uncapped);
+    let mut out = String::from(capped);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    // Functions and globals first, so that every twin finds what it calls defined above it; a
+    // function both modules reach is the same text, and is kept once.
+    let have = base.defined();
+    for (name, text) in extra.definitions() {
+        if !have.contains(name) {
+            out.push_str(text);
+        }
+    }
+    for &twin in twins {
+        if let Some(text) = extra.kernel(twin) {
+            let (old, new) = (
+                format!(".entry {twin}"),
+                format!(".entry {twin}{UNCAPPED_SUFFIX}"),
+            );
+            out.push_str(&text.replacen(&old, &new, 1));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn twins_are_renamed_and_share_what_they_call() {
+        let header = ".version 8.0\n.target sm_90\n.address_size 64\n";
+        let capped = format!(
+            "{header}.func f()\n{{\n\tret;\n}}\n.visible .entry a(\n)\n.maxnreg 40\n{{\n\tcall.uni f, ();\n\tret;\n}}\n"
+        );
+        let uncapped = format!(
+            "{header}.func f()\n{{\n\tret;\n}}\n.func g()\n{{\n\tret;\n}}\n\
+             .visible .entry b(\n)\n{{\n\tcall.uni f, ();\n\tcall.uni g, ();\n\tret;\n}}\n"
+        );
+        let merged = merge_twins(&capped, &uncapped, &["b"]);
+        assert_eq!(merged.matches(".func f()").count(), 1);
+        assert_eq!(merged.matches(".func g()").count(), 1);
+        assert!(merged.contains(".visible .entry b__uncapped(\n)\n{"));
+        assert!(merged.find(".func g()").unwrap() < merged.find("b__uncapped").unwrap());
+        let module = Module::parse(&merged);
+        assert_eq!(module.kernels().collect::<Vec<_>>(), ["a", "b__uncapped"]);
+    }
+}
