@@ -110,8 +110,12 @@ impl SmLayout {
                 format!("workers_per_sm({per_sm})"),
                 format!(
                     "asks for more workers than fit on one SM: at most {fit} blocks of {} threads \
-                     with their shared memory are resident at once",
-                    options.threads
+                     with {} are resident at once",
+                    options.threads,
+                    options.shared_bytes.map_or_else(
+                        || "the default shared memory".to_owned(),
+                        |b| format!("{b} bytes of shared memory")
+                    )
                 ),
             ));
         }
@@ -225,7 +229,7 @@ mod tests {
         assert_eq!(
             message(&options(Some(5), None)),
             "region `r`: `workers_per_sm(5)` asks for more workers than fit on one SM: at most 4 \
-             blocks of 128 threads with 8192 bytes of shared memory are resident at once"
+             blocks of 128 threads with the default shared memory are resident at once"
         );
         assert_eq!(
             message(&options(None, Some(100..140))),

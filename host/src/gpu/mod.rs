@@ -14,7 +14,7 @@
 //! 4. A fault the device layer cannot catch (a trap, an illegal address) poisons the CUDA context:
 //!    the `Gpu` remembers it and every later region fails fast with [`Error::ContextLost`].
 
-mod code;
+pub mod code;
 pub(crate) mod kernels;
 mod ptx;
 mod residency;
@@ -29,7 +29,6 @@ use cudarc::driver::sys::{self, CUdevice_attribute, CUresult};
 use cudarc::driver::{CudaContext, CudaModule, CudaStream, DriverError};
 use taskweave_device::error::ErrorRecord;
 
-pub use self::code::Load;
 pub use self::ptx::PtxTarget;
 pub(crate) use self::residency::Residency;
 use crate::error::Error;
@@ -44,7 +43,7 @@ pub struct GpuShared {
     ctx: Arc<CudaContext>,
     modules: Mutex<HashMap<code::ModuleKey, Arc<CudaModule>>>,
     /// What was loaded, for [`Gpu::loads`].
-    loads: Mutex<Vec<Load>>,
+    loads: Mutex<Vec<code::Load>>,
     name: String,
     sms: u32,
     /// Compute capability as `10 * major + minor` (90 for an H100).
