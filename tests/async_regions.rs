@@ -37,15 +37,8 @@ task_region! {
 }
 
 task_region! {
-    /// `dst += src` over the whole arrays, one task.
-    fn add_resident(src: &DeviceArray<u64>, dst: &mut DeviceArray<u64>) {
-        spawn!(accumulate(src, dst, 0, dst.len()));
-    }
-}
-
-task_region! {
-    /// `dst += src` on host arrays, one task.
-    fn add_host(src: &[u64], dst: &mut [u64]) {
+    /// `dst += src` over the whole arrays, one task: resident ones, or host ones.
+    fn add(src: &DeviceArray<u64>, dst: &mut DeviceArray<u64>) {
         spawn!(accumulate(src, dst, 0, dst.len()));
     }
 }
@@ -152,10 +145,10 @@ fn the_b4_diamond_matches_running_in_order() {
         for t in 0..if cfg!(miri) { 1 } else { 5 } {
             // 1: in x, inout y. 2: inout x. 3: inout y. 4: in x, inout y.
             let regions = [
-                add_resident(&x, &mut y),
+                add(&x, &mut y),
                 step(&mut x, 3, t, 0, n, 200),
                 step(&mut y, 5, t, 0, n, 100),
-                add_resident(&x, &mut y),
+                add(&x, &mut y),
             ];
             for region in regions {
                 if submit {
@@ -178,14 +171,14 @@ fn host_arrays_are_written_back_at_wait() {
     let rt = Runtime::cpu_with(2);
     let mut src = vec![10u64; 16];
     let mut dst = vec![1u64; 16];
-    let pending = add_host(&src, &mut dst).submit(&rt).unwrap();
+    let pending = add(&src, &mut dst).submit(&rt).unwrap();
     let report = pending.wait().unwrap();
     assert_eq!(report.tasks, 1);
     assert_eq!(dst, vec![11u64; 16]);
 
     // Dropping a pending region waits and writes back too.
     src.fill(1000);
-    drop(add_host(&src, &mut dst).submit(&rt).unwrap());
+    drop(add(&src, &mut dst).submit(&rt).unwrap());
     assert_eq!(dst, vec![1011u64; 16]);
 }
 
@@ -202,7 +195,7 @@ fn a_failing_submitted_region_reports_its_task_and_the_rest_go_on() {
     // A region whose task panics: its error names the task, the array is as it was, and the
     // regions after it run.
     let bad = step(&mut v, 0, 9, 0, n, 1000).submit(&rt).unwrap();
-    let also = add_host(&[1; 8], &mut host).submit(&rt).unwrap();
+    let also = add(&[1; 8], &mut host).submit(&rt).unwrap();
     let error = bad.wait().unwrap_err();
     assert!(
         matches!(&error, Error::TaskPanicked { task, restored: true, .. } if task.kind == "affine"),
@@ -226,7 +219,7 @@ fn submitted_regions_outlive_neither_their_runtime_nor_their_arrays() {
         let mut v = rt.upload(&[7u64; 4]).unwrap();
         let p = step(&mut v, 2, 0, 0, 4, 20_000).submit(&rt).unwrap();
         // The array handle goes first: the region keeps its memory.
-        let q = add_resident(&v, &mut rt.upload(&[1u64; 4]).unwrap())
+        let q = add(&v, &mut rt.upload(&[1u64; 4]).unwrap())
             .submit(&rt)
             .unwrap();
         drop(v);

@@ -34,21 +34,6 @@ task_region! {
 }
 
 task_region! {
-    /// The same step on resident arrays.
-    fn step_resident(dst: &mut DeviceArray<f64>, src: &DeviceArray<f64>, chunk: usize) {
-        let n = dst.len();
-        spawn!(keep(dst, src, 0));
-        spawn!(keep(dst, src, n - 1));
-        let mut lo = 1;
-        while lo < n - 1 {
-            let hi = (lo + chunk).min(n - 1);
-            spawn!(smooth(dst, src, lo, hi));
-            lo = hi;
-        }
-    }
-}
-
-task_region! {
     /// Another region of the same shape.
     fn other(dst: &mut [f64], src: &[f64], chunk: usize) {
         let _ = chunk;
@@ -100,11 +85,11 @@ fn a_plan_runs_on_resident_arrays() {
     let rt = Runtime::cpu_with(2);
     let mut u = rt.upload(&start(64)).unwrap();
     let mut v = rt.upload(&vec![0.0; 64]).unwrap();
-    let mut plan = step_resident(&mut v, &u, 8).plan(&rt).unwrap();
+    let mut plan = step(&mut v, &u, 8).plan(&rt).unwrap();
     let mut expected = start(64);
     for _ in 0..5 {
-        plan.run(step_resident(&mut v, &u, 8), &rt).unwrap();
-        plan.run(step_resident(&mut u, &v, 8), &rt).unwrap();
+        plan.run(step(&mut v, &u, 8), &rt).unwrap();
+        plan.run(step(&mut u, &v, 8), &rt).unwrap();
         expected = reference(&reference(&expected));
     }
     assert_eq!(u.download().unwrap(), expected);

@@ -67,3 +67,40 @@ fn a_resident_array_is_validated_like_any_other() {
     }
     assert_eq!(acc.download().unwrap(), vec![0; 10], "nothing ran");
 }
+
+/// One region takes a host array or a device array for any parameter, in any form the call has:
+/// the results are the same, and only the host arrays are copied.
+#[test]
+fn one_region_takes_host_and_device_arrays_alike() {
+    let rt = Runtime::cpu_with(2);
+    let add: Vec<u64> = (0..32).collect();
+    let expected: Vec<u64> = (0..32).map(|i| 7 + i).collect();
+    // Host: a `Vec`, a slice of it, a fixed-size array; read as a `Vec`, a slice, a device array.
+    let mut vec = vec![7u64; 32];
+    add_from(&mut vec, &add, 8).run(&rt).unwrap();
+    assert_eq!(vec, expected);
+    let mut whole = vec![7u64; 40];
+    add_from(&mut whole[..32], &add[..], 8).run(&rt).unwrap();
+    assert_eq!(whole[..32], expected[..]);
+    assert!(
+        whole[32..].iter().all(|&v| v == 7),
+        "past the slice, untouched"
+    );
+    let mut fixed = [7u64; 32];
+    let resident_add = rt.upload(&add).unwrap();
+    add_from(&mut fixed, &resident_add, 8).run(&rt).unwrap();
+    assert_eq!(fixed[..], expected[..]);
+    // Device: the region declared `&mut DeviceArray` takes a host array too.
+    let mut acc = vec![7u64; 32];
+    add_into(&mut acc, &add, 8).run(&rt).unwrap();
+    assert_eq!(acc, expected);
+    let mut resident = rt.upload(&[7u64; 32]).unwrap();
+    let r: &mut DeviceArray<u64> = &mut resident;
+    // A `&mut` reference is moved by a call; reborrow it to call again.
+    add_from(&mut *r, &add, 8).run(&rt).unwrap();
+    add_from(r, &add, 8).run(&rt).unwrap();
+    assert_eq!(
+        resident.download().unwrap(),
+        (0..32).map(|i| 7 + 2 * i).collect::<Vec<u64>>()
+    );
+}

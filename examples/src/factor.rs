@@ -90,8 +90,8 @@ impl Tiled for f64 {
     }
     fn resident(which: Which, a: &mut DeviceArray<f64>, nb: usize, bs: usize) -> Region<'_> {
         match which {
-            Which::Cholesky => cholesky::cholesky_f64_resident(a, nb, bs),
-            Which::Lu => lu::lu_f64_resident(a, nb, bs),
+            Which::Cholesky => cholesky::cholesky_f64(a, nb, bs),
+            Which::Lu => lu::lu_f64(a, nb, bs),
         }
     }
 }
@@ -106,8 +106,8 @@ impl Tiled for f32 {
     }
     fn resident(which: Which, a: &mut DeviceArray<f32>, nb: usize, bs: usize) -> Region<'_> {
         match which {
-            Which::Cholesky => cholesky::cholesky_f32_resident(a, nb, bs),
-            Which::Lu => lu::lu_f32_resident(a, nb, bs),
+            Which::Cholesky => cholesky::cholesky_f32(a, nb, bs),
+            Which::Lu => lu::lu_f32(a, nb, bs),
         }
     }
 }

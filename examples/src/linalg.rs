@@ -68,8 +68,8 @@ pub trait Scalar: Element + Real {
 impl Scalar for f64 {
     fn region(which: Which, a: &mut DeviceArray<f64>, nb: usize, bs: usize) -> Region<'_> {
         match which {
-            Which::Cholesky => cholesky::cholesky_f64_resident(a, nb, bs),
-            Which::Lu => lu::lu_f64_resident(a, nb, bs),
+            Which::Cholesky => cholesky::cholesky_f64(a, nb, bs),
+            Which::Lu => lu::lu_f64(a, nb, bs),
         }
     }
 }
@@ -77,8 +77,8 @@ impl Scalar for f64 {
 impl Scalar for f32 {
     fn region(which: Which, a: &mut DeviceArray<f32>, nb: usize, bs: usize) -> Region<'_> {
         match which {
-            Which::Cholesky => cholesky::cholesky_f32_resident(a, nb, bs),
-            Which::Lu => lu::lu_f32_resident(a, nb, bs),
+            Which::Cholesky => cholesky::cholesky_f32(a, nb, bs),
+            Which::Lu => lu::lu_f32(a, nb, bs),
         }
     }
 }

@@ -15,6 +15,21 @@ use taskweave_kernels::matrix::host::{
 };
 use taskweave_kernels::{cholesky, gemm, lu};
 
+/// The regions as function pointers (a region's array parameters are generic: see
+/// `taskweave::ArrayMut`).
+fn cholesky_f64(a: &mut [f64], nb: usize, bs: usize) -> Region<'_> {
+    cholesky::cholesky_f64(a, nb, bs)
+}
+fn cholesky_f32(a: &mut [f32], nb: usize, bs: usize) -> Region<'_> {
+    cholesky::cholesky_f32(a, nb, bs)
+}
+fn lu_f64(a: &mut [f64], nb: usize, bs: usize) -> Region<'_> {
+    lu::lu_f64(a, nb, bs)
+}
+fn lu_f32(a: &mut [f32], nb: usize, bs: usize) -> Region<'_> {
+    lu::lu_f32(a, nb, bs)
+}
+
 /// How far the factors may stray from the sequential reference, relative to their largest
 /// element: the test matrices' condition numbers are below 100, so 1000·n·ε is generous for a
 /// correct run and far below what one missing or early task does.
@@ -118,7 +133,7 @@ fn cholesky_matches_the_sequential_reference() {
             nb,
             bs,
             lanes,
-            cholesky::cholesky_f64,
+            cholesky_f64,
             true,
         ));
         run(&mut Factor::<f32>::new(
@@ -126,7 +141,7 @@ fn cholesky_matches_the_sequential_reference() {
             nb,
             bs,
             lanes,
-            cholesky::cholesky_f32,
+            cholesky_f32,
             true,
         ));
     }
@@ -136,20 +151,10 @@ fn cholesky_matches_the_sequential_reference() {
 fn lu_matches_the_sequential_reference() {
     for (nb, bs, lanes) in [(4, 16, 1), (3, 32, 3), (2, 64, 2)] {
         run(&mut Factor::<f64>::new(
-            "lu f64",
-            nb,
-            bs,
-            lanes,
-            lu::lu_f64,
-            false,
+            "lu f64", nb, bs, lanes, lu_f64, false,
         ));
         run(&mut Factor::<f32>::new(
-            "lu f32",
-            nb,
-            bs,
-            lanes,
-            lu::lu_f32,
-            false,
+            "lu f32", nb, bs, lanes, lu_f32, false,
         ));
     }
 }
@@ -172,14 +177,14 @@ fn the_critical_path_runs_alone_on_its_sm_and_the_factors_still_match() {
         // POTRF(0), then for each diagonal tile the TRSM above it and the task that updates and
         // factors it: 2·nb − 1 tasks.
         (
-            Factor::<f64>::new("cholesky f64", nb, 16, 1, cholesky::cholesky_f64, true),
+            Factor::<f64>::new("cholesky f64", nb, 16, 1, cholesky_f64, true),
             2 * nb - 1,
         ),
         // GETRF(0), then the two TRSMs beside and below each factored tile (parallel, both
         // critical: one chain worker runs both) and the task that updates and factors the next
         // diagonal tile: 2·nb − 1 steps.
         (
-            Factor::<f64>::new("lu f64", nb, 16, 1, lu::lu_f64, false),
+            Factor::<f64>::new("lu f64", nb, 16, 1, lu_f64, false),
             2 * nb - 1,
         ),
     ] {
@@ -223,7 +228,7 @@ fn task_costs_set_the_panel_apart_where_task_counts_tie() {
         .kind("trsm_f64", us(17))
         .kind("syrk_f64", us(11))
         .kind("gemm_f64", us(11));
-    let mut f = Factor::<f64>::new("cholesky f64", nb, 16, 1, cholesky::cholesky_f64, true);
+    let mut f = Factor::<f64>::new("cholesky f64", nb, 16, 1, cholesky_f64, true);
     let report = f
         .region()
         .policy(taskweave::Policy::Static)
@@ -266,7 +271,7 @@ fn task_costs_set_the_panel_apart_where_task_counts_tie() {
 #[test]
 fn a_traced_run_gives_costs_to_plan_with() {
     let runtime = Runtime::cpu_with(2);
-    let mut f = Factor::<f64>::new("lu f64", 4, 16, 1, lu::lu_f64, false);
+    let mut f = Factor::<f64>::new("lu f64", 4, 16, 1, lu_f64, false);
     let traced = f
         .region()
         .policy(taskweave::Policy::Static)
@@ -295,12 +300,12 @@ fn a_traced_run_gives_costs_to_plan_with() {
 fn task_counts_match_the_regions() {
     let runtime = Runtime::cpu();
     for nb in 1..5 {
-        let mut f = Factor::<f64>::new("cholesky", nb, 16, 1, cholesky::cholesky_f64, true);
+        let mut f = Factor::<f64>::new("cholesky", nb, 16, 1, cholesky_f64, true);
         assert_eq!(
             f.region().run(&runtime).unwrap().tasks,
             cholesky::task_count(nb)
         );
-        let mut f = Factor::<f64>::new("lu", nb, 16, 1, lu::lu_f64, false);
+        let mut f = Factor::<f64>::new("lu", nb, 16, 1, lu_f64, false);
         assert_eq!(f.region().run(&runtime).unwrap().tasks, lu::task_count(nb));
     }
 }
@@ -327,8 +332,8 @@ fn mutations(ins: &taskweave::inspect::Inspection) -> (Vec<Mutation>, usize) {
 fn every_mutation_of_the_factorizations_is_caught() {
     let runtime = Runtime::cpu_with(1);
     for subject in [
-        Factor::<f64>::new("cholesky f64", 4, 16, 1, cholesky::cholesky_f64, true),
-        Factor::<f64>::new("lu f64", 4, 16, 1, lu::lu_f64, false),
+        Factor::<f64>::new("cholesky f64", 4, 16, 1, cholesky_f64, true),
+        Factor::<f64>::new("lu f64", 4, 16, 1, lu_f64, false),
     ] {
         let mut subject = subject;
         let ins = subject.region().inspect().unwrap();
@@ -406,9 +411,9 @@ fn the_factorizations_verify_with_default_options_under_every_policy() {
         for (cholesky, region) in [
             (
                 true,
-                cholesky::cholesky_f64 as for<'a> fn(&'a mut [f64], usize, usize) -> Region<'a>,
+                cholesky_f64 as for<'a> fn(&'a mut [f64], usize, usize) -> Region<'a>,
             ),
-            (false, lu::lu_f64),
+            (false, lu_f64),
         ] {
             let mut f = Factor::<f64>::new("default options", 3, 64, 1, region, cholesky);
             f.a.clone_from(&f.input);
@@ -428,7 +433,7 @@ fn the_factorizations_verify_with_default_options_under_every_policy() {
 /// the GPU's (12 KiB for f64).
 #[test]
 fn too_little_scratch_fails_on_the_cpu_backend_as_on_the_gpu() {
-    let mut f = Factor::<f64>::new("8 KiB", 2, 64, 1, cholesky::cholesky_f64, true);
+    let mut f = Factor::<f64>::new("8 KiB", 2, 64, 1, cholesky_f64, true);
     f.a.clone_from(&f.input);
     let error = (f.region)(&mut f.a, f.nb, f.bs)
         .shared_bytes(8 * 1024)

@@ -258,7 +258,7 @@ impl Subject for Resident {
     }
 }
 
-/// `dags::bump_resident` on a resident vector of zeros: every element must come out 1.
+/// `dags::bump_all` on a resident vector of zeros: every element must come out 1.
 struct Bumps {
     runtime: Runtime,
     x: Option<DeviceArray<u32>>,
@@ -266,17 +266,17 @@ struct Bumps {
 
 impl Subject for Bumps {
     fn label(&self) -> String {
-        "dags::bump_resident".to_owned()
+        "dags::bump_all".to_owned()
     }
     fn region(&mut self) -> Region<'_> {
-        dags::bump_resident(self.x.insert(self.runtime.upload(&[0u32; 12]).unwrap()))
+        dags::bump_all(self.x.insert(self.runtime.upload(&[0u32; 12]).unwrap()))
     }
     fn verify(&self) -> Result<(), String> {
         let got = self.x.as_ref().ok_or("nothing ran")?.download().unwrap();
         if got.iter().all(|&v| v == 1) {
             Ok(())
         } else {
-            Err(format!("bump_resident: {got:?}"))
+            Err(format!("bump_all: {got:?}"))
         }
     }
 }
@@ -326,21 +326,21 @@ fn every_mutation_of_the_other_example_regions_fails_their_checks() {
             label: "same_name::add::step",
             data: vec![0; 8],
             fill: 3,
-            region: same_name::add::step,
+            region: |x| same_name::add::step(x),
             check: |x| x.iter().all(|&v| v == 4),
         }),
         Box::new(Plain {
             label: "same_name::double::step",
             data: vec![0; 8],
             fill: 3,
-            region: same_name::double::step,
+            region: |x| same_name::double::step(x),
             check: |x| x.iter().all(|&v| v == 6),
         }),
         Box::new(Plain {
             label: "faults::touch_all",
             data: vec![0; 4],
             fill: 5,
-            region: faults::touch_all,
+            region: |x| faults::touch_all(x),
             check: |x| x == [6, 5, 5, 5],
         }),
     ];

@@ -17,6 +17,7 @@
 //! (one module per backend and their table); `runtime`; `submit`; and `region`, the builder users
 //! call.
 
+mod array;
 mod backend;
 mod cache;
 mod call;
@@ -39,6 +40,7 @@ mod submit;
 mod symbols;
 mod tables;
 
+pub use array::{ArrayMut, ArrayRef};
 pub use cache::{DEFAULT_PLANS, PLAN_CACHE_ENV};
 pub use costs::{DEFAULT_HOP, TaskCosts};
 pub use error::{Error, TaskRef};

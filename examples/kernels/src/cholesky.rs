@@ -17,8 +17,8 @@
 //! between them costs a hop between workers.
 //!
 //! The tiles above the diagonal, and the upper triangles of the diagonal tiles, are neither read
-//! nor written. [`cholesky_f64`] and [`cholesky_f32`] take host slices; the `_resident` regions
-//! take arrays already on the GPU (`Runtime::upload`), which a benchmark times without copies.
+//! nor written. [`cholesky_f64`] and [`cholesky_f32`] take host arrays, or arrays already on the
+//! GPU (`Runtime::upload`), which a benchmark times without copies.
 //! Every task wants [`SHARED_BYTES`] of shared scratch (`.shared_bytes(…)`). A tile that is not
 //! positive definite stops its task with a panic, which the region reports.
 //!
@@ -46,7 +46,6 @@ macro_rules! tiled_cholesky {
         $syrk_potrf:ident,
         $gemm:ident,
         $region:ident,
-        $resident:ident
     ) => {
         /// `A[k][k] = L[k][k]·L[k][k]ᵀ`.
         #[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
@@ -154,30 +153,6 @@ macro_rules! tiled_cholesky {
                 }
             }
         }
-
-        task_region! {
-            /// The same factorization on an array resident on the GPU.
-            pub fn $resident(a: &mut DeviceArray<$t>, nb: usize, bs: usize) {
-                for k in 0..nb {
-                    if k == 0 {
-                        spawn!($potrf(a, k, nb, bs));
-                    }
-                    for i in k + 1..nb {
-                        spawn!($trsm(a, k, i, nb, bs));
-                    }
-                    for i in k + 1..nb {
-                        if i == k + 1 {
-                            spawn!($syrk_potrf(a, k, i, nb, bs));
-                        } else {
-                            spawn!($syrk(a, k, i, nb, bs));
-                        }
-                        for j in k + 1..i {
-                            spawn!($gemm(a, k, i, j, nb, bs));
-                        }
-                    }
-                }
-            }
-        }
     };
 }
 
@@ -189,7 +164,6 @@ tiled_cholesky!(
     syrk_potrf_f64,
     gemm_f64,
     cholesky_f64,
-    cholesky_f64_resident
 );
 tiled_cholesky!(
     f32,
@@ -199,7 +173,6 @@ tiled_cholesky!(
     syrk_potrf_f32,
     gemm_f32,
     cholesky_f32,
-    cholesky_f32_resident
 );
 
 /// The tasks the regions spawn for `nb` tiles per side: `Σ_k (1 + m + m(m + 1)/2)` with

@@ -116,8 +116,8 @@ pub fn bump(b: &Block, x: &mut [u32], i: usize) {
 }
 
 task_region! {
-    /// One `bump` per element of an array resident on the device: nothing is copied around a run.
-    pub fn bump_resident(x: &mut DeviceArray<u32>) {
+    /// One `bump` per element of `x`: passed a `DeviceArray`, nothing is copied around a run.
+    pub fn bump_all(x: &mut [u32]) {
         for i in 0..x.len() {
             spawn!(bump(x, i));
         }

@@ -17,7 +17,7 @@
 //! its factorization, are one task: both lie on the critical path, one after the other, and a task
 //! between them costs a hop between workers.
 //!
-//! [`lu_f64`] and [`lu_f32`] take host slices, the `_resident` regions GPU-resident arrays. Every
+//! [`lu_f64`] and [`lu_f32`] take host arrays or GPU-resident ones (`Runtime::upload`). Every
 //! task wants [`SHARED_BYTES`] of shared scratch. A zero pivot stops its task with a panic.
 //! [`matrix::host::check_lu`](crate::matrix::host::check_lu) verifies the result.
 
@@ -38,7 +38,6 @@ macro_rules! tiled_lu {
         $update:ident,
         $update_getrf:ident,
         $region:ident,
-        $resident:ident
     ) => {
         /// `A[k][k] = L[k][k]·U[k][k]`.
         #[task(reads = a[tile(k, k, nb, bs)], writes = a[tile(k, k, nb, bs)])]
@@ -153,32 +152,6 @@ macro_rules! tiled_lu {
                 }
             }
         }
-
-        task_region! {
-            /// The same factorization on an array resident on the GPU.
-            pub fn $resident(a: &mut DeviceArray<$t>, nb: usize, bs: usize) {
-                for k in 0..nb {
-                    if k == 0 {
-                        spawn!($getrf(a, k, nb, bs));
-                    }
-                    for j in k + 1..nb {
-                        spawn!($row(a, k, j, nb, bs));
-                    }
-                    for i in k + 1..nb {
-                        spawn!($col(a, k, i, nb, bs));
-                    }
-                    for i in k + 1..nb {
-                        for j in k + 1..nb {
-                            if (i, j) == (k + 1, k + 1) {
-                                spawn!($update_getrf(a, k, i, nb, bs));
-                            } else {
-                                spawn!($update(a, k, i, j, nb, bs));
-                            }
-                        }
-                    }
-                }
-            }
-        }
     };
 }
 
@@ -190,7 +163,6 @@ tiled_lu!(
     update_f64,
     update_getrf_f64,
     lu_f64,
-    lu_f64_resident
 );
 tiled_lu!(
     f32,
@@ -200,7 +172,6 @@ tiled_lu!(
     update_f32,
     update_getrf_f32,
     lu_f32,
-    lu_f32_resident
 );
 
 /// The tasks the regions spawn for `nb` tiles per side: `Σ (m + 1)²` for `m < nb`, less the

@@ -85,28 +85,10 @@ task_region! {
 
 task_region! {
     /// The tiles `(i, j)` with `i` and `j` odd, which read only tiles with an even coordinate: a
-    /// region of `(nb / 2)²` independent `nw_tile` tasks, for timing one tile's cost.
+    /// region of `(nb / 2)²` independent `nw_tile` tasks, for timing one tile's cost. Passed
+    /// arrays resident on the GPU (`Runtime::upload`), nothing is copied between runs, as the
+    /// CUDA C program of `tile_bench --resident` keeps its arrays on the device.
     pub fn nw_odd_tiles(x: &[u8], y: &[u8], m: &mut [i32], cols: &mut [i32], nb: usize, bs: usize) {
-        for ti in (1..nb).step_by(2) {
-            for tj in (1..nb).step_by(2) {
-                spawn!(nw_tile(x, y, m, cols, ti, tj, nb, bs));
-            }
-        }
-    }
-}
-
-task_region! {
-    /// [`nw_odd_tiles`] on arrays resident on the GPU (`Runtime::upload`): what `tile_bench
-    /// --resident` times, with nothing copied between runs, as the CUDA C program keeps its arrays
-    /// on the device between launches.
-    pub fn nw_odd_tiles_resident(
-        x: &DeviceArray<u8>,
-        y: &DeviceArray<u8>,
-        m: &mut DeviceArray<i32>,
-        cols: &mut DeviceArray<i32>,
-        nb: usize,
-        bs: usize,
-    ) {
         for ti in (1..nb).step_by(2) {
             for tj in (1..nb).step_by(2) {
                 spawn!(nw_tile(x, y, m, cols, ti, tj, nb, bs));

@@ -174,14 +174,8 @@ fn run() -> Result<()> {
     let mut resident = runtime.upload(&vec![0u32; 4096])?;
     let mut last = None;
     for _ in 0..3 {
-        last = Some(
-            set(
-                dags::bump_resident(&mut resident),
-                runtime.backend(),
-                cli.policy,
-            )
-            .run(&runtime)?,
-        );
+        last =
+            Some(set(dags::bump_all(&mut resident), runtime.backend(), cli.policy).run(&runtime)?);
     }
     let ok = resident.download()?.iter().all(|&v| v == 3);
     failures += usize::from(!ok);

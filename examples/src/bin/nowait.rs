@@ -160,10 +160,10 @@ impl Bench<'_> {
                 let (x, y) = (&mut v.x, &mut v.ys[0]);
                 let mut pending = Vec::with_capacity(4 * t);
                 for _ in 0..t {
-                    pending.push(go(self.shaped(tri(x, y, A, rows), n)));
-                    pending.push(go(self.shaped(tri_self(x, A, rows), n)));
-                    pending.push(go(self.shaped(tri_self(y, A, rows), n)));
-                    pending.push(go(self.shaped(tri(x, y, A, rows), n)));
+                    pending.push(go(self.shaped(tri(&mut *x, &mut *y, A, rows), n)));
+                    pending.push(go(self.shaped(tri_self(&mut *x, A, rows), n)));
+                    pending.push(go(self.shaped(tri_self(&mut *y, A, rows), n)));
+                    pending.push(go(self.shaped(tri(&mut *x, &mut *y, A, rows), n)));
                 }
                 finish(pending);
             }

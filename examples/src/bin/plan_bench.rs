@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use taskweave::{Report, Runtime};
 use taskweave_examples::RunArgs;
-use taskweave_kernels::dags::bump_resident;
+use taskweave_kernels::dags::bump_all;
 
 #[derive(Parser, Debug)]
 #[command(about = "Host time per call: fresh inspection against a plan run again")]
@@ -115,22 +115,22 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for &tasks in &cli.tasks {
         let mut x = rt.upload(&vec![0u32; tasks])?;
         let fresh = measure(cli.reps, 2, |k| {
-            cli.run.apply(bump_resident(&mut x)).cache(k == 1).run(&rt)
+            cli.run.apply(bump_all(&mut x)).cache(k == 1).run(&rt)
         })?;
         // Interleaved: a plan replayed as CUDA graphs whose workers reset their tables (the
         // default); one whose host resets them and reads the record back, in the same graph; and
         // one issuing its calls' operations one by one.
         let mut plans = Vec::new();
         for (replay, on_device) in [(true, true), (true, false), (false, true)] {
-            let plan = cli.run.apply(bump_resident(&mut x)).plan(&rt)?;
+            let plan = cli.run.apply(bump_all(&mut x)).plan(&rt)?;
             plans.push(plan.verify(false).replay(replay).reset_on_device(on_device));
         }
         let planned = measure(cli.reps, plans.len(), |k| {
-            plans[k].run(bump_resident(&mut x), &rt)
+            plans[k].run(bump_all(&mut x), &rt)
         })?;
         // The default plan again, its calls back to back: what a time-stepping loop does, with
         // no other plan's graph launched in between.
-        let alone = measure(cli.reps, 1, |_| plans[0].run(bump_resident(&mut x), &rt))?;
+        let alone = measure(cli.reps, 1, |_| plans[0].run(bump_all(&mut x), &rt))?;
         // Every call added one to every element.
         let calls = (3 + plans.len() as u32) * (cli.reps + 3) as u32;
         let out = x.download()?;

@@ -10,7 +10,7 @@ use taskweave::{Backend, Policy, Runtime};
 use taskweave_host::gpu::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use taskweave_host::gpu::{Gpu, describe};
 use taskweave_kernels::dags::{
-    bump_chunks, bump_resident, check_wavefront, output_chunks, output_chunks_expected, wavefront,
+    bump_all, bump_chunks, check_wavefront, output_chunks, output_chunks_expected, wavefront,
 };
 
 #[derive(Parser, Debug)]
@@ -370,7 +370,7 @@ fn cudarc_interop(checks: &mut Checks) -> Result<()> {
         let mut view = x.cuda_view_mut().ok_or("an adopted array is on the GPU")?;
         stream.memcpy_dtod(&sevens, &mut view)?;
     }
-    let report = bump_resident(&mut x).run(&rt)?;
+    let report = bump_all(&mut x).run(&rt)?;
     // The caller's work after the region, on the same stream: a copy into a slice of its own.
     let mut after = stream.alloc_zeros::<u32>(N)?;
     {
@@ -411,13 +411,13 @@ fn plan_reuse(checks: &mut Checks, policy: Policy) -> Result<()> {
     for round in 0..6 {
         let g = if round % 2 == 0 { &mut g1 } else { &mut g2 };
         g.fill(777);
-        plan.run(wavefront(g, t, 0), &rt)?;
+        plan.run(wavefront(&mut *g, t, 0), &rt)?;
         wavefronts += usize::from(check_wavefront(g, t));
     }
     let mut x = rt.upload(&vec![0u32; 2048])?;
-    let mut bumps = bump_resident(&mut x).policy(policy).plan(&rt)?;
+    let mut bumps = bump_all(&mut x).policy(policy).plan(&rt)?;
     for _ in 0..5 {
-        bumps.run(bump_resident(&mut x), &rt)?;
+        bumps.run(bump_all(&mut x), &rt)?;
     }
     let out = x.download()?;
     let fives = out.iter().filter(|&&v| v == 5).count();

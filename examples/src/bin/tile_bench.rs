@@ -92,7 +92,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let (dx, dy) = (runtime.upload(&x)?, runtime.upload(&y)?);
         let (mut dm, mut dcols) = (runtime.upload(&m)?, runtime.upload(&cols)?);
         for rep in 0..=cli.reps {
-            let region = nw::nw_odd_tiles_resident(&dx, &dy, &mut dm, &mut dcols, nb, bs)
+            let region = nw::nw_odd_tiles(&dx, &dy, &mut dm, &mut dcols, nb, bs)
                 .shared_bytes(dp::SHARED_BYTES);
             time(rep, cli.run.apply(region).run(&runtime)?);
         }

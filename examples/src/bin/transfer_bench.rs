@@ -166,15 +166,18 @@ fn time_regions(rt: &Runtime, x: &mut [u32], chunk: usize, reps: usize) -> Resul
         |report: &taskweave::Report| (2 * bytes) as f64 / report.transfer_time.as_secs_f64() / 1e9;
     let mut once = Vec::new();
     for rep in 0..=reps {
-        let report = bump_chunks(x, chunk).checked(false).run(rt)?;
+        let report = bump_chunks(&mut *x, chunk).checked(false).run(rt)?;
         if rep > 0 {
             once.push(rate(&report));
         }
     }
-    let mut plan = bump_chunks(x, chunk).checked(false).plan(rt)?.verify(false);
+    let mut plan = bump_chunks(&mut *x, chunk)
+        .checked(false)
+        .plan(rt)?
+        .verify(false);
     let mut planned = Vec::new();
     for rep in 0..=reps {
-        let report = plan.run(bump_chunks(x, chunk), rt)?;
+        let report = plan.run(bump_chunks(&mut *x, chunk), rt)?;
         if rep > 0 {
             planned.push(rate(&report));
         }

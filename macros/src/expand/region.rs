@@ -31,9 +31,7 @@ enum RegionParam {
         ident: syn::Ident,
         elem: Type,
         writable: bool,
-        /// A `DeviceArray<T>` that lives on the device across regions, rather than a host slice.
-        resident: bool,
-        /// Marked `#[output]`: a host `&mut [T]` whose contents are not copied to the device.
+        /// Marked `#[output]`: a host array passed for it is not copied to the device.
         output: bool,
     },
     Scalar {
@@ -109,7 +107,6 @@ fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
                 ident,
                 elem,
                 writable,
-                resident: false,
                 output: output.is_some() && writable,
             });
             continue;
@@ -125,7 +122,6 @@ fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
                 ident,
                 elem,
                 writable,
-                resident: true,
                 output: false,
             });
             continue;
@@ -136,7 +132,7 @@ fn params(item: &ItemFn, errors: &mut Errors) -> Vec<RegionParam> {
         match ty {
             Type::Reference(r) => errors.push(
                 r.span(),
-                "unsupported region parameter: regions take arrays as `&[T]` (copied to the device), `&mut [T]` (copied there and back) or `&DeviceArray<T>` / `&mut DeviceArray<T>` (resident on the device), and scalars by value",
+                "unsupported region parameter: declare arrays as `&[T]` (read) or `&mut [T]` (written), to which a call may pass any host array (a slice, a `Vec`, an array: copied) or a `DeviceArray<T>` (resident on the device), and scalars by value",
             ),
             Type::Ptr(_) => errors.push(ty.span(), "raw pointers cannot be region parameters; pass arrays as `&[T]` or `&mut [T]`"),
             Type::ImplTrait(_) => errors.push(ty.span(), "`impl Trait` cannot be a region parameter type"),
@@ -182,45 +178,32 @@ fn generate(item: ItemFn) -> syn::Result<TokenStream> {
     let mut key_words = Vec::new();
     for param in &params {
         match param {
+            // Every array parameter takes a host array or a `DeviceArray` of its element type:
+            // the call decides whether it is copied (`taskweave::ArrayRef`, `ArrayMut`). A device
+            // array is borrowed only while the region is built: the region keeps the memory
+            // alive itself, so regions in flight can share it.
             RegionParam::Array {
                 ident,
                 elem,
                 writable,
-                resident: true,
-                ..
-            } => {
-                let ident_str = ident.to_string();
-                if *writable {
-                    // A resident array is borrowed only while the region is built: the region keeps the
-                    // memory alive itself, so regions in flight can share it.
-                    fn_params.push(quote!(#ident: &mut #p::host::DeviceArray<#elem>));
-                    binds.extend(
-                        quote!(let #ident = __tw_region.bind_resident_mut(#ident, #ident_str);),
-                    );
-                } else {
-                    fn_params.push(quote!(#ident: &#p::host::DeviceArray<#elem>));
-                    binds.extend(
-                        quote!(let #ident = __tw_region.bind_resident(#ident, #ident_str);),
-                    );
-                }
-            }
-            RegionParam::Array {
-                ident,
-                elem,
-                writable,
-                resident: false,
                 output,
             } => {
                 let ident_str = ident.to_string();
-                if *output {
-                    fn_params.push(quote!(#ident: &'__tw mut [#elem]));
-                    binds.extend(quote!(let #ident = __tw_region.bind_output(#ident, #ident_str);));
-                } else if *writable {
-                    fn_params.push(quote!(#ident: &'__tw mut [#elem]));
-                    binds.extend(quote!(let #ident = __tw_region.bind_mut(#ident, #ident_str);));
+                if *writable {
+                    fn_params.push(quote!(#ident: impl #p::host::ArrayMut<'__tw, #elem>));
+                    let bind = if *output {
+                        quote!(bind_output_to)
+                    } else {
+                        quote!(bind_to)
+                    };
+                    binds.extend(quote!(
+                        let #ident = #p::host::ArrayMut::#bind(#ident, &mut __tw_region, #ident_str);
+                    ));
                 } else {
-                    fn_params.push(quote!(#ident: &'__tw [#elem]));
-                    binds.extend(quote!(let #ident = __tw_region.bind(#ident, #ident_str);));
+                    fn_params.push(quote!(#ident: impl #p::host::ArrayRef<'__tw, #elem>));
+                    binds.extend(quote!(
+                        let #ident = #p::host::ArrayRef::bind_to(#ident, &mut __tw_region, #ident_str);
+                    ));
                 }
             }
             RegionParam::Scalar { ident, ty } => {
