@@ -92,7 +92,7 @@
 #| device/src/sched/loom_tests.rs | worker | 7 | not: as impl Sync for Payload (the finish model's cells)
 #| device/src/sched/finish.rs | finish_run | 8 | not: nvptx64 (the workers' own reset; its gate is loom-checked by scripts/loom.sh)
 #| device/src/sched/mod.rs | at | 2 | miri: C (every scheduler table access)
-#| device/src/sched/mod.rs | current_task | 1 | not: nvptx64 (shared runtime words)
+#| device/src/words.rs | current_task | 1 | not: nvptx64 (shared runtime words)
 #| device/src/sched/mod.rs | bind_faults | 2 | not: nvptx64 (kernel entry)
 #| device/src/sched/mod.rs | gpu_entry | 8 | not: nvptx64 (kernel entry; the CPU backend calls run_worker, as C does)
 #| device/src/sched/mod.rs | gpu_listed | 4 | not: nvptx64 (kernel entry; A runs run_listed and listed_task)
@@ -113,13 +113,13 @@
 #| device/src/sched/tables.rs | completed | 1 | not: nvptx64 (as slot)
 #| device/src/sched/tables.rs | grr | 1 | not: nvptx64 (as slot)
 #| device/src/sched/tables.rs | abort | 1 | not: nvptx64 (as slot)
-#| device/src/sched/words.rs | new | 1 | miri: B, C (every worker's runtime words)
-#| device/src/sched/words.rs | prefetch | 2 | miri: B, C (the host arm: a plain read)
-#| device/src/sched/words.rs | prefetch | 1 | not: nvptx64 (cp.async)
-#| device/src/sched/words.rs | load | 1 | not: nvptx64 (ld.shared; the host's words are core atomics)
-#| device/src/sched/words.rs | store | 1 | not: nvptx64 (st.shared)
-#| device/src/sched/words.rs | fetch_add | 1 | not: nvptx64 (atom.shared)
-#| device/src/sched/words.rs | settle | 1 | not: nvptx64 (cp.async.wait_all)
+#| device/src/words.rs | new | 1 | miri: B, C (every worker's runtime words)
+#| device/src/words.rs | prefetch | 2 | miri: B, C (the host arm: a plain read)
+#| device/src/words.rs | prefetch | 1 | not: nvptx64 (cp.async)
+#| device/src/words.rs | load | 1 | not: nvptx64 (ld.shared; the host's words are core atomics)
+#| device/src/words.rs | store | 1 | not: nvptx64 (st.shared)
+#| device/src/words.rs | fetch_add | 1 | not: nvptx64 (atom.shared)
+#| device/src/words.rs | settle | 1 | not: nvptx64 (cp.async.wait_all)
 #| device/src/sched/leader.rs | row | 1 | miri: B, C (every task with children)
 #| device/src/sched/pick.rs | record | 1 | miri: B, C (every task picked)
 #| device/src/sched/release.rs | release_narrow | 3 | miri: C (fan-outs of 1 to 8 children; the affinity policy)
@@ -189,16 +189,16 @@
 #| device/src/tile/numeric.rs | rsqrt | 2 | not: nvptx64 (rsqrt.approx)
 #| device/src/tile/numeric.rs | recip | 2 | not: nvptx64 (rcp.approx)
 #| device/src/tile/numeric.rs | round_tf32 | 1 | not: nvptx64 (cvt.rna.tf32)
-#| device/src/tile/operand.rs | new | 1 | miri: A
-#| device/src/tile/operand.rs | mat_raw | 1 | miri: A (the tests' operands)
-#| device/src/tile/operand.rs | mat_mut_raw | 1 | miri: A (as mat_raw)
-#| device/src/tile/operand.rs | operands_inside_their_ranges_are_made_from_views | 1 | miri: A
-#| device/src/tile/operand.rs | a_read_operand_outside_the_ranges_panics_naming_the_rectangle | 1 | miri: A
-#| device/src/tile/operand.rs | a_written_operand_is_checked_against_the_write_ranges | 1 | miri: A
-#| device/src/tile/operand.rs | an_operand_past_the_array_end_is_refused_even_unchecked | 1 | miri: A
-#| device/src/tile/operand.rs | a_rectangle_over_touching_ranges_is_walked_and_covered | 1 | miri: A
-#| device/src/tile/operand.rs | a_gap_between_two_ranges_is_found_by_the_walk | 1 | miri: A
-#| device/src/tile/operand.rs | unchecked_operands_skip_the_ranges | 1 | miri: A
+#| device/src/operand.rs | new | 1 | miri: A
+#| device/src/operand.rs | mat_raw | 1 | miri: A (the tests' operands)
+#| device/src/operand.rs | mat_mut_raw | 1 | miri: A (as mat_raw)
+#| device/src/operand.rs | operands_inside_their_ranges_are_made_from_views | 1 | miri: A
+#| device/src/operand.rs | a_read_operand_outside_the_ranges_panics_naming_the_rectangle | 1 | miri: A
+#| device/src/operand.rs | a_written_operand_is_checked_against_the_write_ranges | 1 | miri: A
+#| device/src/operand.rs | an_operand_past_the_array_end_is_refused_even_unchecked | 1 | miri: A
+#| device/src/operand.rs | a_rectangle_over_touching_ranges_is_walked_and_covered | 1 | miri: A
+#| device/src/operand.rs | a_gap_between_two_ranges_is_found_by_the_walk | 1 | miri: A
+#| device/src/operand.rs | unchecked_operands_skip_the_ranges | 1 | miri: A
 #| device/src/tile/smem.rs | tile | 2 | miri: A
 #| device/src/tile/smem.rs | word | 2 | miri: A
 #| device/src/tile/smem.rs | set_word | 2 | miri: A
@@ -250,7 +250,7 @@
 #| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)
 #| device/src/view.rs | array | 2 | miri: C (every task's arrays)
-#| device/src/view.rs | contains | 1 | not: nvptx64 (volatile range loads)
+#| device/src/declared.rs | contains | 1 | not: nvptx64 (volatile range loads)
 #| device/src/view.rs | new | 1 | miri: A, C
 #| device/src/view.rs | index | 1 | miri: A, C
 #| device/src/view.rs | index_mut | 1 | miri: A, C

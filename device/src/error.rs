@@ -115,11 +115,11 @@ pub unsafe fn bind(record: *mut ErrorRecord, abort: *mut u32) {
         // 16-aligned; `ERROR` and `ABORT` are even, so each pair holds an aligned `u64`.
         unsafe {
             words
-                .add(crate::sched::words::ERROR)
+                .add(crate::words::ERROR)
                 .cast::<u64>()
                 .write(record as u64);
             words
-                .add(crate::sched::words::ABORT)
+                .add(crate::words::ABORT)
                 .cast::<u64>()
                 .write(abort as u64);
         }
@@ -134,8 +134,8 @@ fn bound() -> (*mut ErrorRecord, *mut u32) {
     // SAFETY: written by `bind` before any task ran, never changed afterwards.
     unsafe {
         (
-            words.add(crate::sched::words::ERROR).cast::<u64>().read() as *mut ErrorRecord,
-            words.add(crate::sched::words::ABORT).cast::<u64>().read() as *mut u32,
+            words.add(crate::words::ERROR).cast::<u64>().read() as *mut ErrorRecord,
+            words.add(crate::words::ABORT).cast::<u64>().read() as *mut u32,
         )
     }
 }
@@ -160,7 +160,7 @@ pub struct Fault<'a> {
 /// On the GPU this returns: the caller decides whether to exit the thread. On the host it panics.
 #[cfg(target_arch = "nvptx64")]
 pub fn raise(fault: Fault<'_>) {
-    let task = crate::sched::current_task();
+    let task = crate::words::current_task();
     let (record, abort) = bound();
     if record.is_null() || abort.is_null() {
         // A kernel that never called `bind` has nowhere to report: trapping at least surfaces
@@ -231,11 +231,10 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     });
     // SAFETY: the runtime words are this block's shared memory; the word is only accessed
     // atomically.
-    let current = unsafe {
-        AtomicU32::from_ptr(crate::shared::runtime_words().add(crate::sched::words::CURRENT))
-    };
+    let current =
+        unsafe { AtomicU32::from_ptr(crate::shared::runtime_words().add(crate::words::CURRENT)) };
     current.store(
-        crate::sched::command::ABORT,
+        crate::words::command::ABORT,
         Scope::Block,
         Ordering::Relaxed,
     );

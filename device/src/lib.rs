@@ -36,13 +36,16 @@ pub mod abi;
 pub mod arch;
 pub mod atomic;
 pub mod block;
+pub mod declared;
 pub mod error;
 pub mod math;
+pub mod operand;
 pub mod scalar;
 pub mod sched;
 pub mod shared;
 pub mod tile;
 pub mod view;
+pub mod words;
 
 pub use block::{Block, LoopIndex};
 pub use scalar::Scalar;

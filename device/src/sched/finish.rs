@@ -122,7 +122,7 @@ pub unsafe fn finish_run(desc: &crate::abi::RegionDesc, worker: u32, words: &[At
     use crate::atomic::Scope::Block;
     use crate::error::ErrorRecord;
     /// Where the leader hands the gate's answer to the block: free once the loop is over.
-    const OPEN: usize = super::words::FREED;
+    const OPEN: usize = crate::words::FREED;
     if desc.finish == 0 {
         return;
     }

@@ -1,11 +1,11 @@
 //! The leader's state between rounds, and the task record it hands its block.
 
-use super::command;
 use super::tables::Tables;
-use super::words::{self, Words};
 use crate::abi::WorkerStats;
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
+use crate::words::command;
+use crate::words::{self, Words};
 
 /// A task's entry in the tables, as the leader hands it to its block through the runtime words.
 #[derive(Clone, Copy, Default)]

@@ -85,7 +85,7 @@ pub(super) fn run_decoded<D: Dispatch>(
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the runtime words are this block's shared memory, valid for the kernel; the word is
     // only accessed atomically.
-    unsafe { AtomicU32::from_ptr(crate::shared::runtime_words().add(super::words::CURRENT)) }
+    unsafe { AtomicU32::from_ptr(crate::shared::runtime_words().add(crate::words::CURRENT)) }
         .store(task, Scope::Block, Relaxed);
     // SAFETY: the scratch is this block's own, as the callers guarantee.
     let block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };

@@ -28,10 +28,14 @@ mod release;
 pub mod sm;
 #[cfg(not(loom))]
 mod tables;
-pub mod words;
 #[cfg(not(loom))]
 mod worker;
 
+#[cfg(target_arch = "nvptx64")]
+pub use crate::words::current_task;
+/// The block's runtime words and the sentinel tasks, which the error path reads too: they live
+/// below the scheduler, in [`crate::words`].
+pub use crate::words::{self, command};
 #[cfg(target_arch = "nvptx64")]
 pub use tables::BlockTables;
 #[cfg(not(loom))]
@@ -56,32 +60,6 @@ pub(crate) unsafe fn at<T>(table: &[T], i: usize) -> &T {
     );
     // SAFETY: guaranteed by the caller.
     unsafe { table.get_unchecked(i) }
-}
-
-/// Sentinel task values the leader hands its block through shared memory.
-pub mod command {
-    /// Every task is done: exit.
-    pub const DONE: u32 = u32::MAX;
-    /// The region was aborted: exit.
-    pub const ABORT: u32 = u32::MAX - 1;
-    /// No task (nothing running yet).
-    pub const NONE: u32 = u32::MAX - 2;
-}
-
-/// The task the calling block is running, for the GPU panic handler.
-#[cfg(target_arch = "nvptx64")]
-pub fn current_task() -> u32 {
-    // SAFETY: the runtime words are shared memory of this block, valid for the kernel's lifetime.
-    let word = unsafe {
-        crate::atomic::AtomicU32::from_ptr(crate::shared::runtime_words().add(words::CURRENT))
-    };
-    match word.load(
-        crate::atomic::Scope::Block,
-        crate::atomic::Ordering::Relaxed,
-    ) {
-        t if t >= command::NONE => u32::MAX,
-        t => t,
-    }
 }
 
 /// Binds the block to the launch's error record and abort flag (see [`crate::error::bind`]).

@@ -4,11 +4,12 @@
 use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record, STEALS};
 use super::queue::{self, COUNTED};
 use super::tables::Tables;
-use super::words;
-use super::{at, command, deps};
+use super::{at, deps};
 use crate::abi::policy;
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::*};
+use crate::words;
+use crate::words::command;
 
 /// Victims an idle worker tries per round under work stealing.
 const STEAL_TRIES: u32 = 2;

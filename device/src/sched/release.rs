@@ -6,11 +6,12 @@
 use super::leader::{Leader, row, running};
 use super::queue::COUNTED;
 use super::tables::Tables;
-use super::words;
-use super::{affinity, at, command, deps};
+use super::{affinity, at, deps};
 use crate::abi::policy;
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::Gpu, fence};
+use crate::words;
+use crate::words::command;
 
 /// Tasks with at most this many children have them released by the leader alone, which saves two
 /// block barriers per task; wider fan-outs are released by all threads in parallel.

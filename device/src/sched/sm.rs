@@ -48,7 +48,7 @@ pub unsafe fn worker_of_block(desc: &crate::abi::RegionDesc, words: &[AtomicU32]
     use crate::atomic::Scope::Block;
     /// Where thread 0 hands the claim to the block: a word the leader writes only after the loop's
     /// first barrier, which every thread passes after reading the claim.
-    const CLAIMED: usize = super::words::BASE;
+    const CLAIMED: usize = crate::words::BASE;
     const RETREAT: u32 = u32::MAX;
     if desc.per_sm == 0 {
         return Some(arch::block_idx());

@@ -1,15 +1,15 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::command;
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, pick};
 use super::release::{LEADER_FANOUT, Place, release_narrow, release_wide};
 use super::tables::Tables;
-use super::words::{self, Words};
 use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE, policy};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
 use crate::block::Block;
+use crate::words::command;
+use crate::words::{self, Words};
 
 /// How many tasks a busy worker runs between polls of the abort flag: on the GPU the poll is a
 /// global load on the critical path, on the host it is nearly free.

@@ -30,7 +30,6 @@ use super::flags::Uplo;
 use super::gemm::triangle;
 use super::lanes::{Lanes, Team};
 use super::numeric::Element;
-use super::operand::MatMut;
 use super::regs::{self, Kind};
 use super::shapes::Tiled;
 use super::smem::Scratch;
@@ -38,6 +37,7 @@ use super::staged::{self, Part, Room, copy, update};
 use super::trsm::{BIG, P, solve_lines};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
+use crate::operand::MatMut;
 
 const N: usize = P as usize;
 

@@ -18,10 +18,10 @@
 use super::args::{self, disjoint, gmat, gmat_mut};
 use super::engine::{Mask, Product, Shape};
 use super::flags::{Alpha, Beta, Op, Uplo};
-use super::operand::{MatMut, MatRef};
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use crate::Block;
+use crate::operand::{MatMut, MatRef};
 
 /// `C = α·op(A)·op(B) + β·C` with `T`'s default engine shape (see [`shapes`](super::shapes)).
 /// `C` must not overlap `A` or `B` (refused in checked mode). Every thread of the block calls it;

@@ -67,9 +67,12 @@ pub mod flags;
 pub mod frag;
 pub mod gemm;
 pub mod lanes;
+mod lines;
 pub mod mma;
 pub mod numeric;
-pub mod operand;
+/// Operands of tile operations: rectangles of a task's arrays (they live beside the views, which
+/// make them).
+pub use crate::operand;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod reference;
 mod regs;
@@ -77,7 +80,7 @@ pub mod shapes;
 pub mod smem;
 mod staged;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
-mod testing;
+pub(crate) mod testing;
 pub mod trsm;
 pub mod unroll;
 

@@ -32,8 +32,8 @@
 
 use super::engine::Gmat;
 use super::lanes::Team;
+use super::lines::{P, substitute};
 use super::numeric::Element;
-use super::trsm::{P, substitute};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
 

@@ -4,8 +4,8 @@ use std::vec;
 
 use crate::Block;
 use crate::arch::host::{Lane, LaneGroup, enter_lane};
+use crate::operand::{MatMut, MatRef, host};
 use crate::tile::Rect;
-use crate::tile::operand::{MatMut, MatRef, host};
 use crate::tile::staged;
 
 /// Runs `f` on one block of `warps` warps: the calling thread when `warps` is 1, else `warps`

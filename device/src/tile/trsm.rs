@@ -33,16 +33,16 @@ use super::engine::{Gmat, Mask, Product, Shape};
 use super::flags::{Alpha, Diag, Op, Side, Uplo};
 use super::lanes::Team;
 use super::numeric::Element;
-use super::operand::{MatMut, MatRef};
 use super::regs;
 use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::staged::{Part, Room, copy, update};
 use super::unroll::{array, hot, unroll};
 use crate::Block;
+use crate::operand::{MatMut, MatRef};
 
-/// The block size of the blocked triangular algorithms (line solves and panel factorizations).
-pub const P: u32 = 16;
+pub use super::lines::P;
+use super::lines::substitute;
 
 /// `x := t⁻¹·x` for the `P × P` triangular `t` (lower and solved forward, or upper and solved
 /// backward; a unit diagonal when `unit`) and each column of the `P × w` matrix `x`: every
@@ -76,64 +76,11 @@ pub(crate) unsafe fn solve_lines<T: Element>(
     });
 }
 
-const N: usize = P as usize;
+use super::lines::N;
 
 /// The block side of the solves and factorizations of tiles larger than 64: the largest side the
 /// register path takes.
 pub(crate) const BIG: u32 = 64;
-
-/// `v := t⁻¹·v` for one line `v` of `P` values in registers, `at(r, c)` reading the triangle.
-///
-/// Right-looking: once `v[q]` is final, the later rows lose its share at once. The diagonal's
-/// reciprocals are taken first, all independent of each other and of `v`, so that the dependent
-/// chain is one multiply and one multiply-add per row: an f64 division is a Newton sequence of
-/// its own, and sixteen of them in a chain made a 16-line substitution take about 7 µs on the
-/// H100 (bench/results/panel-h100/latency.txt).
-#[inline(always)]
-pub(crate) fn substitute<T: Element>(
-    v: &mut [T; N],
-    at: impl Fn(usize, usize) -> T,
-    forward: bool,
-    unit: bool,
-) {
-    let inverse: [T; N] = array(hot!(|q| if unit { T::ONE } else { at(q, q).recip() }));
-    // One loop per direction, so that every index into `v` is a constant once unrolled: an index
-    // that depends on the runtime `forward` put `v` in local memory (Nsight Compute showed the
-    // solve's loads and stores going to `LDL`/`STL`).
-    if forward {
-        unroll::<N>(hot!(|q| eliminate(v, q, true, unit, &inverse, &at)));
-    } else {
-        unroll::<N>(hot!(|s| eliminate(
-            v,
-            N - 1 - s,
-            false,
-            unit,
-            &inverse,
-            &at
-        )));
-    }
-}
-
-/// Step `q` of [`substitute`]: `v[q]` becomes final, and the later rows lose its share.
-#[inline(always)]
-fn eliminate<T: Element>(
-    v: &mut [T; N],
-    q: usize,
-    forward: bool,
-    unit: bool,
-    inverse: &[T; N],
-    at: &impl Fn(usize, usize) -> T,
-) {
-    if !unit {
-        v[q] = v[q] * inverse[q];
-    }
-    let vq = v[q];
-    unroll::<N>(hot!(|k| {
-        if (forward && k > q) || (!forward && k < q) {
-            v[k] = (-at(k, q)).fma(vq, v[k]);
-        }
-    }));
-}
 
 /// `x := α·x` over the `rows × cols` matrix `x`, spread over the block's threads.
 ///

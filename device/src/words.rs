@@ -1,8 +1,37 @@
 //! The block's runtime words: where a worker's threads hand each other the task of the round, its
 //! record and its freed children, and where the leader keeps its counts (shared memory on the GPU,
 //! one array per worker on the CPU). Indices are the constants below; [`Words`] reaches them.
+//!
+//! The scheduler (`sched`) writes them; the error path (`error`) reads the running task and the
+//! launch's error record and abort flag from them, and stops its block through [`command`]. Both
+//! depend on this module, which depends on neither.
 
-/// The task the block runs now, or a [`command`](super::command).
+/// Sentinel task values the leader hands its block through shared memory.
+pub mod command {
+    /// Every task is done: exit.
+    pub const DONE: u32 = u32::MAX;
+    /// The region was aborted: exit.
+    pub const ABORT: u32 = u32::MAX - 1;
+    /// No task (nothing running yet).
+    pub const NONE: u32 = u32::MAX - 2;
+}
+
+/// The task the calling block is running, for the GPU panic handler.
+#[cfg(target_arch = "nvptx64")]
+pub fn current_task() -> u32 {
+    // SAFETY: the runtime words are shared memory of this block, valid for the kernel's lifetime.
+    let word =
+        unsafe { crate::atomic::AtomicU32::from_ptr(crate::shared::runtime_words().add(CURRENT)) };
+    match word.load(
+        crate::atomic::Scope::Block,
+        crate::atomic::Ordering::Relaxed,
+    ) {
+        t if t >= command::NONE => u32::MAX,
+        t => t,
+    }
+}
+
+/// The task the block runs now, or a [`command`].
 pub const CURRENT: usize = 0;
 /// How many children the last task freed.
 pub const FREED: usize = 1;

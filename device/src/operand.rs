@@ -12,7 +12,7 @@
 //! 3. In checked mode the whole rectangle is checked when the handle is made: a read rectangle
 //!    against every declared range of the array, a written one against the write ranges. On the
 //!    host a miss panics naming the task, the array, the rectangle and the ranges. On the GPU it
-//!    is noted in the task's [`Misses`](crate::view::Misses), as an indexing miss is (the task then
+//!    is noted in the task's [`Misses`](crate::declared::Misses), as an indexing miss is (the task then
 //!    ends with the error), and the handle is marked failed: every operation given a failed
 //!    handle does nothing. Inside the operation accesses are unchecked. In both modes a rectangle
 //!    that runs past its array's end is refused with a panic.
@@ -22,7 +22,7 @@
 use core::marker::PhantomData;
 use core::ops::Range;
 
-use crate::view::Declared;
+use crate::declared::Declared;
 
 /// `rows × cols` elements of an array, row `r` starting at `offset + r * ld`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
