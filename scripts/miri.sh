@@ -3,11 +3,11 @@
 # other they took 31 minutes of a clean clone's CI run on a 2-core machine, A alone 26.5 (1,587 s),
 # most of it the tile tests; A's register-tile tests now run in a second process beside the rest
 # (below):
-#   A. taskweave-device, every unit test: views, the block's shared scratch, scalars, both
-#      level-by-level entry points on host threads, and the tile library on emulated blocks of
-#      several warps (operands made from raw pointers, as a kernel's threads reach an array; one
-#      property case and sides of 16 or 32 under `cfg(miri)`; the tile tests alone, `-- tile::`:
-#      5 min 34 s wall, 5 min 14 s of CPU on a shared 2-core machine);
+#   A. taskweave-device and taskweave-tile, every unit test: views, tile operands, the block's
+#      shared scratch, scalars, both level-by-level entry points on host threads, and the tile
+#      library on emulated blocks of several warps (operands made from raw pointers, as a kernel's
+#      threads reach an array; one property case and sides of 16 or 32 under `cfg(miri)`; the
+#      tile tests alone: 5 min 34 s wall, 5 min 14 s of CPU on a shared 2-core machine);
 #   B. taskweave-host's unit tests, by name: the CPU backend on a hand-built region and the
 #      backends' parts that need no GPU (`backend::`: the host image of the GPU tables), the
 #      recorder's limits (`inspect::`), the GPU helpers that need no GPU (`gpu::`: PTX targets, the
@@ -143,52 +143,52 @@
 #| device/src/shared.rs | store | 3 | not: nvptx64 (st.shared)
 #| device/src/block.rs | scratch_rest | 1 | miri: A (the tile library's scratch)
 #| device/src/view.rs | operands | 1 | miri: A (the tile operand tests)
-#| device/src/tile/engine.rs | init | 3 | miri: A
-#| device/src/tile/engine.rs | run | 4 | miri: A
-#| device/src/tile/engine.rs | stage | 3 | miri: A
-#| device/src/tile/engine.rs | step | 3 | miri: A
-#| device/src/tile/engine.rs | multiply | 3 | miri: A
-#| device/src/tile/engine.rs | multiply_whole | 3 | miri: A
-#| device/src/tile/engine.rs | staged | 2 | miri: A
-#| device/src/tile/engine.rs | finish | 4 | miri: A
-#| device/src/tile/engine.rs | finish | 1 | not: Miri runs one property case, which may miss it (a paired store whose first column lies outside the kept triangle: SYRK on the upper triangle of an aligned C, which syrk_updates_one_triangle_only reaches off Miri; dropping the store fails it)
-#| device/src/tile/engine.rs | shared | 2 | miri: A
-#| device/src/tile/engine.rs | load_pair | 2 | miri: A
-#| device/src/tile/engine.rs | store_pair | 2 | miri: A
-#| device/src/tile/factor.rs | load | 2 | miri: A
-#| device/src/tile/factor.rs | store | 2 | miri: A
-#| device/src/tile/factor.rs | diagonal | 3 | miri: A
-#| device/src/tile/factor.rs | cholesky_block | 3 | miri: A
-#| device/src/tile/factor.rs | lu_block | 3 | miri: A
-#| device/src/tile/factor.rs | potrf | 1 | miri: A
-#| device/src/tile/factor.rs | cholesky | 5 | miri: A
-#| device/src/tile/factor.rs | by_64 | 2 | not: needs a tile past 64 on four warps, over ten minutes under Miri; run natively by tiles_past_64_factor_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
-#| device/src/tile/factor.rs | cholesky_global | 4 | miri: A
-#| device/src/tile/factor.rs | getrf | 1 | miri: A
-#| device/src/tile/factor.rs | lu | 5 | miri: A
-#| device/src/tile/factor.rs | lu_global | 4 | miri: A
-#| device/src/tile/factor.rs | staged_factor | 2 | miri: A
-#| device/src/tile/frag.rs | load | 2 | miri: A
-#| device/src/tile/frag.rs | load | 1 | not: unreachable, so no test runs it (the paired load: only accumulator layouts pair columns, and no operation loads an accumulator from shared memory)
-#| device/src/tile/frag.rs | load_words | 2 | miri: A
-#| device/src/tile/frag.rs | load_a | 15 | miri: A
-#| device/src/tile/frag.rs | load_b | 15 | miri: A
-#| device/src/tile/frag.rs | stage | 1 | miri: A
-#| device/src/tile/frag.rs | run | 1 | miri: A
-#| device/src/tile/frag.rs | fma_f32 | 1 | not: nvptx64 (fma.rn.f32)
-#| device/src/tile/gemm.rs | gemm_with | 1 | miri: A
-#| device/src/tile/gemm.rs | syrk_with | 1 | miri: A
-#| device/src/tile/gemm.rs | triangle | 2 | miri: A
-#| device/src/tile/mma.rs | m8n8k4_f64 | 1 | not: nvptx64 (mma.sync)
-#| device/src/tile/mma.rs | m16n8k4_f64 | 1 | not: nvptx64 (mma.sync)
-#| device/src/tile/mma.rs | m16n8k8_f64 | 1 | not: nvptx64 (mma.sync)
-#| device/src/tile/mma.rs | m16n8k16_f64 | 1 | not: nvptx64 (mma.sync)
-#| device/src/tile/mma.rs | m16n8k8_tf32 | 1 | not: nvptx64 (mma.sync)
-#| device/src/tile/mma.rs | half_mma | 1 | not: nvptx64 (mma.sync)
-#| device/src/tile/numeric.rs | sqrt | 2 | not: nvptx64 (sqrt.rn)
-#| device/src/tile/numeric.rs | rsqrt | 2 | not: nvptx64 (rsqrt.approx)
-#| device/src/tile/numeric.rs | recip | 2 | not: nvptx64 (rcp.approx)
-#| device/src/tile/numeric.rs | round_tf32 | 1 | not: nvptx64 (cvt.rna.tf32)
+#| tile/src/engine.rs | init | 3 | miri: A
+#| tile/src/engine.rs | run | 4 | miri: A
+#| tile/src/engine.rs | stage | 3 | miri: A
+#| tile/src/engine.rs | step | 3 | miri: A
+#| tile/src/engine.rs | multiply | 3 | miri: A
+#| tile/src/engine.rs | multiply_whole | 3 | miri: A
+#| tile/src/engine.rs | staged | 2 | miri: A
+#| tile/src/engine.rs | finish | 4 | miri: A
+#| tile/src/engine.rs | finish | 1 | not: Miri runs one property case, which may miss it (a paired store whose first column lies outside the kept triangle: SYRK on the upper triangle of an aligned C, which syrk_updates_one_triangle_only reaches off Miri; dropping the store fails it)
+#| tile/src/engine.rs | shared | 2 | miri: A
+#| tile/src/engine.rs | load_pair | 2 | miri: A
+#| tile/src/engine.rs | store_pair | 2 | miri: A
+#| tile/src/factor.rs | load | 2 | miri: A
+#| tile/src/factor.rs | store | 2 | miri: A
+#| tile/src/factor.rs | diagonal | 3 | miri: A
+#| tile/src/factor.rs | cholesky_block | 3 | miri: A
+#| tile/src/factor.rs | lu_block | 3 | miri: A
+#| tile/src/factor.rs | potrf | 1 | miri: A
+#| tile/src/factor.rs | cholesky | 5 | miri: A
+#| tile/src/factor.rs | by_64 | 2 | not: needs a tile past 64 on four warps, over ten minutes under Miri; run natively by tiles_past_64_factor_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
+#| tile/src/factor.rs | cholesky_global | 4 | miri: A
+#| tile/src/factor.rs | getrf | 1 | miri: A
+#| tile/src/factor.rs | lu | 5 | miri: A
+#| tile/src/factor.rs | lu_global | 4 | miri: A
+#| tile/src/factor.rs | staged_factor | 2 | miri: A
+#| tile/src/frag.rs | load | 2 | miri: A
+#| tile/src/frag.rs | load | 1 | not: unreachable, so no test runs it (the paired load: only accumulator layouts pair columns, and no operation loads an accumulator from shared memory)
+#| tile/src/frag.rs | load_words | 2 | miri: A
+#| tile/src/frag.rs | load_a | 15 | miri: A
+#| tile/src/frag.rs | load_b | 15 | miri: A
+#| tile/src/frag.rs | stage | 1 | miri: A
+#| tile/src/frag.rs | run | 1 | miri: A
+#| tile/src/frag.rs | fma_f32 | 1 | not: nvptx64 (fma.rn.f32)
+#| tile/src/gemm.rs | gemm_with | 1 | miri: A
+#| tile/src/gemm.rs | syrk_with | 1 | miri: A
+#| tile/src/gemm.rs | triangle | 2 | miri: A
+#| tile/src/mma.rs | m8n8k4_f64 | 1 | not: nvptx64 (mma.sync)
+#| tile/src/mma.rs | m16n8k4_f64 | 1 | not: nvptx64 (mma.sync)
+#| tile/src/mma.rs | m16n8k8_f64 | 1 | not: nvptx64 (mma.sync)
+#| tile/src/mma.rs | m16n8k16_f64 | 1 | not: nvptx64 (mma.sync)
+#| tile/src/mma.rs | m16n8k8_tf32 | 1 | not: nvptx64 (mma.sync)
+#| tile/src/mma.rs | half_mma | 1 | not: nvptx64 (mma.sync)
+#| tile/src/numeric.rs | sqrt | 2 | not: nvptx64 (sqrt.rn)
+#| tile/src/numeric.rs | rsqrt | 2 | not: nvptx64 (rsqrt.approx)
+#| tile/src/numeric.rs | recip | 2 | not: nvptx64 (rcp.approx)
+#| tile/src/numeric.rs | round_tf32 | 1 | not: nvptx64 (cvt.rna.tf32)
 #| device/src/operand.rs | new | 1 | miri: A
 #| device/src/operand.rs | mat_raw | 1 | miri: A (the tests' operands)
 #| device/src/operand.rs | mat_mut_raw | 1 | miri: A (as mat_raw)
@@ -199,55 +199,55 @@
 #| device/src/operand.rs | a_rectangle_over_touching_ranges_is_walked_and_covered | 1 | miri: A
 #| device/src/operand.rs | a_gap_between_two_ranges_is_found_by_the_walk | 1 | miri: A
 #| device/src/operand.rs | unchecked_operands_skip_the_ranges | 1 | miri: A
-#| device/src/tile/smem.rs | tile | 2 | miri: A
-#| device/src/tile/smem.rs | word | 2 | miri: A
-#| device/src/tile/smem.rs | set_word | 2 | miri: A
-#| device/src/tile/smem.rs | get | 2 | miri: A
-#| device/src/tile/smem.rs | get | 1 | not: nvptx64 (ld.shared)
-#| device/src/tile/smem.rs | get2 | 2 | not: as frag.rs load's paired load, its only caller
-#| device/src/tile/smem.rs | get2 | 1 | not: nvptx64 (ld.shared)
-#| device/src/tile/smem.rs | set | 2 | miri: A
-#| device/src/tile/smem.rs | set | 1 | not: nvptx64 (st.shared)
-#| device/src/tile/smem.rs | copy16 | 4 | miri: A
-#| device/src/tile/smem.rs | copy16 | 2 | not: nvptx64 (cp.async)
-#| device/src/tile/smem.rs | commit | 1 | not: nvptx64 (cp.async.commit_group)
-#| device/src/tile/smem.rs | wait | 1 | not: nvptx64 (cp.async.wait_group)
-#| device/src/tile/smem.rs | window | 1 | not: nvptx64 (cvta.to.shared)
-#| device/src/tile/smem.rs | ld | 3 | not: nvptx64 (ld.shared)
-#| device/src/tile/smem.rs | ld2 | 3 | not: nvptx64 (ld.shared)
-#| device/src/tile/smem.rs | st | 3 | not: nvptx64 (st.shared)
-#| device/src/tile/testing.rs | impl <T> Send for Shared<T> | 1 | miri: A
-#| device/src/tile/testing.rs | impl <T> Sync for Shared<T> | 1 | miri: A
-#| device/src/tile/testing.rs | mat | 1 | miri: A
-#| device/src/tile/testing.rs | mat_mut | 1 | miri: A
-#| device/src/tile/testing.rs | on_block | 2 | miri: A
-#| device/src/tile/regs.rs | get | 2 | miri: A (the host arm)
-#| device/src/tile/regs.rs | get | 1 | not: nvptx64 (ld.shared)
-#| device/src/tile/regs.rs | set | 2 | miri: A (the host arm)
-#| device/src/tile/regs.rs | set | 1 | not: nvptx64 (st.shared)
-#| device/src/tile/regs.rs | pair | 2 | miri: A (the host arm)
-#| device/src/tile/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
-#| device/src/tile/regs.rs | put_pair | 2 | miri: A
-#| device/src/tile/regs.rs | solve | 6 | miri: A
-#| device/src/tile/regs.rs | stage_triangle | 3 | miri: A
-#| device/src/tile/regs.rs | substitute | 4 | miri: A
-#| device/src/tile/regs.rs | factor | 2 | miri: A
-#| device/src/tile/regs.rs | factor_by | 6 | miri: A
-#| device/src/tile/regs.rs | eliminate_one | 6 | miri: A
-#| device/src/tile/regs.rs | eliminate | 9 | miri: A
-#| device/src/tile/regs.rs | solve_in | 1 | miri: A
-#| device/src/tile/regs.rs | run_factor_by | 1 | miri: A
-#| device/src/tile/staged.rs | take | 1 | miri: A
-#| device/src/tile/staged.rs | copy | 3 | miri: A
-#| device/src/tile/staged.rs | update | 4 | miri: A
-#| device/src/tile/staged.rs | solve_lines | 5 | miri: A
-#| device/src/tile/trsm.rs | trsm | 1 | miri: A
-#| device/src/tile/trsm.rs | scale | 2 | miri: A
-#| device/src/tile/trsm.rs | solve | 7 | miri: A
-#| device/src/tile/trsm.rs | update_rest | 2 | miri: A
-#| device/src/tile/trsm.rs | solve_by_64 | 3 | not: needs a triangle past 64, minutes under Miri; run natively by triangles_past_64_solve_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
-#| device/src/tile/trsm.rs | solve_staged | 2 | miri: A
-#| device/src/tile/trsm.rs | solve_lines | 4 | miri: A
+#| tile/src/smem.rs | tile | 2 | miri: A
+#| tile/src/smem.rs | word | 2 | miri: A
+#| tile/src/smem.rs | set_word | 2 | miri: A
+#| tile/src/smem.rs | get | 2 | miri: A
+#| tile/src/smem.rs | get | 1 | not: nvptx64 (ld.shared)
+#| tile/src/smem.rs | get2 | 2 | not: as frag.rs load's paired load, its only caller
+#| tile/src/smem.rs | get2 | 1 | not: nvptx64 (ld.shared)
+#| tile/src/smem.rs | set | 2 | miri: A
+#| tile/src/smem.rs | set | 1 | not: nvptx64 (st.shared)
+#| tile/src/smem.rs | copy16 | 4 | miri: A
+#| tile/src/smem.rs | copy16 | 2 | not: nvptx64 (cp.async)
+#| tile/src/smem.rs | commit | 1 | not: nvptx64 (cp.async.commit_group)
+#| tile/src/smem.rs | wait | 1 | not: nvptx64 (cp.async.wait_group)
+#| tile/src/smem.rs | window | 1 | not: nvptx64 (cvta.to.shared)
+#| tile/src/smem.rs | ld | 3 | not: nvptx64 (ld.shared)
+#| tile/src/smem.rs | ld2 | 3 | not: nvptx64 (ld.shared)
+#| tile/src/smem.rs | st | 3 | not: nvptx64 (st.shared)
+#| tile/src/testing.rs | impl <T> Send for Shared<T> | 1 | miri: A
+#| tile/src/testing.rs | impl <T> Sync for Shared<T> | 1 | miri: A
+#| tile/src/testing.rs | mat | 1 | miri: A
+#| tile/src/testing.rs | mat_mut | 1 | miri: A
+#| tile/src/testing.rs | on_block | 2 | miri: A
+#| tile/src/regs.rs | get | 2 | miri: A (the host arm)
+#| tile/src/regs.rs | get | 1 | not: nvptx64 (ld.shared)
+#| tile/src/regs.rs | set | 2 | miri: A (the host arm)
+#| tile/src/regs.rs | set | 1 | not: nvptx64 (st.shared)
+#| tile/src/regs.rs | pair | 2 | miri: A (the host arm)
+#| tile/src/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
+#| tile/src/regs.rs | put_pair | 2 | miri: A
+#| tile/src/regs.rs | solve | 6 | miri: A
+#| tile/src/regs.rs | stage_triangle | 3 | miri: A
+#| tile/src/regs.rs | substitute | 4 | miri: A
+#| tile/src/regs.rs | factor | 2 | miri: A
+#| tile/src/regs.rs | factor_by | 6 | miri: A
+#| tile/src/regs.rs | eliminate_one | 6 | miri: A
+#| tile/src/regs.rs | eliminate | 9 | miri: A
+#| tile/src/regs.rs | solve_in | 1 | miri: A
+#| tile/src/regs.rs | run_factor_by | 1 | miri: A
+#| tile/src/staged.rs | take | 1 | miri: A
+#| tile/src/staged.rs | copy | 3 | miri: A
+#| tile/src/staged.rs | update | 4 | miri: A
+#| tile/src/staged.rs | solve_lines | 5 | miri: A
+#| tile/src/trsm.rs | trsm | 1 | miri: A
+#| tile/src/trsm.rs | scale | 2 | miri: A
+#| tile/src/trsm.rs | solve | 7 | miri: A
+#| tile/src/trsm.rs | update_rest | 2 | miri: A
+#| tile/src/trsm.rs | solve_by_64 | 3 | not: needs a triangle past 64, minutes under Miri; run natively by triangles_past_64_solve_in_blocks_of_64 and on the H100 under memcheck and racecheck (bench/results/large-tiles-h100/sanitizers/)
+#| tile/src/trsm.rs | solve_staged | 2 | miri: A
+#| tile/src/trsm.rs | solve_lines | 4 | miri: A
 #| device/src/view.rs | word | 2 | miri: C (every task's scalars)
 #| device/src/view.rs | array | 2 | miri: C (every task's arrays)
 #| device/src/declared.rs | contains | 1 | not: nvptx64 (volatile range loads)
@@ -351,18 +351,19 @@ cd "$(dirname "$0")/.."
 python3 scripts/unsafe-sites.py check
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}"
 cargo miri setup
-# Miri interprets on one thread, so A's register-tile tests (`tile::regs`, `tile::factor`: about
+# Miri interprets on one thread, so A's register-tile tests (`regs`, `factor` of taskweave-tile: about
 # half of A's time) run in a second process beside everything else, with a target directory of
 # their own (cargo holds a target directory's lock for as long as its tests run).
-side=(tile::regs:: tile::factor::)
+side=(regs:: factor::)
 skips=()
 for s in "${side[@]}"; do skips+=(--skip "$s"); done
 side_log=$(mktemp)
-CARGO_TARGET_DIR=target/miri-side cargo miri test -p taskweave-device --lib -- "${side[@]}" \
+CARGO_TARGET_DIR=target/miri-side cargo miri test -p taskweave-tile --lib -- "${side[@]}" \
     >"$side_log" 2>&1 &
 side_pid=$!
 trap 'kill "$side_pid" 2>/dev/null || true; rm -f "$side_log"' EXIT
-cargo miri test -p taskweave-device --lib -- "${skips[@]}"
+cargo miri test -p taskweave-device --lib
+cargo miri test -p taskweave-tile --lib -- "${skips[@]}"
 cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident::
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
     --test inferred_access --test sm_aware --test async_regions --test resident \

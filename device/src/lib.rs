@@ -13,16 +13,13 @@
 //! arguments are packed), [`view`] and [`block`] (what a task body sees), [`math`] (floating-point
 //! functions for task bodies, which have no `std`) and [`sched`] (the scheduler core).
 #![no_std]
-// `stmt_expr_attributes`: `#[inline(always)]` on the closures of the tile library's unrolled loops
-// (`tile::unroll::hot`), on the GPU only, so that the host build stays on stable Rust.
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(
         asm_experimental_arch,
         link_llvm_intrinsics,
         stdarch_nvptx,
-        core_float_math,
-        stmt_expr_attributes
+        core_float_math
     )
 )]
 // `link_llvm_intrinsics` is internal: it declares `llvm.nvvm.bar.warp.sync`, whose convergence
@@ -43,7 +40,6 @@ pub mod operand;
 pub mod scalar;
 pub mod sched;
 pub mod shared;
-pub mod tile;
 pub mod view;
 pub mod words;
 

@@ -160,7 +160,7 @@ impl<'a, T, const CHECKED: bool> MatRef<'a, T, CHECKED> {
         self.ok
     }
     /// Element `(0, 0)`.
-    pub(crate) fn ptr(&self) -> *const T {
+    pub fn ptr(&self) -> *const T {
         self.array.wrapping_add(self.rect.offset)
     }
 }
@@ -192,11 +192,11 @@ impl<'a, T, const CHECKED: bool> MatMut<'a, T, CHECKED> {
         }
     }
     /// Element `(0, 0)`.
-    pub(crate) fn ptr(&self) -> *mut T {
+    pub fn ptr(&self) -> *mut T {
         self.array.wrapping_add(self.rect.offset)
     }
     /// `true` when `other` shares an element with this operand.
-    pub(crate) fn overlaps<const C: bool>(&self, other: &MatRef<'_, T, C>) -> bool {
+    pub fn overlaps<const C: bool>(&self, other: &MatRef<'_, T, C>) -> bool {
         core::ptr::eq(self.array.cast_const(), other.array) && self.rect.overlaps(&other.rect)
     }
 }
@@ -458,7 +458,11 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::tile::testing::config(256))]
+        #![proptest_config(proptest::test_runner::Config {
+            cases: if cfg!(miri) { 1 } else { 256 },
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
 
         #[test]
         fn overlap_is_exact(a in rect(), b in rect()) {

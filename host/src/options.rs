@@ -207,7 +207,7 @@ impl Options {
     /// [`PLAIN_SCRATCH`]. (On the GPU a kernel that uses the tile library gets that much or more,
     /// as its occupancy allows; one that does not, [`PLAIN_SCRATCH`].)
     pub fn default_scratch(&self) -> u32 {
-        PLAIN_SCRATCH.max(taskweave_device::tile::scratch_need(self.threads))
+        PLAIN_SCRATCH.max(taskweave_tile::scratch_need(self.threads))
     }
 
     /// The scratch per block on the CPU backend.

@@ -267,7 +267,7 @@ impl<'a> Region<'a> {
     /// Bytes of shared scratch per block, for [`Block::shared`](crate::Block::shared) and the
     /// tile library, instead of the default: 8 KiB, and for kernels that use the tile library what
     /// every tile operation needs at the region's block size
-    /// ([`tile::scratch_need`](taskweave_device::tile::scratch_need), 20 KiB at 128 threads),
+    /// ([`tile::scratch_need`](taskweave_tile::scratch_need), 20 KiB at 128 threads),
     /// raised on the GPU to the most that leaves the kernel's occupancy as it is (more pipeline
     /// stages, and staged panels, for the same number of resident blocks).
     pub fn shared_bytes(mut self, bytes: u32) -> Self {

@@ -48,10 +48,10 @@ pub const UNCHECKED_SUFFIX: &str = "__unchecked";
 /// The suffix of the builder's twin of a kernel without the register cap.
 pub const UNCAPPED_SUFFIX: &str = "__uncapped";
 
-/// What the mangled symbols of the tile library's functions contain (its crate and module,
-/// `taskweave_device::tile`): the device build marks the kernels that reach one, whose blocks
+/// What the mangled symbols of the tile library's functions contain (its crate, `taskweave_tile`,
+/// as v0 mangling writes it): the device build marks the kernels that reach one, whose blocks
 /// then get the shared memory tile operations need.
-pub const TILE_PATHS: &[&str] = &["16taskweave_device4tile"];
+pub const TILE_PATHS: &[&str] = &["14taskweave_tile"];
 
 /// Environment variables.
 pub mod env {

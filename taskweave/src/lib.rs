@@ -17,11 +17,11 @@ extern crate std;
 
 pub use taskweave_device::math;
 pub use taskweave_device::shared::SharedArray;
-/// Tile math for task bodies: tensor-core fragments, shared-memory tiles, GEMM, SYRK, TRSM,
-/// POTRF and GETRF on tiles (see the module's docs).
-pub use taskweave_device::tile;
 pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
 pub use taskweave_macros::{include_kernels, task, task_region};
+/// Tile math for task bodies: tensor-core fragments, shared-memory tiles, GEMM, SYRK, TRSM,
+/// POTRF and GETRF on tiles (see the module's docs).
+pub use taskweave_tile as tile;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use taskweave_host::*;

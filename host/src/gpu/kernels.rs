@@ -44,7 +44,7 @@ impl Gpu {
         if !self.uses_tiles(code, name) {
             return Ok(PLAIN_SCRATCH);
         }
-        let need = taskweave_device::tile::scratch_need(options.threads);
+        let need = taskweave_tile::scratch_need(options.threads);
         self.bind()?;
         // The most dynamic shared memory a block may have: the opt-in limit less the kernel's
         // own static part.

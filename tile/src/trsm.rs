@@ -38,8 +38,8 @@ use super::shapes::Tiled;
 use super::smem::Scratch;
 use super::staged::{Part, Room, copy, update};
 use super::unroll::{array, hot, unroll};
-use crate::Block;
-use crate::operand::{MatMut, MatRef};
+use taskweave_device::Block;
+use taskweave_device::operand::{MatMut, MatRef};
 
 pub use super::lines::P;
 use super::lines::substitute;
@@ -391,8 +391,8 @@ pub fn trsm<T: Tiled, const CHECKED: bool>(
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, config, on_block, on_block_staged, side, staged_bytes};
+    use crate::reference::{self, Matrix};
+    use crate::testing::{Shared, config, on_block, on_block_staged, side, staged_bytes};
     use proptest::prelude::*;
 
     /// A well-scaled triangle: diagonal in `±[2, 3]`, the rest in `[-1, 1]`.
@@ -576,7 +576,7 @@ mod tests {
         let mut data = std::vec![1.0f64; 64 * 64];
         let s = Shared::of_mut(&mut data);
         on_block(1, 64 * 1024, |block| {
-            let t = |o| crate::tile::Rect::new(o, 32, 32, 64);
+            let t = |o| crate::Rect::new(o, 32, 32, 64);
             trsm(
                 block,
                 s.mat_mut(t(16)),

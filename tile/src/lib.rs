@@ -36,7 +36,7 @@
 //! caller's arrays are left as they were.
 //!
 //! **Shared memory**: the operations stage operands through the block's scratch, what
-//! [`Block::shared`](crate::Block::shared) has not handed out. They need [`scratch_need`] bytes at the region's block
+//! [`Block::shared`](taskweave_device::Block::shared) has not handed out. They need [`scratch_need`] bytes at the region's block
 //! size (20 KiB at 128 threads), and run faster with more (up to four pipeline stages, and whole
 //! panels staged). A region that does not set `shared_bytes` gets at least that much on every
 //! backend, and on the GPU as much as its kernel's occupancy leaves each block. The CPU backend
@@ -59,6 +59,17 @@
 //! [`lanes`] says what one thread holds ([`Lanes`]: its own lane on the GPU, the whole warp on the
 //! host) and which warp it is ([`Team`]), so that every layer above is written once for both
 //! targets and the CPU backend runs the very code the GPU runs.
+#![no_std]
+// `stmt_expr_attributes`: `#[inline(always)]` on the closures of the unrolled loops
+// (`unroll::hot`), on the GPU only, so that the host build stays on stable Rust; `core_float_math`:
+// `mul_add` and friends without `std`.
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(asm_experimental_arch, core_float_math, stmt_expr_attributes)
+)]
+
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
 
 pub mod args;
 pub mod engine;
@@ -72,7 +83,7 @@ pub mod mma;
 pub mod numeric;
 /// Operands of tile operations: rectangles of a task's arrays (they live beside the views, which
 /// make them).
-pub use crate::operand;
+pub use taskweave_device::operand;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod reference;
 mod regs;
@@ -89,8 +100,8 @@ pub use flags::{Alpha, Beta, Diag, Op, Side, Uplo};
 pub use gemm::{gemm, gemm_with, syrk, syrk_with};
 pub use lanes::{Lanes, Team};
 pub use numeric::{Bf16, Element, F16, round_tf32};
-pub use operand::{MatMut, MatRef, Operands, Rect};
 pub use shapes::Tiled;
+pub use taskweave_device::operand::{MatMut, MatRef, Operands, Rect};
 pub use trsm::trsm;
 
 use engine::Shape;

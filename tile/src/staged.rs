@@ -35,7 +35,7 @@ use super::lanes::Team;
 use super::lines::{P, substitute};
 use super::numeric::Element;
 use super::unroll::{array, hot, unroll};
-use crate::Block;
+use taskweave_device::Block;
 
 const N: usize = P as usize;
 

@@ -1,8 +1,8 @@
 //! Shared-memory tiles and the asynchronous copies that fill them.
 //!
 //! 1. [`Scratch`] is the part of the block's shared scratch a tile operation stages through
-//!    ([`Scratch::of`] takes what [`Block::shared`](crate::Block::shared) has not handed out). On
-//!    the GPU it is a 32-bit address in the `.shared` window, as in [`shared`](crate::shared):
+//!    ([`Scratch::of`] takes what [`Block::shared`](taskweave_device::Block::shared) has not handed out). On
+//!    the GPU it is a 32-bit address in the `.shared` window, as in [`shared`](taskweave_device::shared):
 //!    every access is an `ld.shared` / `st.shared` with 32-bit address arithmetic.
 //! 2. [`SharedTile<T, M>`] is a matrix in that memory, in `(mn, k)` coordinates, stored
 //!    [`KMajor`] (each `mn` row contiguous along `k`) or [`MnMajor`] (each `k` row contiguous along
@@ -17,7 +17,7 @@
 
 use core::marker::PhantomData;
 
-use crate::Block;
+use taskweave_device::Block;
 
 /// The tile operations' share of the block's shared memory.
 #[derive(Clone, Copy, Debug)]

@@ -20,8 +20,8 @@ use super::engine::{Mask, Product, Shape};
 use super::flags::{Alpha, Beta, Op, Uplo};
 use super::shapes::Tiled;
 use super::smem::Scratch;
-use crate::Block;
-use crate::operand::{MatMut, MatRef};
+use taskweave_device::Block;
+use taskweave_device::operand::{MatMut, MatRef};
 
 /// `C = α·op(A)·op(B) + β·C` with `T`'s default engine shape (see [`shapes`](super::shapes)).
 /// `C` must not overlap `A` or `B` (refused in checked mode). Every thread of the block calls it;
@@ -161,13 +161,11 @@ pub(crate) unsafe fn triangle<S: Shape>(
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::Rect;
-    use crate::tile::reference::{self, Matrix};
-    use crate::tile::shapes::F32Tile;
-    use crate::tile::shapes::{
-        F64M16K4Tile, F64M16K8Tile, F64M16K8WideTile, F64M16K16Tile, Tf32Tile,
-    };
-    use crate::tile::testing::{Shared, config, on_block, side};
+    use crate::Rect;
+    use crate::reference::{self, Matrix};
+    use crate::shapes::F32Tile;
+    use crate::shapes::{F64M16K4Tile, F64M16K8Tile, F64M16K8WideTile, F64M16K16Tile, Tf32Tile};
+    use crate::testing::{Shared, config, on_block, side};
     use proptest::prelude::*;
 
     fn op() -> impl Strategy<Value = Op> {
@@ -185,7 +183,7 @@ mod tests {
         seed: u64,
         slack: f64,
     ) {
-        let conv = |v: f64| <S::Elem as crate::tile::Element>::from_f64(v);
+        let conv = |v: f64| <S::Elem as crate::Element>::from_f64(v);
         let (ar, ac) = if op_a == Op::N { (m, k) } else { (k, m) };
         let (br, bc) = if op_b == Op::N { (k, n) } else { (n, k) };
         let a = Matrix::<S::Elem>::random(ar, ac, pad, seed);
@@ -212,7 +210,7 @@ mod tests {
                 Beta(conv(beta)),
             );
         });
-        let eps = <S::Elem as crate::tile::Element>::EPSILON * slack;
+        let eps = <S::Elem as crate::Element>::EPSILON * slack;
         reference::assert_close(&c, &want, &bound, 2.0 * (k as f64 + 2.0) * eps, "gemm");
     }
 

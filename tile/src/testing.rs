@@ -2,11 +2,11 @@
 
 use std::vec;
 
-use crate::Block;
-use crate::arch::host::{Lane, LaneGroup, enter_lane};
-use crate::operand::{MatMut, MatRef, host};
-use crate::tile::Rect;
-use crate::tile::staged;
+use crate::Rect;
+use crate::staged;
+use taskweave_device::Block;
+use taskweave_device::arch::host::{Lane, LaneGroup, enter_lane};
+use taskweave_device::operand::{MatMut, MatRef, host};
 
 /// Runs `f` on one block of `warps` warps: the calling thread when `warps` is 1, else `warps`
 /// threads that each emulate one warp, sharing a barrier and `scratch` bytes of shared scratch.

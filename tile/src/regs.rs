@@ -59,8 +59,8 @@ use super::numeric::Element;
 use super::smem::window;
 use super::staged::Room;
 use super::unroll::{array, hot, unroll};
-use crate::Block;
-use crate::arch;
+use taskweave_device::Block;
+use taskweave_device::arch;
 
 /// Elements in 16 bytes: the gap [`pos`] leaves after every 16 elements of an exchange buffer, a
 /// staged column or the pivots, which keeps every even element 16-byte aligned and spreads the
@@ -990,10 +990,10 @@ unsafe fn substitute<T: Element>(
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::args::{gmat, gmat_mut};
-    use crate::tile::flags::{Diag, Op, Side, Uplo};
-    use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, on_block};
+    use crate::args::{gmat, gmat_mut};
+    use crate::flags::{Diag, Op, Side, Uplo};
+    use crate::reference::{self, Matrix};
+    use crate::testing::{Shared, on_block};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     /// Scratch enough for every operation here.

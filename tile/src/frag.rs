@@ -642,8 +642,8 @@ pub(crate) fn fma_f32(x: f32, y: f32, s: f32) -> f32 {
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::numeric::{Bf16, F16};
-    use crate::tile::smem::{KMajor, Major, MnMajor, SharedTile, Word};
+    use crate::numeric::{Bf16, F16};
+    use crate::smem::{KMajor, Major, MnMajor, SharedTile, Word};
     use std::vec::Vec;
 
     fn values(seed: u64, n: usize) -> Vec<f64> {

@@ -7,15 +7,15 @@
 //!    index, so the same closure computes a GPU thread's value and every emulated lane's value.
 //! 2. [`Team`] says which warp the calling thread is and how many warps the block has. On the GPU
 //!    the block's threads make `threads / 32` warps; on the host each of the block's lanes (OS
-//!    threads, see [`arch::host`](crate::arch::host)) emulates one whole warp, so a block of one
+//!    threads, see [`arch::host`](taskweave_device::arch::host)) emulates one whole warp, so a block of one
 //!    lane is a block of one warp. Tile operations spread warp tiles over [`Team::warps`] and give
 //!    the same results whatever the count.
 //! 3. [`Team::for_each_item`] spreads per-thread work (copies) over the block's threads, emulated or
 //!    not, in the order a GPU block would.
 
 use super::unroll::{array, hot, unroll};
-use crate::Block;
-use crate::arch;
+use taskweave_device::Block;
+use taskweave_device::arch;
 
 /// The cells [`Team::copy_cells`] loads before it stores them: its loads in flight per thread.
 pub const COPY_BATCH: usize = 8;

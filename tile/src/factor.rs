@@ -36,8 +36,8 @@ use super::smem::Scratch;
 use super::staged::{self, Part, Room, copy, update};
 use super::trsm::{BIG, P, solve_lines};
 use super::unroll::{array, hot, unroll};
-use crate::Block;
-use crate::operand::MatMut;
+use taskweave_device::Block;
+use taskweave_device::operand::MatMut;
 
 const N: usize = P as usize;
 
@@ -516,8 +516,8 @@ unsafe fn staged_factor<T: Tiled>(
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::reference::{self, Matrix};
-    use crate::tile::testing::{Shared, config, on_block_staged, side, staged_bytes};
+    use crate::reference::{self, Matrix};
+    use crate::testing::{Shared, config, on_block_staged, side, staged_bytes};
     use proptest::prelude::*;
 
     /// `B·Bᵀ / n + I` for a random `B`: symmetric positive definite, off-diagonals of order one.

@@ -27,7 +27,7 @@ use super::lanes::{Lanes, Team};
 use super::numeric::Element;
 use super::smem::{self, KMajor, Major, MnMajor, Scratch, SharedTile, Word};
 use super::unroll::{array, hot, unroll};
-use crate::Block;
+use taskweave_device::Block;
 
 /// The most pipeline stages the engine uses.
 pub const MAX_STAGES: u32 = 4;
@@ -592,7 +592,7 @@ where
         // would fail there.
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            let gpu_warps = crate::arch::host::gpu_threads() / 32;
+            let gpu_warps = taskweave_device::arch::host::gpu_threads() / 32;
             let gpu_stage = WarpTile::<A, MI, NI, KC, PK, PM>::stage_bytes(gpu_warps.max(1));
             if gpu_warps > team.warps() && scratch.bytes() < gpu_stage {
                 too_little_scratch(gpu_stage, scratch.bytes());

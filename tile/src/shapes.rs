@@ -63,10 +63,10 @@ impl Tiled for f32 {
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::engine::Geometry;
-    use crate::tile::frag::{Atom, Fragment, Layout};
-    use crate::tile::smem::tests::wavefronts;
-    use crate::tile::smem::{KMajor, Major, MnMajor};
+    use crate::engine::Geometry;
+    use crate::frag::{Atom, Fragment, Layout};
+    use crate::smem::tests::wavefronts;
+    use crate::smem::{KMajor, Major, MnMajor};
 
     /// The wavefronts of every fragment load of one `k` step of a warp tile of `S`, for A and B
     /// staged with major `M`, against the minimum (one per 128 bytes a load moves).

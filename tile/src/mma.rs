@@ -472,7 +472,7 @@ pub fn pack_halves(lo: u16, hi: u16) -> u32 {
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::tile::numeric::{Bf16, F16, round_tf32};
+    use crate::numeric::{Bf16, F16, round_tf32};
     use std::vec::Vec;
 
     type F64Mma<const A: usize, const B: usize, const C: usize> =

@@ -3,7 +3,7 @@
 
 use super::engine::Gmat;
 use super::flags::Op;
-use crate::operand::{MatMut, MatRef};
+use taskweave_device::operand::{MatMut, MatRef};
 
 /// The sides tile operations take: multiples of 16 from 16 to 256.
 pub const SIDES: core::ops::RangeInclusive<usize> = 16..=256;
