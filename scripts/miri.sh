@@ -124,7 +124,7 @@
 #| device/src/sched/pick.rs | record | 1 | miri: B, C (every task picked)
 #| device/src/sched/release.rs | release_narrow | 3 | miri: C (fan-outs of 1 to 8 children; the affinity policy)
 #| device/src/sched/release.rs | release_wide | 1 | miri: C (fan-outs over 8 children)
-#| device/src/sched/release.rs | place | 1 | miri: C (the priority policy)
+#| device/src/sched/policy/priority.rs | keep | 1 | miri: C (the priority policy)
 #| device/src/sched/worker.rs | run_worker | 4 | miri: B, C (statistics)
 #| device/src/sched/worker.rs | run_body | 3 | miri: B, C
 #| device/src/sched/worker.rs | start_task | 2 | miri: C (the row's prefetch; traces, tests/sm_aware.rs)

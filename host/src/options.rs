@@ -1,12 +1,12 @@
-//! How a region runs: the scheduling [`Policy`], the [`Options`] a region sets, and which
-//! [`Backend`] runs it.
+//! How a region runs: the [`Options`] a region sets, among them its scheduling [`Policy`] (whose
+//! table is the `policy` module's) and which [`Backend`] runs it.
 //!
 //! 1. A region's builder methods (`.policy(..)`, `.threads(..)`, `.backend(..)`, …) fill in its
 //!    [`Options`]; [`Options::default`] is what a region starts with.
 //! 2. The plan keeps the options it was made with, and the backends read them from there.
 //!
-//! This module is a leaf: it imports nothing else of the crate, so that every layer above it (the
-//! plan, the backends, the runtime, the region builder) can use it. [`Backend`] is only the
+//! This module sits low: it imports only the task costs and the policies, so that every layer
+//! above it (the plan, the backends, the runtime, the region builder) can use it. [`Backend`] is only the
 //! backend's identity; its name, whether it needs a GPU and how it runs a plan are in the one
 //! table of the `backend` module, which also implements [`Backend::ALL`], [`Backend::name`] and
 //! parsing.
@@ -14,102 +14,10 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use taskweave_device::abi::{FLAG_CHECKED, FLAG_TRACE, RegionDesc, policy};
+use taskweave_device::abi::{FLAG_CHECKED, FLAG_TRACE, RegionDesc};
 
 use crate::costs::TaskCosts;
-
-/// Where freed tasks go; see [`abi::policy`](taskweave_device::abi::policy).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Policy {
-    /// Juggler's local round robin.
-    Lrr,
-    /// Juggler's global round robin.
-    #[default]
-    Grr,
-    /// Juggler's local first.
-    Lf,
-    /// Run one freed child locally, the rest by global round robin.
-    Local,
-    /// Keep freed children locally; idle workers steal.
-    Steal,
-    /// Run the freed child with the longest path to the end next; the rest by global round robin.
-    Priority,
-    /// Send each freed child to the worker that ran its affine parent, the parent it shares the
-    /// most data with (run it next when that is this worker), unless that worker has work queued;
-    /// the rest by global round robin. See
-    /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
-    Affinity,
-    /// Place every task on a worker before the run, by a list schedule of the DAG
-    /// ([`graph::list_schedule`](crate::graph::list_schedule): critical path first, a task next to
-    /// its parents where that costs no time). Each worker runs its list in order and waits on a
-    /// task's counter only for its parents on other workers: no queue at run time, and no atomic
-    /// at all between tasks of one worker. Best when tasks cost about the same; a task much longer
-    /// than the others holds back the rest of its worker's list.
-    Static,
-}
-
-impl Policy {
-    /// Every policy.
-    pub const ALL: [Policy; 8] = [
-        Self::Lrr,
-        Self::Grr,
-        Self::Lf,
-        Self::Local,
-        Self::Steal,
-        Self::Priority,
-        Self::Affinity,
-        Self::Static,
-    ];
-
-    /// The policy's number in the device ABI.
-    pub fn abi(self) -> u32 {
-        match self {
-            Self::Lrr => policy::LRR,
-            Self::Grr => policy::GRR,
-            Self::Lf => policy::LF,
-            Self::Local => policy::LOCAL,
-            Self::Steal => policy::STEAL,
-            Self::Priority => policy::PRIORITY,
-            Self::Affinity => policy::AFFINITY,
-            Self::Static => policy::STATIC,
-        }
-    }
-
-    /// The policy's lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Lrr => "lrr",
-            Self::Grr => "grr",
-            Self::Lf => "lf",
-            Self::Local => "local",
-            Self::Steal => "steal",
-            Self::Priority => "priority",
-            Self::Affinity => "affinity",
-            Self::Static => "static",
-        }
-    }
-}
-
-impl std::fmt::Display for Policy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Policy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown policy `{s}`: expected one of {}",
-                    Self::ALL.map(Self::name).join(", ")
-                )
-            })
-    }
-}
+pub use crate::policy::Policy;
 
 /// How a region's DAG is executed. Each backend's name, whether it needs a GPU and how it runs are
 /// in the backend table (see the module docs): [`Backend::ALL`], [`Backend::name`],
@@ -218,20 +126,5 @@ impl Options {
     /// `true` when the options ask for SM-aware workers.
     pub(crate) fn sm_aware(&self) -> bool {
         self.per_sm.is_some() || self.sm_set.is_some()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Policy;
-
-    #[test]
-    fn every_policy_parses_from_its_name() {
-        for policy in Policy::ALL {
-            assert_eq!(policy.name().parse::<Policy>(), Ok(policy));
-            assert_eq!(policy.to_string(), policy.name());
-        }
-        let error = "fifo".parse::<Policy>().unwrap_err();
-        assert!(error.contains("lrr, grr, lf, local, steal, priority, affinity, static"));
     }
 }

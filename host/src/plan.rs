@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use crate::error::Error;
 use crate::inspect::{ArrayInfo, Inspection};
 use crate::meta::RegionMeta;
-use crate::options::{Backend, Options, Policy};
+use crate::options::{Backend, Options};
 
 /// The environment variable that turns plan verification on (`1`) or off (`0`) whatever the build.
 pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
@@ -98,7 +98,7 @@ impl Plan {
         inspection: Inspection,
     ) -> Result<Self, Error> {
         if let Some(costs) = &options.task_costs {
-            let other = (options.policy != Policy::Static).then(|| options.policy.name());
+            let other = (!options.policy.row().plans).then(|| options.policy.name());
             costs.check(meta.name, other, inspection.kinds)?;
         }
         Ok(Self {

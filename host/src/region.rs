@@ -319,7 +319,7 @@ impl<'a> Region<'a> {
         let arrays = self.arrays.iter().map(|b| b.info).collect();
         let mut recorder =
             Recorder::new(self.meta.name, self.meta.kinds, arrays).with_args(self.meta.args);
-        if self.options.policy == Policy::Affinity {
+        if self.options.policy.row().needs_ranges {
             recorder = recorder.with_ranges();
         }
         if let Some(body) = self.body.take() {

@@ -19,7 +19,7 @@ use taskweave_device::abi::RegionDesc;
 
 use crate::error::Error;
 use crate::graph::Reserve;
-use crate::options::{Options, Policy};
+use crate::options::Options;
 
 /// Where a region's workers run: `per_sm` workers on each SM of `set`, worker `w` on SM
 /// `set.start + w / per_sm`.
@@ -63,7 +63,7 @@ impl SmLayout {
             }
             return Ok(None);
         }
-        if critical > 0 && options.policy != Policy::Static {
+        if critical > 0 && !options.policy.row().plans {
             return Err(refuse(
                 critical_option(),
                 format!(
@@ -176,6 +176,7 @@ impl SmLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Policy;
 
     fn options(per_sm: Option<u32>, set: Option<Range<u32>>) -> Options {
         Options {

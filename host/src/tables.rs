@@ -5,13 +5,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use taskweave_device::abi::{Counters, RegionDesc};
 use taskweave_device::sched::affinity::NOT_RUN;
-use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
 use crate::costs::TaskCosts;
-use crate::graph::{Costs, Dag, Reserve, list_schedule_costed};
+use crate::graph::Reserve;
 use crate::inspect::Inspection;
-use crate::options::Policy;
+use crate::policy::{Policy, Start, StartOf};
 
 /// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32.
 #[repr(C, align(128))]
@@ -65,37 +64,17 @@ impl Tables {
         let n = ins.task_count();
         let w = workers as usize;
         let dag = &ins.dag;
-        let (lists, pending, children) = if policy == Policy::Static {
-            let costs = costs.and_then(|c| c.per_task(ins));
-            planned(dag, workers, reserve, costs.as_ref())
-        } else {
-            let mut ready = dag.ready.clone();
-            if policy == Policy::Priority {
-                ready.sort_by_key(|&t| std::cmp::Reverse(dag.rank[t as usize]));
-            }
-            let lists = (0..w)
-                .map(|k| ready.iter().skip(k).step_by(w).copied().collect())
-                .collect();
-            let in_degree = &dag.in_degree;
-            // A sole parent's child is released without its counter and acquired by its consumer
-            // through it (`deps::acquire`): zero from the start, like a root's.
-            let pending = in_degree
-                .iter()
-                .map(|&d| if d == 1 { 0 } else { d })
-                .collect();
-            let children = dag
-                .children
-                .iter()
-                .map(|&c| {
-                    if in_degree[c as usize] == 1 {
-                        c | SOLE_PARENT
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            (lists, pending, children)
-        };
+        let row = policy.row();
+        let Start {
+            lists,
+            pending,
+            children,
+        } = (row.start)(&StartOf {
+            ins,
+            workers,
+            reserve,
+            costs,
+        });
         let list_refs: Vec<&[u32]> = lists.iter().map(Vec::as_slice).collect();
         let mut next = vec![0; n + w];
         let mut head = vec![0; w];
@@ -103,9 +82,8 @@ impl Tables {
         queue::link_initial(&mut next, &mut head, &mut tail, n as u32, &list_refs);
         let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
         counters.0[32].store((dag.ready.len() % w) as u32, Ordering::Relaxed);
-        let affinity = policy == Policy::Affinity;
         Self {
-            ran_by: vec![NOT_RUN; if affinity { n } else { 0 }],
+            ran_by: vec![NOT_RUN; if row.records_ran_by { n } else { 0 }],
             pending,
             next,
             head,
@@ -156,50 +134,6 @@ impl Tables {
     pub fn completed(&self) -> u32 {
         self.counters.0[0].load(Ordering::Relaxed)
     }
-}
-
-/// The static policy's queues, counters and CSR entries: every task linked into its worker's queue
-/// in plan order ([`list_schedule_costed`], with the critical path's `reserve` and the tasks' costs), flagged [`queue::COUNTED`] when it waits for parents on other
-/// workers; each counter counts those parents only, and an edge between tasks of one worker is
-/// released without its counter ([`SOLE_PARENT`]): the worker runs the child after the parent,
-/// past the block barrier that ends the parent's body.
-fn planned(
-    dag: &Dag,
-    workers: u32,
-    reserve: &Reserve,
-    costs: Option<&Costs>,
-) -> (Vec<Vec<u32>>, Vec<u32>, Vec<u32>) {
-    let plan = list_schedule_costed(dag, workers, reserve, costs);
-    let n = dag.task_count();
-    let mut pending = vec![0u32; n];
-    let mut children = Vec::with_capacity(dag.children.len());
-    for parent in 0..n as u32 {
-        let on = plan.worker[parent as usize];
-        for &c in dag.children_of(parent) {
-            if plan.worker[c as usize] == on {
-                children.push(c | SOLE_PARENT);
-            } else {
-                pending[c as usize] += 1;
-                children.push(c);
-            }
-        }
-    }
-    let lists = plan
-        .lists
-        .into_iter()
-        .map(|list| {
-            list.into_iter()
-                .map(|t| {
-                    if pending[t as usize] > 0 {
-                        t | queue::COUNTED
-                    } else {
-                        t
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    (lists, pending, children)
 }
 
 /// The address of a table the device uses only under some policies: 0 when it is empty.

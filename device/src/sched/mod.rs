@@ -22,6 +22,8 @@ pub mod levels;
 mod loom_tests;
 #[cfg(not(loom))]
 mod pick;
+#[cfg(not(loom))]
+mod policy;
 pub mod queue;
 #[cfg(not(loom))]
 mod release;

@@ -1,18 +1,15 @@
 //! A, the pick: the leader finds the next task (its continuation, the static policy's next link,
 //! or a queued task, waiting if need be) and hands it to the block.
 
-use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record, STEALS};
+use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record};
 use super::queue::{self, COUNTED};
 use super::tables::Tables;
-use super::{at, deps};
-use crate::abi::policy;
+use super::{at, deps, policy};
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::*};
 use crate::words;
 use crate::words::command;
 
-/// Victims an idle worker tries per round under work stealing.
-const STEAL_TRIES: u32 = 2;
 /// An idle worker checks the abort flag and the completed count every this many empty polls of its
 /// queue (on the GPU; every poll on the host, where the loads are cheap and threads few).
 const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
@@ -37,7 +34,7 @@ pub(super) fn pick<'a, 'w>(
     kept: u32,
     abort_word: u32,
 ) -> Leader<'w> {
-    let ahead = if rt.policy() == policy::STATIC {
+    let ahead = if policy::planned(rt.policy()) {
         me.get(words::AHEAD)
     } else {
         command::NONE
@@ -107,37 +104,21 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
     /// is what termination reads.
     fn acquire(&self, me: &mut Leader) -> u32 {
-        let (policy, queues) = (self.policy(), self.queues());
+        let p = self.policy();
         let mut backoff = 0u32;
         loop {
-            let own = if policy == policy::STEAL {
-                queues.pop_locked(me.worker())
-            } else {
-                queues.pop_from(&mut me.head)
-            };
-            if let Some(link) = own {
-                if policy == policy::AFFINITY {
-                    // For the pushers' `looks_drained`: whether a child sent here would wait.
-                    queues.publish_head(me.worker(), me.head);
-                }
+            if let Some(link) = policy::pop_own(p, self, me) {
                 return link;
             }
-            if policy == policy::STATIC {
+            if policy::planned(p) {
                 // The plan is all linked before the run and nothing is pushed: an empty queue is
                 // the end of this worker's list, for good. Leaving now rather than polling keeps
                 // this block's loads (each an L1 invalidation, as acquires) off its SM.
                 me.flush(self.completed());
                 return command::DONE;
             }
-            if policy == policy::STEAL {
-                let workers = queues.workers();
-                for _ in 0..STEAL_TRIES.min(workers - 1) {
-                    let victim = (me.worker() + 1 + me.random() % (workers - 1)) % workers;
-                    if let Some(link) = queues.pop_locked(victim) {
-                        me.add(STEALS, 1);
-                        return link;
-                    }
-                }
+            if let Some(link) = policy::steal(p, self, me) {
+                return link;
             }
             me.flush(self.completed());
             // The flags and the count are lines every idle worker reads: polled on every

@@ -6,10 +6,9 @@
 use super::leader::{Leader, row, running};
 use super::queue::COUNTED;
 use super::tables::Tables;
-use super::{affinity, at, deps};
-use crate::abi::policy;
+use super::{at, deps, policy};
 use crate::arch;
-use crate::atomic::{Ordering::Relaxed, Scope::Gpu, fence};
+use crate::atomic::{Scope::Gpu, fence};
 use crate::words;
 use crate::words::command;
 
@@ -63,7 +62,7 @@ pub(super) fn release_narrow<'a>(
             count += 1;
         }
     }
-    if rt.policy() == policy::STATIC {
+    if policy::planned(rt.policy()) {
         // Every child is in some worker's list already.
         return command::NONE;
     }
@@ -104,7 +103,7 @@ pub(super) fn release_narrow<'a>(
 pub(super) fn release_wide<'a>(rt: &impl Tables<'a>, me: Leader, queued: bool) -> u32 {
     let words = me.words;
     let (tid, threads) = (arch::thread_idx() as usize, arch::block_dim() as usize);
-    let planned = rt.policy() == policy::STATIC;
+    let planned = policy::planned(rt.policy());
     let task = running(words);
     // One child per thread, coalesced over the CSR row. A thread with any entry fences once before
     // its first decrement; that fence also covers its later pushes, overflow or listed (D).
@@ -193,12 +192,14 @@ fn push_unlisted<'a>(rt: &impl Tables<'a>, me: Leader, slot: u32, link: u32) {
     rt.queues().push_fenced(to, link);
 }
 
-/// The placement steps, over any way of reaching the tables (see [`Tables`]).
+/// The placement steps, over any way of reaching the tables (see [`Tables`]): the policy's hooks
+/// (`policy`), through its table.
 pub(super) trait Place<'a>: Tables<'a> {
     /// Which of `freed` children (read through `child`) of `task` the leader keeps as its
     /// continuation (`NONE` for none), and the first target worker of the others. `queued`: whether
     /// the worker's own queue looked non-empty (read before the body, so that its load is off the
     /// hop's critical path; a task pushed meanwhile waits for one continuation more).
+    #[inline(always)]
     fn place(
         &self,
         task: u32,
@@ -207,82 +208,23 @@ pub(super) trait Place<'a>: Tables<'a> {
         queued: bool,
         me: &Leader,
     ) -> (u32, u32) {
-        let policy = self.policy();
-        let keep = match policy {
-            _ if freed == 0 => command::NONE,
-            policy::STEAL => 0,
-            // Tasks pushed to this worker wait behind its continuations, however long their chain:
-            // with work queued, the worker takes that first and pushes all it freed.
-            policy::LOCAL | policy::PRIORITY | policy::AFFINITY if queued => command::NONE,
-            policy::LOCAL => 0,
-            // The first child whose affine parent ran here.
-            policy::AFFINITY => {
-                let worker = me.worker();
-                (0..freed)
-                    .position(|i| self.home(child(i), task, worker) == worker)
-                    .map_or(command::NONE, |i| i as u32)
-            }
-            policy::PRIORITY => {
-                let mut best = 0;
-                let mut best_rank = 0;
-                for i in 0..freed {
-                    // SAFETY: a child index from the CSR is below `n_tasks`, `rank`'s length.
-                    let rank = unsafe { *at(self.rank(), child(i) as usize) };
-                    if rank > best_rank {
-                        best = i;
-                        best_rank = rank;
-                    }
-                }
-                best as u32
-            }
-            _ => command::NONE,
+        let p = self.policy();
+        let keep = match freed {
+            0 => command::NONE,
+            _ => policy::keep(p, self, task, freed, child, queued, me),
         };
         let pushes = freed as u32 - u32::from(keep != command::NONE);
-        let base = match policy {
-            _ if pushes == 0 => 0,
-            policy::LRR => {
-                let base = me.get(words::LRR);
-                me.set(words::LRR, base.wrapping_add(pushes));
-                base
-            }
-            policy::LF | policy::STEAL => me.worker(),
-            _ => self.grr().fetch_add(pushes, Gpu, Relaxed),
+        let base = match pushes {
+            0 => 0,
+            _ => policy::base(p, self, pushes, me),
         };
         (keep, base % self.workers())
     }
 
-    /// AFFINITY: `child`'s home (see [`affinity::home`]), `NONE` for none. Out of line, like
-    /// [`Place::record_ran_by`], so that the loop of the other policies does not carry the affinity
-    /// tables in registers.
-    #[inline(never)]
-    fn home(&self, child: u32, task: u32, worker: u32) -> u32 {
-        // The other parents' `ran_by` records come with their results.
-        deps::acquire(self.pending(), child);
-        affinity::home(self.affine(), self.ran_by(), child, task, worker).unwrap_or(command::NONE)
-    }
-
-    /// AFFINITY: records that `worker` runs `task`.
-    #[inline(never)]
-    fn record_ran_by(&self, task: u32, worker: u32) {
-        affinity::record(self.ran_by(), task, worker);
-    }
-
-    /// The queue of `child`, the `i`-th pushed child of `task`, counting from `base`. Under
-    /// AFFINITY a child goes home (to the worker that ran its affine parent) when that worker's
-    /// queue looks drained, and otherwise, like a child with no home, by round robin from `base`
-    /// (slots of the children that went home stay unused).
+    /// The queue of `child`, the `i`-th pushed child of `task`, counting from `base`.
     #[inline(always)]
     fn target(&self, base: u32, i: u32, child: u32, task: u32, worker: u32) -> u32 {
-        match self.policy() {
-            policy::STEAL => base,
-            policy::AFFINITY => match self.home(child, task, worker) {
-                // Without this guard every task would follow its affine parent, and each tree of
-                // affine parents would run on one worker: a wavefront, serially.
-                home if home != command::NONE && self.queues().looks_drained(home) => home,
-                _ => (base + i) % self.workers(),
-            },
-            _ => (base + i) % self.workers(),
-        }
+        policy::target(self.policy(), self, (base, i), child, task, worker)
     }
 }
 

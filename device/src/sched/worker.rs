@@ -2,9 +2,10 @@
 
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, pick};
-use super::release::{LEADER_FANOUT, Place, release_narrow, release_wide};
+use super::policy;
+use super::release::{LEADER_FANOUT, release_narrow, release_wide};
 use super::tables::Tables;
-use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE, policy};
+use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
 use crate::block::Block;
@@ -95,10 +96,7 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         if leader {
             words.settle();
             (row0, row1) = (words.load(words::ROW0), words.load(words::ROW1));
-            if matches!(
-                rt.policy(),
-                policy::LOCAL | policy::PRIORITY | policy::AFFINITY
-            ) {
+            if policy::looks_at_queue(rt.policy()) {
                 queued = !rt.queues().looks_empty(me.head);
             }
             if (me.get(TASKS) + 1).is_multiple_of(ABORT_POLL) {
@@ -192,7 +190,7 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
         if let Some(entry) = children.get(1) {
             words.prefetch(words::ROW1, entry);
         }
-        if rt.policy() == policy::STATIC {
+        if policy::planned(rt.policy()) {
             words.prefetch(words::AHEAD, rt.queues().planned_link(task));
         }
     }
@@ -202,10 +200,8 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
     if let Some(slot) = rt.current().get(worker as usize) {
         slot.store(task, Gpu, Relaxed);
     }
-    // AFFINITY: before the barrier after the body, so every release of a child follows it.
-    if rt.policy() == policy::AFFINITY {
-        rt.record_ran_by(task, worker);
-    }
+    // Before the barrier after the body, so that every release of a child follows it.
+    policy::started(rt.policy(), rt, task, worker);
     me.set(STARTED, arch::clock64() as u32);
     if rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once.

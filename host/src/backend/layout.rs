@@ -16,7 +16,7 @@ use taskweave_device::abi::{ArrayDesc, ListedTask, RegionDesc, TraceRecord, Work
 use taskweave_device::error::ErrorRecord;
 
 use crate::inspect::Inspection;
-use crate::options::{Options, Policy};
+use crate::options::Options;
 use crate::sm::SmLayout;
 use crate::tables::{CounterWords, Tables};
 
@@ -141,7 +141,7 @@ pub(super) fn tables_bytes(
     keep: Keep,
 ) -> u64 {
     let (n, w) = (ins.task_count(), workers as usize);
-    let affinity = options.policy == Policy::Affinity && n > 0;
+    let affinity = options.policy.row().records_ran_by && n > 0;
     let fixed = [
         size_of_val(ins.tasks.as_slice()),
         size_of_val(ins.args.as_slice()),
@@ -411,6 +411,7 @@ mod tests {
     use super::*;
     use crate::graph::Reserve;
     use crate::inspect::{Access, ArrayInfo, Recorder};
+    use crate::policy::Policy;
 
     /// 20 tasks over overlapping ranges of one array, some writing.
     fn inspection(ranges: bool) -> Inspection {

@@ -1,0 +1,315 @@
+//! The scheduling policies: where the children a finished task frees go. One module per policy,
+//! one row per policy in the table ([`Policy::row`]), as the backends have theirs; the device's
+//! half of each policy is `taskweave_device::sched::policy`, under the same names.
+//!
+//! 1. A region picks one with [`Region::policy`](crate::Region::policy) (default [`Policy::Grr`]).
+//! 2. Its [`Row`] says what the host does for it: the policy's name and number in the device ABI,
+//!    how the run starts (the tasks each worker's queue holds, and the counters and CSR entries
+//!    the workers release them by: [`Row::start`]), and what else it needs (recorded ranges, a
+//!    record of who ran each task, a plan that takes task costs and critical-path SMs).
+//! 3. Adding a policy: its module here and in the device's `sched::policy`, and one row in each
+//!    table; the tests below check every row.
+
+mod affinity;
+mod grr;
+mod lf;
+mod local;
+mod lrr;
+mod priority;
+mod r#static;
+mod steal;
+
+use taskweave_device::sched::deps::SOLE_PARENT;
+
+use crate::costs::TaskCosts;
+use crate::graph::{Dag, Reserve};
+use crate::inspect::Inspection;
+
+/// Where freed tasks go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Juggler's local round robin.
+    Lrr,
+    /// Juggler's global round robin.
+    #[default]
+    Grr,
+    /// Juggler's local first.
+    Lf,
+    /// Run one freed child locally, the rest by global round robin.
+    Local,
+    /// Keep freed children locally; idle workers steal.
+    Steal,
+    /// Run the freed child with the longest path to the end next; the rest by global round robin.
+    Priority,
+    /// Send each freed child to the worker that ran its affine parent, the parent it shares the
+    /// most data with (run it next when that is this worker), unless that worker has work queued;
+    /// the rest by global round robin. See
+    /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
+    Affinity,
+    /// Place every task on a worker before the run, by a list schedule of the DAG
+    /// ([`graph::list_schedule`](crate::graph::list_schedule): critical path first, a task next to
+    /// its parents where that costs no time). Each worker runs its list in order and waits on a
+    /// task's counter only for its parents on other workers: no queue at run time, and no atomic
+    /// at all between tasks of one worker. Best when tasks cost about the same; a task much longer
+    /// than the others holds back the rest of its worker's list.
+    Static,
+}
+
+/// What a run starts with: each worker's queue, in order (task ids, flagged
+/// [`queue::COUNTED`](taskweave_device::sched::queue::COUNTED) when the task waits on its
+/// counter), each task's counter, and the CSR's child entries (flagged [`SOLE_PARENT`] when the
+/// edge is released without the counter).
+pub(crate) struct Start {
+    pub lists: Vec<Vec<u32>>,
+    pub pending: Vec<u32>,
+    pub children: Vec<u32>,
+}
+
+/// What [`Row::start`] is given.
+pub(crate) struct StartOf<'a> {
+    pub ins: &'a Inspection,
+    pub workers: u32,
+    /// SMs set apart for the critical path ([`Region::critical_path_sms`](crate::Region::critical_path_sms)).
+    pub reserve: &'a Reserve,
+    pub costs: Option<&'a TaskCosts>,
+}
+
+/// One policy's row: what the host does for it.
+pub(crate) struct Row {
+    /// Its lowercase name (`"grr"`).
+    pub name: &'static str,
+    /// Its number in the device ABI ([`taskweave_device::abi::policy`]).
+    pub abi: u32,
+    /// The queues, counters and CSR entries a run starts with.
+    pub start: fn(&StartOf<'_>) -> Start,
+    /// Whether inspection records each task's ranges (for the affine parents).
+    pub needs_ranges: bool,
+    /// Whether the tables keep a record of the worker that ran each task.
+    pub records_ran_by: bool,
+    /// Whether the policy places every task before the run: the only kind that takes task costs
+    /// and SMs set apart for the critical path.
+    pub plans: bool,
+}
+
+impl Policy {
+    /// Every policy.
+    pub const ALL: [Policy; 8] = [
+        Self::Lrr,
+        Self::Grr,
+        Self::Lf,
+        Self::Local,
+        Self::Steal,
+        Self::Priority,
+        Self::Affinity,
+        Self::Static,
+    ];
+
+    /// The policy's row: the table, one arm per policy and no wildcard, so that a new policy
+    /// does not compile without its row.
+    pub(crate) fn row(self) -> &'static Row {
+        match self {
+            Self::Lrr => &lrr::ROW,
+            Self::Grr => &grr::ROW,
+            Self::Lf => &lf::ROW,
+            Self::Local => &local::ROW,
+            Self::Steal => &steal::ROW,
+            Self::Priority => &priority::ROW,
+            Self::Affinity => &affinity::ROW,
+            Self::Static => &r#static::ROW,
+        }
+    }
+
+    /// The policy's number in the device ABI.
+    pub fn abi(self) -> u32 {
+        self.row().abi
+    }
+
+    /// The policy's lowercase name.
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown policy `{s}`: expected one of {}",
+                    Self::ALL.map(Self::name).join(", ")
+                )
+            })
+    }
+}
+
+/// How a dynamic policy starts: the ready tasks, in `order`, dealt to the workers in turn; every
+/// counter counts all of its task's parents, except that a sole parent's child is released
+/// without its counter and acquired by its consumer through it (`deps::acquire`): zero from the
+/// start, like a root's.
+pub(crate) fn dealt(dag: &Dag, workers: u32, order: &[u32]) -> Start {
+    let w = workers as usize;
+    let lists = (0..w)
+        .map(|k| order.iter().skip(k).step_by(w).copied().collect())
+        .collect();
+    let in_degree = &dag.in_degree;
+    let pending = in_degree
+        .iter()
+        .map(|&d| if d == 1 { 0 } else { d })
+        .collect();
+    let children = dag
+        .children
+        .iter()
+        .map(|&c| {
+            if in_degree[c as usize] == 1 {
+                c | SOLE_PARENT
+            } else {
+                c
+            }
+        })
+        .collect();
+    Start {
+        lists,
+        pending,
+        children,
+    }
+}
+
+/// [`dealt`] in the DAG's own order of ready tasks: the start of every dynamic policy that does
+/// not order them.
+pub(crate) fn in_spawn_order(of: &StartOf<'_>) -> Start {
+    let dag = &of.ins.dag;
+    dealt(dag, of.workers, &dag.ready)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use taskweave_device::abi::policy;
+    use taskweave_device::sched::queue::COUNTED;
+
+    use std::panic::Location;
+
+    use super::*;
+    use crate::inspect::{Access, ArrayInfo, Recorder};
+
+    /// A diamond beside a chain: roots 0 and 4; 1 and 2 after 0, 3 after both; 5 after 4.
+    fn inspection() -> Inspection {
+        let array = |name| ArrayInfo {
+            name,
+            len: 8,
+            writable: true,
+            elem_bytes: 4,
+            output: false,
+        };
+        let mut recorder = Recorder::new("policy", &["t"], vec![array("x"), array("y")]);
+        let access = |slot: u32, i: usize, write: bool| Access {
+            slot,
+            range: i..i + 1,
+            write,
+            param: "x",
+        };
+        let tasks: [&[Access]; 6] = [
+            &[access(0, 0, true)],
+            &[access(0, 0, false), access(0, 1, true)],
+            &[access(0, 0, false), access(0, 2, true)],
+            &[access(0, 1, false), access(0, 2, false), access(0, 3, true)],
+            &[access(1, 0, true)],
+            &[access(1, 0, false), access(1, 1, true)],
+        ];
+        for (t, accesses) in tasks.iter().enumerate() {
+            recorder
+                .spawn(0, Location::caller(), &[t as u64], accesses)
+                .expect("in bounds");
+        }
+        recorder
+            .finish(std::time::Instant::now())
+            .expect("the test DAG is within the limits")
+    }
+
+    /// Every row: its name parses back to it and is the enum's, its ABI number is the device's
+    /// and no other row's, and the run it starts holds every task once (the planned policy) or
+    /// every ready task once (the others), with counters that free each task exactly when its
+    /// parents are released.
+    #[test]
+    fn every_row_is_whole_and_starts_a_valid_run() {
+        let ins = inspection();
+        let dag = &ins.dag;
+        let mut abis = BTreeSet::new();
+        for p in Policy::ALL {
+            let row = p.row();
+            assert_eq!(row.name.parse::<Policy>(), Ok(p), "{}", row.name);
+            assert!(
+                row.abi < policy::COUNT && abis.insert(row.abi),
+                "{}",
+                row.name
+            );
+            let start = (row.start)(&StartOf {
+                ins: &ins,
+                workers: 3,
+                reserve: &Reserve::default(),
+                costs: None,
+            });
+            assert_eq!(start.lists.len(), 3, "{}", row.name);
+            let queued: Vec<u32> = start
+                .lists
+                .iter()
+                .flatten()
+                .map(|&t| t & !COUNTED)
+                .collect();
+            let mut sorted = queued.clone();
+            sorted.sort_unstable();
+            if row.plans {
+                assert_eq!(
+                    sorted,
+                    (0..6).collect::<Vec<_>>(),
+                    "{}: every task once",
+                    row.name
+                );
+            } else {
+                let mut ready = dag.ready.clone();
+                ready.sort_unstable();
+                assert_eq!(sorted, ready, "{}: the ready tasks once", row.name);
+                // A counter per task, freed by its counted parents.
+                for t in 0..6u32 {
+                    let counted = dag.parents().parents_of(t).len();
+                    let want = if counted == 1 { 0 } else { counted as u32 };
+                    assert_eq!(start.pending[t as usize], want, "{}: task {t}", row.name);
+                }
+            }
+            assert_eq!(start.children.len(), dag.children.len(), "{}", row.name);
+            // What a row asks of the host, which the other layers read from it alone.
+            assert_eq!(row.needs_ranges, p == Policy::Affinity, "{}", row.name);
+            assert_eq!(row.records_ran_by, p == Policy::Affinity, "{}", row.name);
+            assert_eq!(row.plans, p == Policy::Static, "{}", row.name);
+        }
+        assert_eq!(abis.len(), Policy::ALL.len());
+        let error = "fifo".parse::<Policy>().unwrap_err();
+        assert!(error.contains("lrr, grr, lf, local, steal, priority, affinity, static"));
+    }
+
+    /// The priority policy deals the ready tasks highest rank first; the others in spawn order.
+    #[test]
+    fn priority_deals_the_longest_paths_first() {
+        let ins = inspection();
+        let of = StartOf {
+            ins: &ins,
+            workers: 1,
+            reserve: &Reserve::default(),
+            costs: None,
+        };
+        // Root 0 heads a path of three tasks, root 4 one of two.
+        assert_eq!((Policy::Priority.row().start)(&of).lists[0], [0, 4]);
+        let grr = (Policy::Grr.row().start)(&of).lists[0].clone();
+        assert_eq!(grr, ins.dag.ready);
+    }
+}

@@ -1,0 +1,68 @@
+//! The static list schedule: every task placed on a worker before the run (critical path first,
+//! a task next to its parents where that costs no time, the critical path alone on SMs set apart
+//! for it, by the task costs a region gives), each worker running its list in order.
+//!
+//! The host builds the whole plan: every task linked into its worker's queue in plan order,
+//! flagged [`queue::COUNTED`] when it waits for parents on other workers; each counter counts
+//! those parents only, and an edge between tasks of one worker is released without its counter
+//! ([`SOLE_PARENT`]): the worker runs the child after the parent, past the block barrier that ends
+//! the parent's body. Nothing is pushed at run time (`sched::policy::r#static`).
+
+use taskweave_device::abi::policy;
+use taskweave_device::sched::deps::SOLE_PARENT;
+use taskweave_device::sched::queue;
+
+use super::{Row, Start, StartOf};
+use crate::graph::list_schedule_costed;
+
+/// The row of [`Policy::Static`].
+pub(crate) const ROW: Row = Row {
+    name: "static",
+    abi: policy::STATIC,
+    start: planned,
+    needs_ranges: false,
+    records_ran_by: false,
+    plans: true,
+};
+
+/// The plan ([`list_schedule_costed`], with the critical path's reserve and the tasks' costs) as
+/// queues, counters and CSR entries.
+fn planned(of: &StartOf<'_>) -> Start {
+    let dag = &of.ins.dag;
+    let costs = of.costs.and_then(|c| c.per_task(of.ins));
+    let plan = list_schedule_costed(dag, of.workers, of.reserve, costs.as_ref());
+    let n = dag.task_count();
+    let mut pending = vec![0u32; n];
+    let mut children = Vec::with_capacity(dag.children.len());
+    for parent in 0..n as u32 {
+        let on = plan.worker[parent as usize];
+        for &c in dag.children_of(parent) {
+            if plan.worker[c as usize] == on {
+                children.push(c | SOLE_PARENT);
+            } else {
+                pending[c as usize] += 1;
+                children.push(c);
+            }
+        }
+    }
+    let lists = plan
+        .lists
+        .into_iter()
+        .map(|list| {
+            list.into_iter()
+                .map(|t| {
+                    if pending[t as usize] > 0 {
+                        t | queue::COUNTED
+                    } else {
+                        t
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Start {
+        lists,
+        pending,
+        children,
+    }
+}
