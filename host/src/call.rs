@@ -1,11 +1,12 @@
-//! One call of a plan: the [`Plan`] and the arrays bound for this call ([`Binding`]), which is
-//! what a backend executes ([`Call`]).
+//! One call of a plan: the plan's [`Work`] and the arrays bound for this call ([`Binding`]),
+//! which is what a backend executes ([`Call`]).
 //!
 //! 1. The region builder binds each array of a call ([`Binding::host`], [`Binding::resident`]).
 //! 2. Before the run, [`register`] records the call's accesses with the resident arrays it shares
 //!    and returns the runs in flight it must follow ([`Order`]).
-//! 3. A backend reads the DAG, the options and its cached tables from [`Call::plan`], and the
-//!    arrays from [`Call::arrays`].
+//! 3. A backend reads the DAG and the options from [`Call::work`], and the arrays from
+//!    [`Call::arrays`]; what it keeps between runs of a plan comes beside the call
+//!    ([`backend::Kept`](crate::backend::Kept)).
 
 use std::marker::PhantomData;
 
@@ -14,8 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::inspect::{ArrayInfo, Footprint};
-use crate::plan::Plan;
 use crate::resident::{Cell, Done, Place};
+use crate::work::Work;
 
 /// A region array bound for one call: its memory and how to move it.
 pub(crate) struct Binding<'a> {
@@ -148,17 +149,17 @@ pub(crate) struct Prestaged {
     pub copies: Vec<Option<CudaSlice<u8>>>,
 }
 
-/// What a backend executes: a plan, with the arrays bound for this call.
+/// What a backend executes: a plan's work, with the arrays bound for this call.
 pub(crate) struct Call<'p, 'a> {
-    /// The DAG, the options and the backends' cached tables.
-    pub plan: &'p mut Plan,
+    /// The DAG and the options.
+    pub work: &'p Work,
     /// The arrays, by slot.
     pub arrays: &'p [Binding<'a>],
     /// For a submitted call, the runs it follows; `None` for a call that already waited for them.
     pub order: Option<&'p Order>,
     /// Time this call spent inspecting (zero when it reused the plan's DAG).
     pub inspect_time: Duration,
-    /// Whether the plan runs again after this call (a [`Plan::run`]), so that the backends keep
+    /// Whether the plan runs again after this call (a [`Plan::run`](crate::Plan::run)), so that the backends keep
     /// in it what a later run can reuse; a one-shot run keeps nothing.
     pub reused: bool,
     /// The host arrays already on the device, when they were uploaded during inspection.
@@ -168,7 +169,7 @@ pub(crate) struct Call<'p, 'a> {
 impl Call<'_, '_> {
     /// The region's name.
     pub fn name(&self) -> &'static str {
-        self.plan.meta().name
+        self.work.meta.name
     }
 
     /// Waits on the host for the runs in flight this call follows, if any.

@@ -1,10 +1,10 @@
 //! Plans: a region inspected once, to be run many times.
 //!
 //! 1. [`Region::plan`](crate::Region::plan) runs the region's control flow once and keeps what it
-//!    built: the task table, the DAG in CSR form with its ranks, and the options; from its first
-//!    run on, the backends keep their tables in it too: the persistent scheduler's tables stay
-//!    on the GPU, reset on the device before each run, and the CPU backend keeps its initial
-//!    queues and counters.
+//!    built, the [`Work`]: the task table, the DAG in CSR form with its ranks, and the options.
+//!    From its first run on, the plan also holds what the backends keep between runs
+//!    ([`backend::Kept`]): the persistent scheduler's tables stay on the GPU, reset on the device
+//!    before each run, and the CPU backend keeps its initial queues and counters.
 //! 2. [`Plan::run`] runs it again on the arrays of a freshly called region of the same shapes,
 //!    without running that region's control flow: the caller vouches that the scalars which steer
 //!    it are the ones the plan was made with.
@@ -16,24 +16,17 @@
 //! of its shapes (ping-pong buffers, say). What it runs is always the DAG inspection built for its
 //! region; [`Plan::check_inspection`] is the comparison the verifying mode makes.
 
-use std::any::Any;
-use std::sync::OnceLock;
-
+use crate::backend;
 use crate::error::Error;
 use crate::inspect::{ArrayInfo, Inspection};
 use crate::meta::RegionMeta;
-use crate::options::{Backend, Options};
+use crate::options::Options;
+use crate::work::Work;
+#[cfg(doc)]
+use crate::work::{REPLAY_PLANS_ENV, RESET_ON_DEVICE_ENV};
 
 /// The environment variable that turns plan verification on (`1`) or off (`0`) whatever the build.
 pub const VERIFY_PLANS_ENV: &str = "TASKWEAVE_VERIFY_PLANS";
-
-/// The environment variable that turns graph replay off (`0`) for the plans made afterwards: see
-/// [`Plan::replay`].
-pub const REPLAY_PLANS_ENV: &str = "TASKWEAVE_REPLAY_PLANS";
-
-/// The environment variable that turns the workers' own reset off (`0`) for the plans made
-/// afterwards: see [`Plan::reset_on_device`].
-pub const RESET_ON_DEVICE_ENV: &str = "TASKWEAVE_RESET_ON_DEVICE";
 
 /// A region inspected once: its DAG, its options and the backends' tables, ready to run again on
 /// new arrays of the same shapes. Made by [`Region::plan`](crate::Region::plan).
@@ -53,29 +46,23 @@ pub const RESET_ON_DEVICE_ENV: &str = "TASKWEAVE_RESET_ON_DEVICE";
 /// # }
 /// ```
 pub struct Plan {
-    meta: RegionMeta,
-    options: Options,
-    inspection: Inspection,
+    work: Work,
     verify: bool,
-    replay: bool,
-    reset_on_device: bool,
-    /// The DAG's widest level and its critical path, computed on first use.
-    widest: OnceLock<usize>,
-    critical_path: OnceLock<u32>,
-    /// What each backend keeps between runs, by [`Backend`]; only that backend knows its type.
-    caches: Vec<(Backend, Box<dyn Any + Send>)>,
+    /// What the backends keep between runs; theirs to read and write.
+    kept: backend::Kept,
 }
 
 impl std::fmt::Debug for Plan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let work = &self.work;
         f.debug_struct("Plan")
-            .field("region", &self.meta.name)
-            .field("tasks", &self.inspection.task_count())
-            .field("edges", &self.inspection.dag.edge_count())
-            .field("options", &self.options)
+            .field("region", &work.meta.name)
+            .field("tasks", &work.inspection.task_count())
+            .field("edges", &work.inspection.dag.edge_count())
+            .field("options", &work.options)
             .field("verify", &self.verify)
-            .field("replay", &self.replay)
-            .field("reset_on_device", &self.reset_on_device)
+            .field("replay", &work.replay)
+            .field("reset_on_device", &work.reset_on_device)
             .finish_non_exhaustive()
     }
 }
@@ -102,31 +89,30 @@ impl Plan {
             costs.check(meta.name, other, inspection.kinds)?;
         }
         Ok(Self {
-            meta,
-            options,
-            inspection,
+            work: Work::new(meta, options, inspection),
             verify: verify_by_default(),
-            replay: std::env::var(REPLAY_PLANS_ENV).as_deref() != Ok("0"),
-            reset_on_device: std::env::var(RESET_ON_DEVICE_ENV).as_deref() != Ok("0"),
-            widest: OnceLock::new(),
-            critical_path: OnceLock::new(),
-            caches: Vec::new(),
+            kept: backend::Kept::default(),
         })
     }
 
     /// The region's name.
     pub fn region(&self) -> &'static str {
-        self.meta.name
+        self.work.meta.name
     }
 
     /// What inspection built: the tasks, their arguments and the DAG.
     pub fn inspection(&self) -> &Inspection {
-        &self.inspection
+        &self.work.inspection
     }
 
     /// The options the plan runs with (those of the region it was made from).
     pub fn options(&self) -> &Options {
-        &self.options
+        &self.work.options
+    }
+
+    /// The work, to run, beside what the backends keep between runs.
+    pub(crate) fn parts(&mut self) -> (&Work, &mut backend::Kept) {
+        (&self.work, &mut self.kept)
     }
 
     /// Whether every run inspects the region again and compares.
@@ -144,7 +130,7 @@ impl Plan {
 
     /// Whether the persistent backend replays this plan's calls as CUDA graphs.
     pub fn replays(&self) -> bool {
-        self.replay
+        self.work.replay
     }
 
     /// Turns graph replay on or off. With it on (the default, unless [`REPLAY_PLANS_ENV`] is
@@ -156,13 +142,13 @@ impl Plan {
     /// which costs the host more driver calls before the kernel starts. The results do not change
     /// either way.
     pub fn replay(mut self, on: bool) -> Self {
-        self.replay = on;
+        self.work.replay = on;
         self
     }
 
     /// Whether the persistent backend's workers finish this plan's runs themselves.
     pub fn resets_on_device(&self) -> bool {
-        self.reset_on_device
+        self.work.reset_on_device
     }
 
     /// Turns the workers' own finish of each run on or off. With it on (the default, unless
@@ -173,7 +159,7 @@ impl Plan {
     /// and copies the record and statistics back after it. Runs that trace their tasks or place
     /// workers by SM always do the latter. The results do not change either way.
     pub fn reset_on_device(mut self, on: bool) -> Self {
-        self.reset_on_device = on;
+        self.work.reset_on_device = on;
         self
     }
 
@@ -182,42 +168,9 @@ impl Plan {
     /// verification off, since the plan no longer matches its region on purpose.
     #[doc(hidden)]
     pub fn edit_inspection(&mut self, edit: impl FnOnce(&mut Inspection)) {
-        edit(&mut self.inspection);
-        self.widest = OnceLock::new();
-        self.critical_path = OnceLock::new();
-        self.caches.clear();
+        self.work.edit(edit);
+        self.kept = backend::Kept::default();
         self.verify = false;
-    }
-
-    pub(crate) fn meta(&self) -> &RegionMeta {
-        &self.meta
-    }
-
-    /// The DAG's widest level (see [`Dag::max_level_width`](crate::graph::Dag::max_level_width)).
-    pub(crate) fn widest_level(&self) -> usize {
-        *self
-            .widest
-            .get_or_init(|| self.inspection.dag.max_level_width())
-    }
-
-    /// The tasks on the DAG's longest path.
-    pub(crate) fn critical_path(&self) -> u32 {
-        *self
-            .critical_path
-            .get_or_init(|| self.inspection.dag.critical_path())
-    }
-
-    /// Takes `backend`'s tables out of the plan, when it left some of type `T`.
-    pub(crate) fn take_cache<T: Any + Send>(&mut self, backend: Backend) -> Option<T> {
-        let at = self.caches.iter().position(|(b, _)| *b == backend)?;
-        let (_, cache) = self.caches.swap_remove(at);
-        cache.downcast::<T>().ok().map(|b| *b)
-    }
-
-    /// Keeps `cache` as `backend`'s tables for the next run.
-    pub(crate) fn keep_cache<T: Any + Send>(&mut self, backend: Backend, cache: T) {
-        self.caches.retain(|(b, _)| *b != backend);
-        self.caches.push((backend, Box::new(cache)));
     }
 
     /// Checks that `arrays` (a call's arrays, by slot) have the shapes the plan was made for.
@@ -227,16 +180,16 @@ impl Plan {
         arrays: impl ExactSizeIterator<Item = ArrayInfo>,
     ) -> Result<(), Error> {
         let mismatch = |detail: String| Error::PlanMismatch {
-            region: self.meta.name,
+            region: self.work.meta.name,
             detail,
         };
-        if !self.meta.same_region(meta) {
+        if !self.work.meta.same_region(meta) {
             return Err(mismatch(format!(
                 "it was given a call of region `{}` (kernel `{}`)",
                 meta.name, meta.kernel
             )));
         }
-        let planned = &self.inspection.arrays;
+        let planned = &self.work.inspection.arrays;
         if arrays.len() != planned.len() {
             return Err(mismatch(format!(
                 "the call binds {} arrays, the plan {}",
@@ -280,8 +233,8 @@ impl Plan {
     }
 
     fn check(&self, fresh: &Inspection, advice: &str) -> Result<(), Error> {
-        check_same(&self.inspection, fresh, advice).map_err(|detail| Error::PlanMismatch {
-            region: self.meta.name,
+        check_same(&self.work.inspection, fresh, advice).map_err(|detail| Error::PlanMismatch {
+            region: self.work.meta.name,
             detail,
         })
     }

@@ -482,24 +482,16 @@ fn run_call(
     for earlier in call::register(&arrays, &plan.inspection().footprints, &done) {
         earlier.wait();
     }
+    let (work, kept) = plan.parts();
     let mut call = Call {
-        plan,
+        work,
         arrays: &arrays,
         order: None,
         inspect_time,
         reused,
         prestaged,
     };
-    let mut report = runtime.execute(&mut call);
-    // Plans the runtime keeps may hold device memory of their own (their tables, buffers for
-    // their host arrays). A call that does not fit beside them gets that memory back and tries
-    // once more: `DeviceOutOfMemory` is found before anything is copied or run. (A refused
-    // allocation, `OutOfMemory`, may come after the kernel, when a second run would apply the
-    // region twice to a resident array.)
-    if matches!(report, Err(Error::DeviceOutOfMemory { .. })) && runtime.cached_plans() > 0 {
-        runtime.clear_plans();
-        report = runtime.execute(&mut call);
-    }
+    let report = runtime.execute_making_room(&mut call, kept);
     drop(arrays);
     done.set();
     report

@@ -86,15 +86,15 @@ impl Report {
         worker_stats: Vec<WorkerStats>,
         trace: Option<Vec<TraceRecord>>,
     ) -> Self {
-        let plan = &*call.plan;
-        let ins = plan.inspection();
+        let work = call.work;
+        let ins = &work.inspection;
         Self {
-            region: plan.region(),
+            region: work.meta.name,
             backend,
-            policy: plan.options().policy,
+            policy: work.options.policy,
             tasks: ins.task_count(),
             edges: ins.dag.edge_count(),
-            critical_path: plan.critical_path(),
+            critical_path: work.critical_path(),
             workers,
             threads,
             wall_time: Duration::ZERO,

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use crate::backend::{self, Executor, default_cpu_workers};
+use crate::backend::{self, Executor, Kept, default_cpu_workers};
 use crate::cache::{PlanCache, PlanKey};
 use crate::call::Call;
 use crate::error::Error;
@@ -297,8 +297,31 @@ impl Runtime {
     }
 
     /// Runs `call` on the backend its options name, or the runtime's own.
-    pub(crate) fn execute(&self, call: &mut Call<'_, '_>) -> Result<Report, Error> {
-        backend::execute(&self.executor(), self.fallback.as_deref(), call)
+    pub(crate) fn execute(
+        &self,
+        call: &mut Call<'_, '_>,
+        kept: &mut Kept,
+    ) -> Result<Report, Error> {
+        backend::execute(&self.executor(), self.fallback.as_deref(), call, kept)
+    }
+
+    /// [`Runtime::execute`], making room on the device once when the call does not fit. The plans
+    /// the runtime keeps may hold device memory of their own (their tables, buffers for their host
+    /// arrays): a call that does not fit beside them gets that memory back and tries once more.
+    /// `DeviceOutOfMemory` is found before anything is copied or run; a refused allocation
+    /// (`OutOfMemory`) may come after the kernel, when a second run would apply the region twice
+    /// to a resident array, so it is not retried.
+    pub(crate) fn execute_making_room(
+        &self,
+        call: &mut Call<'_, '_>,
+        kept: &mut Kept,
+    ) -> Result<Report, Error> {
+        let report = self.execute(call, kept);
+        if matches!(report, Err(Error::DeviceOutOfMemory { .. })) && self.cached_plans() > 0 {
+            self.clear_plans();
+            return self.execute(call, kept);
+        }
+        report
     }
 
     /// Hands a submitted call to the helper threads (see [`Region::submit`](crate::Region::submit)).
@@ -307,7 +330,7 @@ impl Runtime {
             Ok(helpers) => helpers.submit(job),
             // No helpers (the GPU refused more streams, or no thread would start): run the
             // region here, in order.
-            Err(_) => job.run(&|call| self.execute(call)),
+            Err(_) => job.run(&|call, kept| self.execute(call, kept)),
         }
     }
 
@@ -319,14 +342,14 @@ impl Runtime {
                     .map(|_| gpu.with_own_streams())
                     .collect::<Result<Vec<Gpu>, Error>>()
                     .map_err(|e| e.to_string())?;
-                Helpers::start(handles, move |gpu, call| {
-                    backend::execute(&Executor::Gpu(gpu), fallback.as_deref(), call)
+                Helpers::start(handles, move |gpu, call, kept| {
+                    backend::execute(&Executor::Gpu(gpu), fallback.as_deref(), call, kept)
                 })
             }
             Engine::Cpu { workers } => {
                 let workers = *workers;
-                Helpers::start(vec![(); HELPERS], move |_, call| {
-                    backend::execute(&Executor::Cpu { workers }, fallback.as_deref(), call)
+                Helpers::start(vec![(); HELPERS], move |_, call, kept| {
+                    backend::execute(&Executor::Cpu { workers }, fallback.as_deref(), call, kept)
                 })
             }
         }

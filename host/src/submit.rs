@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crate::backend::Kept;
 use crate::call::{Binding, Call, Order};
 use crate::error::Error;
 use crate::plan::Plan;
@@ -141,22 +142,23 @@ impl Job {
 
     /// Runs the job with `execute` (which orders it after its predecessors: see [`Order`]), and
     /// publishes the outcome.
-    pub fn run(mut self, execute: &dyn Fn(&mut Call<'_, '_>) -> Result<Report, Error>) {
+    pub fn run(mut self, execute: &dyn Fn(&mut Call<'_, '_>, &mut Kept) -> Result<Report, Error>) {
         let region = self.plan.region();
         // A panic here is a bug outside any task (task panics become errors inside the backends);
         // it must still end the job, or its waiters would wait for ever.
         // The region was inspected when it was submitted.
         let inspect_time = self.plan.inspection().time;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let (work, kept) = self.plan.parts();
             let mut call = Call {
-                plan: &mut self.plan,
+                work,
                 arrays: &self.arrays,
                 order: Some(&self.order),
                 inspect_time,
                 reused: false,
                 prestaged: None,
             };
-            execute(&mut call)
+            execute(&mut call, kept)
         }))
         .unwrap_or_else(|payload| {
             Err(Error::NotRun {
@@ -278,7 +280,10 @@ impl Helpers {
     /// serve.
     pub fn start<L: Send + 'static>(
         handles: Vec<L>,
-        execute: impl Fn(&L, &mut Call<'_, '_>) -> Result<Report, Error> + Send + Sync + 'static,
+        execute: impl Fn(&L, &mut Call<'_, '_>, &mut Kept) -> Result<Report, Error>
+        + Send
+        + Sync
+        + 'static,
     ) -> Result<Self, String> {
         let (sender, receiver) = channel::<Job>();
         let receiver = Arc::new(Mutex::new(receiver));
@@ -300,7 +305,7 @@ impl Helpers {
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .recv();
                             let Ok(job) = job else { break };
-                            job.run(&|call| execute(&handle, call));
+                            job.run(&|call, kept| execute(&handle, call, kept));
                         }
                     })
                     .map_err(|e| refused = Some(e.to_string()))
@@ -328,7 +333,7 @@ impl Helpers {
         if let Some(job) = unsent {
             // The helpers are gone (the runtime is being dropped): end the job rather than lose
             // it, so that its waiters do not wait for ever.
-            job.run(&|call| {
+            job.run(&|call, _| {
                 call.wait_for_earlier();
                 Err(Error::NotRun {
                     region: call.name(),

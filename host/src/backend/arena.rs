@@ -31,7 +31,7 @@ pub(crate) fn staging_bytes(
         .iter()
         .filter(|b| b.device.is_none() && !copied)
         .map(|b| b.bytes.max(8) as u64);
-    let (ins, options) = (call.plan.inspection(), call.plan.options());
+    let (ins, options) = (call.work.inspection(), call.work.options());
     arrays.sum::<u64>() + tables_bytes(ins, options, workers, sms, call.arrays.len(), keep)
 }
 
@@ -144,7 +144,7 @@ impl DeviceTables {
         arrays: &[ArrayDesc],
         keep: Keep,
     ) -> Result<(Self, DescSlot, Duration), Error> {
-        let (ins, options) = (call.plan.inspection(), call.plan.options());
+        let (ins, options) = (call.work.inspection(), call.work.options());
         let start = Instant::now();
         let mut layout = Layout::new(ins, options, workers, sms, arrays.len(), keep);
         let built = start.elapsed();

@@ -21,6 +21,7 @@ use taskweave_device::arch::host::{Lane, LaneGroup, enter_lane};
 use taskweave_device::sched::{Dispatch, WorkerView, command, run_worker, words};
 use taskweave_device::{Block, shared};
 
+use super::Kept;
 use crate::call::Call;
 use crate::error::Error;
 use crate::options::Backend;
@@ -111,8 +112,12 @@ impl Dispatch for Catching<'_> {
 
 /// Runs the call's DAG on `workers` threads (or, with SM-aware workers, on `workers_per_sm`
 /// threads for each SM of the set, each of the `workers` threads counting as one SM).
-pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, Error> {
-    let (meta, options) = (*call.plan.meta(), call.plan.options().clone());
+pub(super) fn execute(
+    call: &mut Call<'_, '_>,
+    workers: u32,
+    kept: &mut Kept,
+) -> Result<Report, Error> {
+    let (meta, options) = (*call.work.meta(), call.work.options().clone());
     let options = &options;
     if let Some(b) = call.arrays.iter().find(|b| b.device.is_some()) {
         return Err(Error::ArrayElsewhere {
@@ -129,10 +134,10 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
         None => options.workers.unwrap_or(workers).max(1),
     };
     // The tables as they start: kept in the plan when it runs again, cloned for each run.
-    let pristine = match call.plan.take_cache::<Tables>(Backend::Cpu) {
+    let pristine = match kept.cpu.take() {
         Some(tables) if tables.workers == workers => tables,
         _ => Tables::new(
-            call.plan.inspection(),
+            call.work.inspection(),
             workers,
             options.policy,
             &sms.as_ref().map(SmLayout::reserve).unwrap_or_default(),
@@ -141,12 +146,12 @@ pub(super) fn execute(call: &mut Call<'_, '_>, workers: u32) -> Result<Report, E
     };
     let mut tables = if call.reused {
         let tables = pristine.clone();
-        call.plan.keep_cache(Backend::Cpu, pristine);
+        kept.cpu = Some(pristine);
         tables
     } else {
         pristine
     };
-    let inspection = call.plan.inspection();
+    let inspection = call.work.inspection();
     let lanes = options.cpu_lanes.max(1);
     let n = inspection.task_count();
     let arrays: Vec<ArrayDesc> = call

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
+use super::Kept;
 use super::layout::{self, LISTED};
 use super::stage::{Keep, Staged, bytes_of};
 use super::watch::{self, Running};
@@ -151,11 +152,11 @@ fn build(
 }
 
 /// Runs the call's DAG as a CUDA graph on `gpu`.
-pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
-    let picked = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>, _: &mut Kept) -> Result<Report, Error> {
+    let (meta, options) = (call.work.meta(), call.work.options());
+    let picked = gpu.listed_kernel(meta, options, call.work.widest_level() as u32)?;
     let function = &picked.function;
-    let ins = call.plan.inspection();
+    let ins = call.work.inspection();
     let prestaged = call.prestaged.take();
     let mut staged = Staged::new(gpu, call, 1, None, Keep::No, prestaged)?;
     let n = ins.task_count();

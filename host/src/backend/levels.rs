@@ -57,8 +57,8 @@ pub(super) fn execute(
     call: &mut Call<'_, '_>,
     strategy: Strategy,
 ) -> Result<Report, Error> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
-    let ins = call.plan.inspection();
+    let (meta, options) = (call.work.meta(), call.work.options());
+    let ins = call.work.inspection();
     let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
     let (offsets, tasks) = level_lists(ins);
     let levels = offsets.len() - 1;

@@ -5,11 +5,12 @@
 //! 2. [`execute`] looks the backend up in [`TABLE`], refuses a GPU backend on the CPU runtime,
 //!    orders the call after the runs in flight it follows, takes the GPU turns the backend needs,
 //!    and calls the backend's function with the [`Call`]: the plan and this call's arrays.
-//! 3. A backend reads the DAG and options from the plan and the arrays from the call, and returns
-//!    a [`Report`].
+//! 3. A backend reads the DAG and options from the call's [`Work`](crate::work::Work) and the
+//!    arrays from the call, and returns a [`Report`]. What it keeps between runs of one plan is
+//!    its own field of [`Kept`], which the plan holds and hands back at every run.
 //!
-//! Adding a backend is a variant of [`Backend`], a module here and a row of [`TABLE`]; the test
-//! below fails until all three agree.
+//! Adding a backend is a variant of [`Backend`], a module here and a row of [`TABLE`] (and a
+//! field of [`Kept`] if it keeps something); the test below fails until they agree.
 
 mod arena;
 mod barrier;
@@ -25,7 +26,7 @@ mod stage;
 mod streams;
 mod watch;
 
-pub(crate) use self::cpu::default_workers as default_cpu_workers;
+pub(crate) use cpu::default_workers as default_cpu_workers;
 use std::time::Instant;
 
 use crate::call::Call;
@@ -33,14 +34,26 @@ use crate::error::Error;
 use crate::gpu::Gpu;
 use crate::options::Backend;
 use crate::report::Report;
+use crate::tables::Tables;
 
-/// How a backend executes a call.
+/// How a backend executes a call, given what it kept from the plan's earlier runs.
 #[derive(Clone, Copy)]
 enum Run {
     /// On a GPU handle.
-    Gpu(fn(&Gpu, &mut Call<'_, '_>) -> Result<Report, Error>),
+    Gpu(fn(&Gpu, &mut Call<'_, '_>, &mut Kept) -> Result<Report, Error>),
     /// On `workers` CPU threads.
-    Cpu(fn(&mut Call<'_, '_>, u32) -> Result<Report, Error>),
+    Cpu(fn(&mut Call<'_, '_>, u32, &mut Kept) -> Result<Report, Error>),
+}
+
+/// What the backends keep in a plan between its runs, one field per backend that keeps
+/// something; each is read and written by its own backend alone. Dropping it frees what it holds
+/// (device memory included).
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// The persistent backend's kernel, launch shape and staged tables.
+    persistent: Option<persistent::Prepared>,
+    /// The CPU backend's pristine queues and counters.
+    cpu: Option<Tables>,
 }
 
 /// One row of [`TABLE`].
@@ -196,14 +209,16 @@ pub(crate) fn no_gpu(backend: Backend, fallback: Option<&str>) -> Error {
     }
 }
 
-/// Runs `call` on `executor`, with the backend its options name (or the executor's own).
+/// Runs `call` on `executor`, with the backend its options name (or the executor's own), which
+/// finds in `kept` what it left there in the plan's earlier runs.
 /// `fallback` is why the runtime is on the CPU, if it fell back there.
 pub(crate) fn execute(
     executor: &Executor<'_>,
     fallback: Option<&str>,
     call: &mut Call<'_, '_>,
+    kept: &mut Kept,
 ) -> Result<Report, Error> {
-    let backend = call.plan.options().backend.unwrap_or(executor.own());
+    let backend = call.work.options.backend.unwrap_or(executor.own());
     let entry = backend.entry();
     let mut start = Instant::now();
     // The host's own time starts once the call no longer waits for the runs it follows.
@@ -215,11 +230,11 @@ pub(crate) fn execute(
         (Executor::Cpu { .. }, Run::Gpu(_)) => Err(no_gpu(backend, fallback)),
         (Executor::Cpu { workers }, Run::Cpu(run)) => {
             waited(call);
-            run(call, *workers)
+            run(call, *workers, kept)
         }
         (Executor::Gpu(_), Run::Cpu(run)) => {
             waited(call);
-            run(call, cpu::default_workers())
+            run(call, cpu::default_workers(), kept)
         }
         (Executor::Gpu(gpu), Run::Gpu(run)) => {
             if !entry.orders_on_device {
@@ -228,7 +243,7 @@ pub(crate) fn execute(
             let _stream = gpu.stream_turn();
             gpu.check_usable()?;
             let _turn = entry.exclusive.then(|| gpu.exclusive());
-            run(gpu, call)
+            run(gpu, call, kept)
         }
     };
     report.map(|mut report| {

@@ -25,6 +25,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, LaunchConfig, PushKernelArg, result};
 use taskweave_device::abi::RegionDesc;
 
+use super::Kept;
 use super::replay::{Replay, Sequence};
 use super::stage::{Keep, Staged};
 use super::watch::{self, Launched, Running, peek, watch};
@@ -51,7 +52,7 @@ pub(crate) fn default_workers(resident: u32, sms: u32, widest_level: usize) -> u
 /// every SM), the layout, and how many blocks to launch: every one that fits at once, so that each
 /// SM gets its share before any retreats.
 fn on_sms(gpu: &Gpu, call: &Call<'_, '_>, widest: usize) -> Result<(Picked, SmLayout), Error> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
+    let (meta, options) = (call.work.meta(), call.work.options());
     let sms = gpu.sm_count();
     let mut layout = Ok(None);
     let picked = gpu.pick(meta, options, meta.kernel, |resident| {
@@ -76,7 +77,7 @@ fn on_sms(gpu: &Gpu, call: &Call<'_, '_>, widest: usize) -> Result<(Picked, SmLa
 /// What the persistent backend keeps in a plan that runs again, for one GPU: the kernel it chose,
 /// the launch's shape and the staged tables, so that the next call only resets the tables on the
 /// device, copies its host arrays in and launches.
-struct Prepared {
+pub(super) struct Prepared {
     /// The calls replayed as CUDA graphs, one per descriptor (set of arrays), oldest first.
     /// First, so that they are dropped first: their nodes use the kernel, the tables, the pinned
     /// read-back buffer and the events below.
@@ -112,8 +113,8 @@ fn prepare(
     keep: bool,
     prestaged: Option<Prestaged>,
 ) -> Result<Prepared, Error> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
-    let widest = call.plan.widest_level();
+    let (meta, options) = (call.work.meta(), call.work.options());
+    let widest = call.work.widest_level();
     let sms = gpu.sm_count();
     // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
     // would deadlock the rest.
@@ -147,9 +148,7 @@ fn prepare(
     // slots that the reset would clear).
     let keep = match keep {
         false => Keep::No,
-        true if call.plan.resets_on_device() && !options.trace && layout.is_none() => {
-            Keep::OnDevice
-        }
+        true if call.work.reset_on_device && !options.trace && layout.is_none() => Keep::OnDevice,
         true => Keep::OnHost,
     };
     let staged = Staged::new(gpu, call, workers, layout.as_ref(), keep, prestaged)?;
@@ -171,14 +170,18 @@ fn prepare(
 
 /// Runs the call's DAG on `gpu` with the persistent scheduler. A plan that runs again keeps the
 /// kernel, the launch's shape and the staged tables (see [`Prepared`]).
-pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
-    let kept = call
-        .plan
-        .take_cache::<Prepared>(Backend::Persistent)
+pub(super) fn execute(
+    gpu: &Gpu,
+    call: &mut Call<'_, '_>,
+    kept: &mut Kept,
+) -> Result<Report, Error> {
+    let prepared = kept
+        .persistent
+        .take()
         .filter(|p| p.device == gpu.device_id());
     // A plan that runs again replays its calls as CUDA graphs, which reset the tables themselves.
-    let replay = call.reused && call.plan.replays();
-    let mut prepared = match kept {
+    let replay = call.reused && call.work.replay;
+    let mut prepared = match prepared {
         Some(mut prepared) => {
             prepared.staged.restage(gpu, call, !replay)?;
             prepared
@@ -207,7 +210,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
                     call,
                     Backend::Persistent,
                     prepared.workers,
-                    call.plan.options().threads,
+                    call.work.options().threads,
                     prepared.staged.upload_time + finished.download_time,
                     kernel_time,
                     finished.stats,
@@ -217,7 +220,7 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Erro
                 report
             });
             if call.reused {
-                call.plan.keep_cache(Backend::Persistent, prepared);
+                kept.persistent = Some(prepared);
             }
             report
         }
@@ -236,8 +239,8 @@ fn launch(
     keep: bool,
     replay: bool,
 ) -> Result<Duration, Launched> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
-    if call.plan.inspection().task_count() == 0 {
+    let (meta, options) = (call.work.meta(), call.work.options());
+    if call.work.inspection().task_count() == 0 {
         return Ok(Duration::ZERO);
     }
     let sms = gpu.sm_count();
@@ -310,7 +313,7 @@ fn launch(
                 .is_some_and(|order| order.after.iter().any(|d| !d.is_set()))
     };
     if let Some(stall) = watch(gpu, end, &desc, Running::Workers, options.watchdog, waiting) {
-        return Err(watch::finish(stall, call.plan.inspection(), end));
+        return Err(watch::finish(stall, call.work.inspection(), end));
     }
     // When the end event is the last work of the call and it completed without an error, the
     // stream has nothing left to wait for; otherwise the synchronization waits for the read-back

@@ -76,7 +76,7 @@ impl Staged {
         keep: Keep,
         prestaged: Option<Prestaged>,
     ) -> Result<Self, Error> {
-        let meta = call.plan.meta();
+        let meta = call.work.meta();
         gpu.check_usable()?;
         let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
         // The code must have something this GPU runs before anything is allocated.
@@ -268,7 +268,7 @@ impl Staged {
     /// It must follow a synchronization of the region stream, which ends the copy
     /// [`Staged::read_back_after_kernel`] queued.
     pub fn finish(&mut self, gpu: &Gpu, call: &Call<'_, '_>) -> Result<Finished, Error> {
-        let ins = call.plan.inspection();
+        let ins = call.work.inspection();
         // The record and the statistics are adjacent: one copy reads both, unless it was queued
         // after the kernel.
         let (error_at, error_len) = self.tables.error;
@@ -311,7 +311,7 @@ impl Staged {
                     index: record.task,
                     kind: "(outside any task)",
                     args: String::new(),
-                    location: call.plan.meta().location,
+                    location: call.work.meta().location,
                 }
             };
             return Err(Error::TaskFault {
@@ -325,7 +325,7 @@ impl Staged {
         let start = Instant::now();
         // Only what the tasks declared they write comes back (resident arrays, with no copy, were
         // written in place).
-        let footprints = &call.plan.inspection().footprints;
+        let footprints = &call.work.inspection().footprints;
         let pieces: Vec<Piece> = call
             .arrays
             .iter()
@@ -437,7 +437,7 @@ fn upload_arrays(
     copies: &[Option<CudaSlice<u8>>],
     inputs: bool,
 ) -> Result<Vec<ArrayDesc>, Error> {
-    let footprints = &call.plan.inspection().footprints;
+    let footprints = &call.work.inspection().footprints;
     let mut arrays = Vec::with_capacity(call.arrays.len());
     let mut pieces = Vec::new();
     for ((binding, copy), footprint) in call.arrays.iter().zip(copies).zip(footprints) {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+use super::Kept;
 use super::layout::{self, LISTED};
 use super::stage::{Keep, Staged, bytes_of};
 use super::watch::{self, Running};
@@ -78,11 +79,11 @@ pub(super) fn assign(dag: &Dag, per_class: usize) -> Vec<Placement> {
 }
 
 /// Runs the call's DAG on a pool of streams on `gpu`.
-pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>) -> Result<Report, Error> {
-    let (meta, options) = (call.plan.meta(), call.plan.options());
-    let picked = gpu.listed_kernel(meta, options, call.plan.widest_level() as u32)?;
+pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>, _: &mut Kept) -> Result<Report, Error> {
+    let (meta, options) = (call.work.meta(), call.work.options());
+    let picked = gpu.listed_kernel(meta, options, call.work.widest_level() as u32)?;
     let function = &picked.function;
-    let ins = call.plan.inspection();
+    let ins = call.work.inspection();
     let prestaged = call.prestaged.take();
     let mut staged = Staged::new(gpu, call, 1, None, Keep::No, prestaged)?;
     let n = ins.task_count();
