@@ -17,7 +17,7 @@
 #       Not yet timed on a GPU (each step prints its seconds). To stay within ten-minute calls, run
 #       `memcheck synccheck` in one and `racecheck faults other` in another, into the same OUT:
 #       every part writes its own files, and README.md lists all that OUT holds.
-#   Then commit OUT as bench/results/gpu-evidence-h100/ and cite it from RELIABILITY.md.
+#   Then commit OUT under bench/results/ (as gpu-evidence-outputs-h100/) and cite it from RELIABILITY.md.
 #
 # compute-sanitizer comes from COMPUTE_SANITIZER, else PATH, else /usr/local/cuda/bin.
 # Timeouts per process (seconds): SANITIZER_TIMEOUT (default 90), RACECHECK_TIMEOUT (150),

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Breaks the code one way at a time and runs a test command, which must fail each time.
 
-    scripts/mutate.py bench/results/NAME/mutations.py
+    scripts/mutate.py TABLE.py
+
+A results folder's table comes back with `git show HASH:bench/results/NAME/mutations.py > TABLE.py`
+(HASH from the `reproduce:` line of the folder's README.md).
 
 The table is a Python file that defines MUTATIONS, `{name: (path, before, after)}`: each replaces
 the one occurrence of `before` in `path` by `after`. It may define TEST, a shell command that

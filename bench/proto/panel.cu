@@ -101,7 +101,8 @@ __device__ void chol_warp(double* s, int o, double* inv) {
 
 // chol_warp with the column handed out through shared memory: each lane stores its L[r][c], the
 // warp meets (__syncwarp), and every lane reads L[q][c] for q > c by broadcast loads. A copy of
-// chol_warp but for that, kept whole: the two are the A/B of bench/results/panel32-h100/proto.txt.
+// chol_warp but for that, kept whole: the two are the A/B of proto.txt in panel32-h100
+// (git show b958dab:bench/results/panel32-h100/proto.txt).
 template <int B>
 __device__ void chol_warp_smem(double* s, int o, double* inv, double* col) {
   int lane = threadIdx.x & 31;

@@ -124,7 +124,8 @@ impl Builder {
     /// A light body may take more registers than the blocks its shared memory admits could have.
     /// The Needleman-Wunsch tile took 48, ten blocks of 128 threads per SM where its shared
     /// memory allows twelve; at 40 it spills one word in its prologue and its one-task kernel ran
-    /// 1.08–1.09x faster on the H100 (`bench/results/nw-registers-h100/`). Checked bodies keep
+    /// 1.08–1.09x faster on the H100
+    /// (`git show b958dab:bench/results/nw-registers-h100/README.md`). Checked bodies keep
     /// their ranges live and spill in earnest at such caps (the same tile checked ran 1.22x
     /// slower at 40), so this caps the unchecked variants only. A kernel that reaches its cap
     /// keeps an uncapped twin in release builds, which launches that fit at the uncapped count

@@ -10,7 +10,8 @@ fn main() -> Result<(), taskweave_build::Error> {
     }
     // The NW tile of `tile_bench`, one block per task, unchecked: 40 registers let twelve blocks
     // of 128 threads share an SM, as many as its shared memory allows, where ptxas alone takes 48
-    // (ten); the kernel ran 1.08–1.09x faster (bench/results/nw-registers-h100/).
+    // (ten); the kernel ran 1.08–1.09x faster
+    // (git show b958dab:bench/results/nw-registers-h100/README.md).
     builder = builder.unchecked_registers("nw_odd_tiles", taskweave_build::Entry::Listed, 40);
     // The tile GEMM batch on the default shape: ptxas takes 197 registers for it, two workers of
     // 128 threads per SM, and the fit keeps 255 since at 168 the engine spills 8 bytes. At 168

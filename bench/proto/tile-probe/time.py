@@ -3,9 +3,9 @@
 # Usage, from the repository root on the GPU machine: python3 bench/proto/tile-probe/time.py [--flush] [--load] NAME...
 # with each build's cubin at .gpu/probe/NAME.cubin (README.md). A build whose name starts with
 # "trace" was built with --cfg p32_trace from the source in
-# bench/results/panel32-shared-h100/panel32-shared.patch, and its 32-block path's phase cycles are
-# printed too. Both calls' results are checked against NumPy; the script exits 1 when any error is
-# above BOUND, so that a wrong build cannot pass for a fast one.
+# `git show b958dab:bench/results/panel32-shared-h100/panel32-shared.patch`, and its 32-block
+# path's phase cycles are printed too. Both calls' results are checked against NumPy; the script
+# exits 1 when any error is above BOUND, so that a wrong build cannot pass for a fast one.
 import sys, numpy as np, cupy as cp
 n = 64
 # About 64·eps·‖A‖ scaled by a margin: the builds measured here give 1e-16 to 1e-15 in f64 and

@@ -33,7 +33,8 @@ struct Cli {
     unchecked: bool,
 }
 
-/// The workloads at the sizes of the first sanitizer runs (`bench/results/sanitizers-h100.md`):
+/// The workloads at the sizes of the first sanitizer runs
+/// (`git show b958dab:bench/results/sanitizers-h100.md`):
 /// each tile kernel on a few dozen tiles.
 fn small() -> Vec<Box<dyn Workload>> {
     vec![

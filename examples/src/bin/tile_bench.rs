@@ -13,7 +13,8 @@
 //! `--resident` keeps them on the GPU between runs, as the CUDA program does, and checks what it
 //! downloads after the last. The difference is not only the copies: on the H100 the first launch
 //! after a copy took the host 20–25 µs, against 3–5 µs for a launch after a launch, and the GPU
-//! waits that long inside the timed span (bench/results/nw-registers-h100/).
+//! waits that long inside the timed span
+//! (git show b958dab:bench/results/nw-registers-h100/README.md).
 
 use clap::Parser;
 use taskweave_examples::RunArgs;
