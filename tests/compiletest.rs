@@ -54,7 +54,7 @@ fn the_readme_shows_the_files_that_are_tested() {
     let blocks = marked_blocks(&readme);
     let paths: Vec<&str> = blocks.iter().map(|(path, _)| path.as_str()).collect();
     for expected in [
-        "tests/pass/readme-lu.rs",
+        "tests/pass/readme-cholesky.rs",
         "examples/quickstart/build.rs",
         "examples/quickstart/src/lib.rs",
         "examples/quickstart/src/main.rs",

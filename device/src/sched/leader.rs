@@ -32,7 +32,7 @@ impl Record {
 /// The leader's state between rounds. The queue cursor, which the hop needs at once, stays in a
 /// register; the rest (its worker index, the completions not yet counted, the LRR cursor, the
 /// victim generator, the statistics) lives in the block's runtime words, so that the loop holds
-/// almost no register across the task body (see `docs/design-notes.md`). Only the leader thread
+/// almost no register across the task body (see `docs/scheduler.md`, "The worker loop"). Only the leader thread
 /// writes those words, and only it reads them but `WORKER`.
 #[derive(Clone, Copy)]
 pub(super) struct Leader<'w> {

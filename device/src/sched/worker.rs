@@ -138,7 +138,7 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
 
 /// Runs the body of `task` in every thread of the block: out of line, so that the body is
 /// compiled apart from the loop, and the loop keeps only a few registers live across it (see
-/// `docs/design-notes.md`).
+/// `docs/scheduler.md`, "The worker loop", and `docs/registers.md`).
 ///
 /// # Safety
 /// As for [`run_worker`]; the record words hold `task`'s record.
