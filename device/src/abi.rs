@@ -63,34 +63,75 @@ pub struct ArrayDesc {
     pub len: u64,
 }
 
-/// Scheduling policies: where a worker puts the children a finished task frees.
+/// The table of scheduling policies, the one place a policy is listed: each row is a policy's
+/// docs, its type (on the device) and variant (on the host), its number in the ABI, its
+/// lowercase name and its module on each side (`device/src/sched/policy/<module>.rs` and
+/// `host/src/policy/<module>.rs`), and the name of its constant in [`policy`]. Every side builds
+/// its own from it: [`policy`]'s constants here, the dispatch of the device's hooks, the host's
+/// `Policy` enum and its table of rows. Adding a policy is a row here and its two modules.
+///
+/// `with_policies!(callback)` calls `callback!` with the rows.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! with_policies {
+    ($callback:ident) => {
+        $callback! {
+            /// Juggler's local round robin: a per-worker cursor picks the target queue.
+            Lrr = 0, "lrr", lrr, LRR;
+            /// Juggler's global round robin: one shared cursor, advanced atomically.
+            Grr = 1, "grr", grr, GRR;
+            /// Juggler's local first: the first freed child to the worker's own queue, the next
+            /// ones to its neighbours'.
+            Lf = 2, "lf", lf, LF;
+            /// Local continuation: the worker runs one freed child next, without a queue round
+            /// trip, unless work is queued for it; the rest go out by global round robin.
+            Local = 3, "local", local, LOCAL;
+            /// Work stealing: freed children stay in the worker's own queue (one runs next); idle
+            /// workers steal from others.
+            Steal = 4, "steal", steal, STEAL;
+            /// Critical-path priority: the freed child with the longest path to the end runs next
+            /// on this worker; the rest go out by global round robin.
+            Priority = 5, "priority", priority, PRIORITY;
+            /// Data affinity: a freed child goes to the worker that ran its affine parent (the
+            /// parent it shares the most bytes of declared ranges with), which runs it next when
+            /// that is itself, unless that worker has work queued; the other children go out by
+            /// global round robin.
+            Affinity = 6, "affinity", affinity, AFFINITY;
+            /// The inspector's static list schedule: every task is placed on a worker before the
+            /// run (critical path first, next to its parents where that costs no time); each
+            /// worker runs its list in order, waiting on a task's counter only for parents placed
+            /// on other workers. No queue operation at run time; best when tasks cost about the
+            /// same, since a task much longer than the others holds back its worker's list.
+            Static = 7, "static", r#static, STATIC;
+        }
+    };
+}
+
+/// Scheduling policies: where a worker puts the children a finished task frees. Their numbers in
+/// the ABI, from the table ([`with_policies!`](crate::with_policies)).
 pub mod policy {
-    /// Juggler's local round robin: a per-worker cursor picks the target queue.
-    pub const LRR: u32 = 0;
-    /// Juggler's global round robin: one shared cursor, advanced atomically.
-    pub const GRR: u32 = 1;
-    /// Juggler's local first: the first child to the worker's own queue, the next to its neighbours.
-    pub const LF: u32 = 2;
-    /// Local continuation: the worker runs one freed child next, without a queue round trip; the
-    /// rest go out by global round robin.
-    pub const LOCAL: u32 = 3;
-    /// Work stealing: freed children stay in the worker's own queue (one runs next); idle workers
-    /// steal from others.
-    pub const STEAL: u32 = 4;
-    /// Critical-path priority: the freed child with the highest rank runs next on this worker; the
-    /// rest go out by global round robin.
-    pub const PRIORITY: u32 = 5;
-    /// Data affinity: a freed child goes to the worker that ran its affine parent (the parent it
-    /// shares the most data with), which keeps it as its continuation when that is itself, while
-    /// that worker's queue is drained; the other children go out by global round robin.
-    pub const AFFINITY: u32 = 6;
-    /// The inspector's static list schedule: every task is placed on a worker before the run
-    /// (critical path first, next to its parents where that costs no time); each worker runs its
-    /// list in order, waiting on a task's counter only for parents placed on other workers. No
-    /// queue operation at run time; best when tasks cost about the same.
-    pub const STATIC: u32 = 7;
-    /// Number of policies.
-    pub const COUNT: u32 = 8;
+    macro_rules! constants {
+        ($($(#[doc = $doc:literal])* $name:ident = $abi:literal, $lower:literal, $module:ident, $constant:ident;)*) => {
+            $(
+                $(#[doc = $doc])*
+                pub const $constant: u32 = $abi;
+            )*
+            /// Number of policies.
+            pub const COUNT: u32 = [$($abi),*].len() as u32;
+            /// Every policy's lowercase name, by ABI number.
+            pub const NAMES: [&str; COUNT as usize] = [$($lower),*];
+            // The numbers are 0, 1, …, in the table's order.
+            const _: () = {
+                let abis = [$($abi),*];
+                let mut i = 0;
+                while i < abis.len() {
+                    assert!(abis[i] == i as u32, "the policy table's ABI numbers must count from 0 in order");
+                    i += 1;
+                }
+            };
+        };
+    }
+    crate::with_policies!(constants);
 }
 
 /// [`RegionDesc::flags`]: index checks on.

@@ -4,7 +4,8 @@
 //! (in a `use` or anywhere else in the code) is an edge to the module it names, resolved to the
 //! deepest module file of the path. Comments, string literals and `#[cfg(test)]` items are left
 //! out: tests may reach into any layer. A path through a name the crate root re-exports
-//! (`crate::Error`) is followed to the module the root takes it from. Paths relative to a module
+//! (`crate::Error`) is followed to the module the root takes it from, and a `#[macro_export]` macro
+//! (`crate::with_policies!`) to the module that defines it. Paths relative to a module
 //! (its children, named without a prefix) are not edges: a module declares its children.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -369,6 +370,25 @@ fn edges(modules: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<Module
     for path in paths(&codes[&root].replace("pub use ", "use crate::")) {
         if let Some((name, module)) = path.split_last() {
             reexports.insert(name.clone(), module.to_vec());
+        }
+    }
+    // A `#[macro_export]` macro lives at the root by name: `crate::with_policies!` is a path to
+    // the module that defines it.
+    for (module, code) in &codes {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find("#[macro_export]") {
+            rest = &rest[at + "#[macro_export]".len()..];
+            if let Some(name) = rest
+                .find("macro_rules!")
+                .map(|m| &rest[m + "macro_rules!".len()..])
+                .and_then(|after| {
+                    after
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .find(|s| !s.is_empty())
+                })
+            {
+                reexports.insert(name.to_owned(), module.clone());
+            }
         }
     }
     let known: BTreeSet<&Module> = modules.keys().collect();

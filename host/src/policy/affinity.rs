@@ -6,14 +6,10 @@
 //! [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents)) and gives the
 //! workers a table of who ran each task; it starts the run as every dynamic policy.
 
-use taskweave_device::abi::policy;
-
 use super::{Row, in_spawn_order};
 
 /// The row of [`Policy::Affinity`].
 pub(crate) const ROW: Row = Row {
-    name: "affinity",
-    abi: policy::AFFINITY,
     start: in_spawn_order,
     needs_ranges: true,
     records_ran_by: true,

@@ -3,14 +3,10 @@
 //! The host starts it as every dynamic policy: the ready tasks dealt to the workers in spawn
 //! order. What it does with freed children is the device's half (`sched::policy::grr`).
 
-use taskweave_device::abi::policy;
-
 use super::{Row, in_spawn_order};
 
 /// The row of [`Policy::Grr`].
 pub(crate) const ROW: Row = Row {
-    name: "grr",
-    abi: policy::GRR,
     start: in_spawn_order,
     needs_ranges: false,
     records_ran_by: false,

@@ -3,14 +3,10 @@
 //! The host starts it as every dynamic policy: the ready tasks dealt to the workers in spawn
 //! order. What it does with freed children is the device's half (`sched::policy::lrr`).
 
-use taskweave_device::abi::policy;
-
 use super::{Row, in_spawn_order};
 
 /// The row of [`Policy::Lrr`].
 pub(crate) const ROW: Row = Row {
-    name: "lrr",
-    abi: policy::LRR,
     start: in_spawn_order,
     needs_ranges: false,
     records_ran_by: false,

@@ -2,58 +2,21 @@
 //! one row per policy in the table ([`Policy::row`]), as the backends have theirs; the device's
 //! half of each policy is `taskweave_device::sched::policy`, under the same names.
 //!
-//! 1. A region picks one with [`Region::policy`](crate::Region::policy) (default [`Policy::Grr`]).
-//! 2. Its [`Row`] says what the host does for it: the policy's name and number in the device ABI,
-//!    how the run starts (the tasks each worker's queue holds, and the counters and CSR entries
-//!    the workers release them by: [`Row::start`]), and what else it needs (recorded ranges, a
-//!    record of who ran each task, a plan that takes task costs and critical-path SMs).
-//! 3. Adding a policy: its module here and in the device's `sched::policy`, and one row in each
-//!    table; the tests below check every row.
-
-mod affinity;
-mod grr;
-mod lf;
-mod local;
-mod lrr;
-mod priority;
-mod r#static;
-mod steal;
+//! 1. The policies are the rows of the device ABI's table (`taskweave_device::with_policies!`):
+//!    its docs, name and ABI number make [`Policy`], and each row's module here holds its [`Row`].
+//! 2. A region picks one with [`Region::policy`](crate::Region::policy) (default [`Policy::Grr`]).
+//! 3. Its [`Row`] says what the host does for it: how the run starts (the tasks each worker's
+//!    queue holds, and the counters and CSR entries the workers release them by: [`Row::start`]),
+//!    and what else it needs (recorded ranges, a record of who ran each task, a plan that takes
+//!    task costs and critical-path SMs).
+//! 4. Adding a policy: a row in the ABI's table, its module here and its module in the device's
+//!    `sched::policy`; the tests below check every row.
 
 use taskweave_device::sched::deps::SOLE_PARENT;
 
 use crate::costs::TaskCosts;
 use crate::graph::{Dag, Reserve};
 use crate::inspect::Inspection;
-
-/// Where freed tasks go.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Policy {
-    /// Juggler's local round robin.
-    Lrr,
-    /// Juggler's global round robin.
-    #[default]
-    Grr,
-    /// Juggler's local first.
-    Lf,
-    /// Run one freed child locally, the rest by global round robin.
-    Local,
-    /// Keep freed children locally; idle workers steal.
-    Steal,
-    /// Run the freed child with the longest path to the end next; the rest by global round robin.
-    Priority,
-    /// Send each freed child to the worker that ran its affine parent, the parent it shares the
-    /// most data with (run it next when that is this worker), unless that worker has work queued;
-    /// the rest by global round robin. See
-    /// [`Inspection::affine_parents`](crate::inspect::Inspection::affine_parents).
-    Affinity,
-    /// Place every task on a worker before the run, by a list schedule of the DAG
-    /// ([`graph::list_schedule`](crate::graph::list_schedule): critical path first, a task next to
-    /// its parents where that costs no time). Each worker runs its list in order and waits on a
-    /// task's counter only for its parents on other workers: no queue at run time, and no atomic
-    /// at all between tasks of one worker. Best when tasks cost about the same; a task much longer
-    /// than the others holds back the rest of its worker's list.
-    Static,
-}
 
 /// What a run starts with: each worker's queue, in order (task ids, flagged
 /// [`queue::COUNTED`](taskweave_device::sched::queue::COUNTED) when the task waits on its
@@ -76,10 +39,6 @@ pub(crate) struct StartOf<'a> {
 
 /// One policy's row: what the host does for it.
 pub(crate) struct Row {
-    /// Its lowercase name (`"grr"`).
-    pub name: &'static str,
-    /// Its number in the device ABI ([`taskweave_device::abi::policy`]).
-    pub abi: u32,
     /// The queues, counters and CSR entries a run starts with.
     pub start: fn(&StartOf<'_>) -> Start,
     /// Whether inspection records each task's ranges (for the affine parents).
@@ -91,42 +50,55 @@ pub(crate) struct Row {
     pub plans: bool,
 }
 
-impl Policy {
-    /// Every policy.
-    pub const ALL: [Policy; 8] = [
-        Self::Lrr,
-        Self::Grr,
-        Self::Lf,
-        Self::Local,
-        Self::Steal,
-        Self::Priority,
-        Self::Affinity,
-        Self::Static,
-    ];
+/// The policies of the ABI's table, their modules here and what the host knows of each.
+macro_rules! policies {
+    ($($(#[doc = $doc:literal])* $name:ident = $abi:literal, $lower:literal, $module:ident, $constant:ident;)*) => {
+        $(mod $module;)*
 
-    /// The policy's row: the table, one arm per policy and no wildcard, so that a new policy
-    /// does not compile without its row.
-    pub(crate) fn row(self) -> &'static Row {
-        match self {
-            Self::Lrr => &lrr::ROW,
-            Self::Grr => &grr::ROW,
-            Self::Lf => &lf::ROW,
-            Self::Local => &local::ROW,
-            Self::Steal => &steal::ROW,
-            Self::Priority => &priority::ROW,
-            Self::Affinity => &affinity::ROW,
-            Self::Static => &r#static::ROW,
+        /// Where freed tasks go: the scheduling policies.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Policy {
+            $(
+                $(#[doc = $doc])*
+                $name,
+            )*
         }
-    }
 
-    /// The policy's number in the device ABI.
-    pub fn abi(self) -> u32 {
-        self.row().abi
-    }
+        impl Policy {
+            /// Every policy, in ABI order.
+            pub const ALL: [Policy; taskweave_device::abi::policy::COUNT as usize] =
+                [$(Self::$name),*];
 
-    /// The policy's lowercase name.
-    pub fn name(self) -> &'static str {
-        self.row().name
+            /// The policy's row: one arm per policy, from the table.
+            pub(crate) fn row(self) -> &'static Row {
+                match self {
+                    $(Self::$name => &$module::ROW,)*
+                }
+            }
+
+            /// The policy's number in the device ABI.
+            pub fn abi(self) -> u32 {
+                match self {
+                    $(Self::$name => $abi,)*
+                }
+            }
+
+            /// The policy's lowercase name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$name => $lower,)*
+                }
+            }
+        }
+    };
+}
+
+taskweave_device::with_policies!(policies);
+
+impl Default for Policy {
+    /// Juggler's global round robin.
+    fn default() -> Self {
+        Self::Grr
     }
 }
 
@@ -245,21 +217,20 @@ mod tests {
         let ins = inspection();
         let dag = &ins.dag;
         let mut abis = BTreeSet::new();
-        for p in Policy::ALL {
+        for (i, p) in Policy::ALL.into_iter().enumerate() {
             let row = p.row();
-            assert_eq!(row.name.parse::<Policy>(), Ok(p), "{}", row.name);
-            assert!(
-                row.abi < policy::COUNT && abis.insert(row.abi),
-                "{}",
-                row.name
-            );
+            let name = p.name();
+            assert_eq!(name.parse::<Policy>(), Ok(p), "{name}");
+            assert_eq!(p.abi(), i as u32, "{name}: ABI numbers in table order");
+            assert_eq!(policy::NAMES[i], name, "{name}: the device's name");
+            assert!(p.abi() < policy::COUNT && abis.insert(p.abi()), "{name}");
             let start = (row.start)(&StartOf {
                 ins: &ins,
                 workers: 3,
                 reserve: &Reserve::default(),
                 costs: None,
             });
-            assert_eq!(start.lists.len(), 3, "{}", row.name);
+            assert_eq!(start.lists.len(), 3, "{}", name);
             let queued: Vec<u32> = start
                 .lists
                 .iter()
@@ -273,24 +244,24 @@ mod tests {
                     sorted,
                     (0..6).collect::<Vec<_>>(),
                     "{}: every task once",
-                    row.name
+                    name
                 );
             } else {
                 let mut ready = dag.ready.clone();
                 ready.sort_unstable();
-                assert_eq!(sorted, ready, "{}: the ready tasks once", row.name);
+                assert_eq!(sorted, ready, "{}: the ready tasks once", name);
                 // A counter per task, freed by its counted parents.
                 for t in 0..6u32 {
                     let counted = dag.parents().parents_of(t).len();
                     let want = if counted == 1 { 0 } else { counted as u32 };
-                    assert_eq!(start.pending[t as usize], want, "{}: task {t}", row.name);
+                    assert_eq!(start.pending[t as usize], want, "{}: task {t}", name);
                 }
             }
-            assert_eq!(start.children.len(), dag.children.len(), "{}", row.name);
+            assert_eq!(start.children.len(), dag.children.len(), "{}", name);
             // What a row asks of the host, which the other layers read from it alone.
-            assert_eq!(row.needs_ranges, p == Policy::Affinity, "{}", row.name);
-            assert_eq!(row.records_ran_by, p == Policy::Affinity, "{}", row.name);
-            assert_eq!(row.plans, p == Policy::Static, "{}", row.name);
+            assert_eq!(row.needs_ranges, p == Policy::Affinity, "{}", name);
+            assert_eq!(row.records_ran_by, p == Policy::Affinity, "{}", name);
+            assert_eq!(row.plans, p == Policy::Static, "{}", name);
         }
         assert_eq!(abis.len(), Policy::ALL.len());
         let error = "fifo".parse::<Policy>().unwrap_err();

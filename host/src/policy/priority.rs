@@ -4,14 +4,10 @@
 //! The host deals the ready tasks highest rank first, so that the run starts on the longest paths
 //! too. The choice among freed children is the device's half (`sched::policy::priority`).
 
-use taskweave_device::abi::policy;
-
 use super::{Row, Start, StartOf, dealt};
 
 /// The row of [`Policy::Priority`].
 pub(crate) const ROW: Row = Row {
-    name: "priority",
-    abi: policy::PRIORITY,
     start: highest_rank_first,
     needs_ranges: false,
     records_ran_by: false,

@@ -8,7 +8,6 @@
 //! ([`SOLE_PARENT`]): the worker runs the child after the parent, past the block barrier that ends
 //! the parent's body. Nothing is pushed at run time (`sched::policy::r#static`).
 
-use taskweave_device::abi::policy;
 use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
@@ -17,8 +16,6 @@ use crate::graph::list_schedule_costed;
 
 /// The row of [`Policy::Static`].
 pub(crate) const ROW: Row = Row {
-    name: "static",
-    abi: policy::STATIC,
     start: planned,
     needs_ranges: false,
     records_ran_by: false,

@@ -1,25 +1,16 @@
 //! The device's half of each scheduling policy: what a worker does with the children a task frees,
 //! and where it looks for work. One module per policy, each a type that implements [`Hooks`],
-//! overriding the defaults (global round robin) where it differs; [`table!`] is the table: each
-//! policy's number in the ABI ([`crate::abi::policy`]) and its type. The worker loop asks the
-//! table, never a policy's number, and the host's half of each policy is `taskweave_host`'s
-//! `policy` module, under the same names.
+//! overriding the defaults (global round robin) where it differs. The policies are the rows of
+//! the ABI's table ([`crate::with_policies`]): each row's module is declared here and its type
+//! dispatched by [`table!`]. The worker loop asks the dispatch, never a policy's number, and the
+//! host's half of each policy is `taskweave_host`'s `policy` module, under the same names.
 //!
-//! Adding a policy: its module here and on the host, and one row in each table.
+//! Adding a policy: a row in the ABI's table, its module here and its module on the host.
 //!
 //! The hooks are `#[inline(always)]` and the table's dispatch a `match` on the descriptor's
 //! policy, so that the worker loop's code is what one `match` per decision would be: the scheduler
 //! kernels are shared by every policy, and a call through a function pointer would keep registers
 //! busy across it.
-
-mod affinity;
-mod grr;
-mod lf;
-mod local;
-mod lrr;
-mod priority;
-mod r#static;
-mod steal;
 
 use super::leader::Leader;
 use super::tables::Tables;
@@ -186,13 +177,12 @@ macro_rules! table {
     };
 }
 
-table! {
-    policy::LRR => lrr::Lrr,
-    policy::GRR => grr::Grr,
-    policy::LF => lf::Lf,
-    policy::LOCAL => local::Local,
-    policy::STEAL => steal::Steal,
-    policy::PRIORITY => priority::Priority,
-    policy::AFFINITY => affinity::Affinity,
-    policy::STATIC => r#static::Static,
+/// Every policy of the ABI's table ([`crate::with_policies`]): its module, and its row here.
+macro_rules! modules_and_rows {
+    ($($(#[doc = $doc:literal])* $name:ident = $abi:literal, $lower:literal, $module:ident, $constant:ident;)*) => {
+        $(mod $module;)*
+        table! { $(policy::$constant => $module::$name,)* }
+    };
 }
+
+crate::with_policies!(modules_and_rows);
