@@ -74,6 +74,8 @@ pub(crate) struct Assembled {
 /// A group's state between its jobs.
 #[derive(Default)]
 struct State {
+    /// The first module's text, until its job takes it.
+    text: Option<String>,
     first: Option<Piece>,
     /// Fitted caps, as the probes finish.
     fitted: BTreeMap<String, u32>,
@@ -111,20 +113,20 @@ pub(crate) struct Work<'a> {
 impl Work<'_> {
     /// Assembles every group; per group, what it gave or why it failed.
     pub(crate) fn run(&self) -> Vec<Result<Assembled, String>> {
-        let states: Vec<Mutex<State>> = self
-            .groups
-            .iter()
-            .map(|_| {
+        let texts: Vec<String> = self.groups.iter().map(|g| self.text(g)).collect();
+        // Largest first: the heavy regions bound the build's length.
+        let mut order: Vec<usize> = (0..self.groups.len()).collect();
+        order.sort_by_key(|&g| std::cmp::Reverse(texts[g].len()));
+        let states: Vec<Mutex<State>> = texts
+            .into_iter()
+            .map(|text| {
                 Mutex::new(State {
+                    text: Some(text),
                     cached: true,
                     ..State::default()
                 })
             })
             .collect();
-        // Largest first: the heavy regions bound the build's length.
-        let mut order: Vec<usize> = (0..self.groups.len()).collect();
-        let sizes: Vec<usize> = self.groups.iter().map(|g| self.text(g).len()).collect();
-        order.sort_by_key(|&g| std::cmp::Reverse(sizes[g]));
         let queue = Mutex::new((
             order.into_iter().map(Job::First).collect::<VecDeque<_>>(),
             0,
@@ -212,7 +214,8 @@ impl Work<'_> {
         match job {
             Job::First(g) => {
                 let group = &self.groups[g];
-                let got = self.assemble(&self.text(group), worker, threads, true);
+                let text = lock(g).text.take().unwrap_or_default();
+                let got = self.assemble(&text, worker, threads, true);
                 let mut state = lock(g);
                 match got {
                     Ok((entry, seconds, hit)) => {

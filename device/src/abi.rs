@@ -118,8 +118,6 @@ pub mod policy {
             )*
             /// Number of policies.
             pub const COUNT: u32 = [$($abi),*].len() as u32;
-            /// Every policy's lowercase name, by ABI number.
-            pub const NAMES: [&str; COUNT as usize] = [$($lower),*];
             // The numbers are 0, 1, …, in the table's order.
             const _: () = {
                 let abis = [$($abi),*];
