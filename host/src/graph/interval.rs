@@ -12,7 +12,7 @@ pub(super) const NONE: u32 = u32::MAX;
 /// A list is the index of its head node (or [`NONE`]). Lists are never mutated, only extended at
 /// the head, so splitting a run just copies the head index and both halves share the tail.
 /// Nodes are never freed; there is one per (read, overlapped run).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct ReaderArena {
     /// `(task, next)` pairs.
     nodes: Vec<(u32, u32)>,
@@ -42,7 +42,7 @@ impl ReaderArena {
     /// When the arena is full, returns `head` and marks the arena [overflowed](Self::overflowed):
     /// the list then misses `task`, so the caller must drop the task and refuse later ones.
     #[inline]
-    fn push(&mut self, head: u32, task: u32) -> u32 {
+    pub(super) fn push(&mut self, head: u32, task: u32) -> u32 {
         if head != NONE && self.nodes[head as usize].0 == task {
             return head;
         }
@@ -73,7 +73,7 @@ impl ReaderArena {
 
     /// Calls `f` for every task in the list starting at `head`, newest first.
     #[inline]
-    fn for_each(&self, mut head: u32, mut f: impl FnMut(u32)) {
+    pub(super) fn for_each(&self, mut head: u32, mut f: impl FnMut(u32)) {
         while head != NONE {
             let (task, next) = self.nodes[head as usize];
             f(task);

@@ -78,6 +78,7 @@ mod proptests;
 mod schedule;
 mod sink;
 mod split;
+mod tiles;
 mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};

@@ -69,6 +69,56 @@ fn dense_program(max_tasks: usize) -> impl Strategy<Value = Program> {
     })
 }
 
+/// A tiled program: 1..=3 arrays, each of whole tiles of its own size (1..=5 elements, the first
+/// at an offset below the size, a partial tile at the end), every access one whole tile, so that
+/// the tracker keeps the arrays on its tile path. With `cut`, one access (the `cut.0`-th task's
+/// first, if there is one) is a tile shifted by `cut.1` elements, which sends its array to the
+/// general path in the middle of the program.
+fn tiled_program(max_tasks: usize) -> impl Strategy<Value = Program> {
+    let array = (1usize..=5, 0usize..5, 1usize..=8, 0usize..5);
+    (
+        prop::collection::vec(array, 1..=3),
+        1..=max_tasks,
+        prop::option::of((0usize..60, 1usize..=4)),
+    )
+        .prop_flat_map(|(shapes, n, cut)| {
+            // (size, base, len): whole tiles from `base`, then a partial one.
+            let shapes: Vec<(usize, usize, usize)> = (shapes.into_iter())
+                .map(|(size, base, tiles, tail)| {
+                    let base = base % size;
+                    (size, base, base + tiles * size + tail % size)
+                })
+                .collect();
+            let arrays = shapes.len() as u32;
+            let one = (0..arrays, 0usize..8, access());
+            let task = prop::collection::vec(one, 1..=4);
+            prop::collection::vec(task, n).prop_map(move |raw| {
+                let mut tasks: Vec<TaskAccesses> = (raw.into_iter())
+                    .map(|accesses| {
+                        (accesses.into_iter())
+                            .map(|(a, tile, access)| {
+                                let (size, base, len) = shapes[a as usize];
+                                let lo = base + tile % ((len - base) / size) * size;
+                                (a, lo..lo + size, access)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                if let Some((at, by)) = cut
+                    && let Some(first) = tasks.get_mut(at).and_then(|t| t.first_mut())
+                {
+                    let array_len = shapes[first.0 as usize].2;
+                    first.1 =
+                        (first.1.start + by).min(array_len)..(first.1.end + by).min(array_len);
+                }
+                Program {
+                    lens: shapes.iter().map(|s| s.2).collect(),
+                    tasks,
+                }
+            })
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -85,6 +135,31 @@ proptest! {
         let dag = oracle::build(&p.lens, &p.tasks);
         prop_assert_eq!(oracle::check_edges_are_conflicts(&dag, &p.tasks), Ok(()));
         prop_assert_eq!(oracle::dag_edges(&dag), oracle::reference_edges(&p.lens, &p.tasks));
+    }
+
+    /// Tiled programs, on the tile path or leaving it half-way, give exactly the per-element
+    /// reference's edges, and pass every other check.
+    #[test]
+    fn tiled_programs_give_the_reference_edges(p in tiled_program(60)) {
+        let mut tracker = DepTracker::new(&p.lens);
+        for accesses in &p.tasks {
+            tracker.add_task(accesses).unwrap();
+        }
+        // Uncut, every array stays on the tile path.
+        let cut = p.tasks.iter().flatten().any(|(a, r, _)| {
+            let first = p.tasks.iter().flatten().find(|(b, _, _)| b == a).unwrap();
+            let size = first.1.len();
+            size == 0 || r.len() != size || r.start % size != first.1.start % size
+        });
+        let used = p.lens.iter().enumerate().filter(|(a, _)| {
+            p.tasks.iter().flatten().any(|(b, _, _)| *b as usize == *a)
+        });
+        if !cut {
+            prop_assert_eq!(tracker.tiled_arrays(), used.count());
+        }
+        let dag = oracle::build(&p.lens, &p.tasks);
+        prop_assert_eq!(oracle::dag_edges(&dag), oracle::reference_edges(&p.lens, &p.tasks));
+        prop_assert_eq!(oracle::check(&dag, &p.lens, &p.tasks), Ok(()));
     }
 
     /// (c) CSR structure, in-degrees, ready list, ranks and levels are consistent.

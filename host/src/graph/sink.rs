@@ -8,7 +8,7 @@ use super::{EdgeKind, MAX_EDGES};
 /// `global[i]` is its id in the region. `mark[p]` is one more than the index of the newest edge
 /// whose parent is `p` (0: none), so "does the current task already have an edge from `p`" is one
 /// load and one compare.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct EdgeSink {
     /// The local id of the task being added.
     task: u32,

@@ -1,7 +1,9 @@
 //! [`DepTracker`]: turns a stream of tasks with declared accesses into dependence edges.
 //!
 //! 1. [`DepTracker::add_task`] records each task's non-empty ranges, per array, in task order.
-//! 2. [`DepTracker::finish`] cuts the arrays that some task writes into jobs (whole arrays, or
+//!    While every range of an array is one whole tile of a fixed size, the array is on the tile
+//!    path ([`Tiles`]): its edges are found right there, one lookup per access.
+//! 2. [`DepTracker::finish`] cuts the other arrays that some task writes into jobs (whole arrays, or
 //!    element ranges of big ones when threads pay), tracks the jobs on up to [`Split::threads`]
 //!    threads ([`job::run`](super::job::run)), unites their edges, and builds the [`Dag`].
 //!
@@ -14,6 +16,7 @@ use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
 use super::log::ArrayLog;
 use super::split::{self, Split};
+use super::tiles::Tiles;
 use super::{Access, LimitExceeded};
 
 /// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
@@ -32,9 +35,25 @@ const MAX_RANGES: usize = (u32::MAX / 2) as usize;
 #[derive(Clone, Debug)]
 pub struct DepTracker {
     arrays: Vec<ArrayLog>,
+    /// How each array is tracked, by slot.
+    paths: Vec<Path>,
+    /// The arrays on the tile path that the task being recorded touches, each with where its
+    /// accesses start in that array's records.
+    touched: Vec<(usize, usize)>,
     /// Tasks recorded.
     tasks: u32,
     limits: Limits,
+}
+
+/// How the tracker finds an array's edges.
+#[derive(Clone, Debug)]
+enum Path {
+    /// No range recorded yet.
+    Unseen,
+    /// Every range so far is one whole tile: edges as each task is recorded ([`Tiles`]).
+    Tiles(Box<Tiles>),
+    /// Ranges recorded, edges found by [`DepTracker::finish`] (see the module docs).
+    General,
 }
 
 impl DepTracker {
@@ -51,6 +70,8 @@ impl DepTracker {
                     read_only: false,
                 })
                 .collect(),
+            paths: vec![Path::Unseen; array_lens.len()],
+            touched: Vec::new(),
             tasks: 0,
             limits: Limits {
                 edges: MAX_EDGES,
@@ -120,6 +141,37 @@ impl DepTracker {
             if range.is_empty() {
                 continue;
             }
+            let path = &mut self.paths[slot as usize];
+            if let Path::Unseen = path {
+                *path = match Tiles::new(array.len, &range, self.limits) {
+                    Some(tiles) => Path::Tiles(Box::new(tiles)),
+                    None => Path::General,
+                };
+            }
+            if let Path::Tiles(tiles) = path {
+                if let Some(tile) = tiles.tile(&range) {
+                    if tiles.len() >= MAX_RANGES {
+                        self.forget(task);
+                        return Err(LimitExceeded {
+                            what: "ranges of one array",
+                            limit: MAX_RANGES as u64,
+                        });
+                    }
+                    array.written |= access.writes();
+                    let at = slot as usize;
+                    if !self.touched.iter().any(|&(s, _)| s == at) {
+                        self.touched.push((at, tiles.len()));
+                    }
+                    tiles.record(task, tile, access);
+                    continue;
+                }
+                // The pattern breaks: the array's ranges so far go to the general path.
+                let Path::Tiles(tiles) = std::mem::replace(path, Path::General) else {
+                    unreachable!("on the tile path")
+                };
+                array.recs = tiles.into_recs(&mut array.ends);
+                self.touched.retain(|&(s, _)| s != slot as usize);
+            }
             if array.recs.len() >= MAX_RANGES {
                 self.forget(task);
                 return Err(LimitExceeded {
@@ -131,6 +183,11 @@ impl DepTracker {
             let (a, b) = (array.ends.number(range.start), array.ends.number(range.end));
             array.recs.push(Rec { a, b, task, access });
         }
+        for (slot, from) in self.touched.drain(..) {
+            if let Path::Tiles(tiles) = &mut self.paths[slot] {
+                tiles.add_task(task, from);
+            }
+        }
         self.tasks += 1;
         Ok(task)
     }
@@ -138,11 +195,16 @@ impl DepTracker {
     /// Removes the ranges of `task`, the last, which was refused.
     #[cold]
     fn forget(&mut self, task: u32) {
-        for array in &mut self.arrays {
+        self.touched.clear();
+        for (array, path) in self.arrays.iter_mut().zip(&mut self.paths) {
             while array.recs.last().is_some_and(|r| r.task == task) {
                 array.recs.pop();
             }
             array.written = array.recs.iter().any(|r| r.access.writes());
+            if let Path::Tiles(tiles) = path {
+                tiles.forget(task);
+                array.written |= tiles.writes();
+            }
         }
     }
 
@@ -153,6 +215,14 @@ impl DepTracker {
         self.limits.reader_entries = max_reader_entries;
     }
 
+    /// Arrays on the tile path.
+    #[cfg(test)]
+    pub(crate) fn tiled_arrays(&self) -> usize {
+        (self.paths.iter())
+            .filter(|p| matches!(p, Path::Tiles(_)))
+            .count()
+    }
+
     /// Number of tasks added so far.
     pub fn task_count(&self) -> u32 {
         self.tasks
@@ -160,6 +230,15 @@ impl DepTracker {
 
     /// Number of non-empty ranges recorded so far, over all arrays.
     pub fn range_count(&self) -> usize {
+        let tiled = self.paths.iter().map(|p| match p {
+            Path::Tiles(tiles) => tiles.len(),
+            Path::Unseen | Path::General => 0,
+        });
+        self.general_ranges() + tiled.sum::<usize>()
+    }
+
+    /// Ranges recorded on the general path, which [`DepTracker::finish`] tracks.
+    fn general_ranges(&self) -> usize {
         self.arrays.iter().map(|a| a.recs.len()).sum()
     }
 
@@ -171,7 +250,7 @@ impl DepTracker {
     /// [`LimitExceeded`] when the DAG would have more than [`MAX_EDGES`] edges, or one job more
     /// than `u32::MAX - 1` reader-list entries (one per read and run of equal state it covers).
     pub fn finish(self) -> Result<Dag, LimitExceeded> {
-        let split = Split::auto(self.range_count());
+        let split = Split::auto(self.general_ranges());
         self.finish_with(split)
     }
 
@@ -185,11 +264,19 @@ impl DepTracker {
     pub fn finish_with(self, split: Split) -> Result<Dag, LimitExceeded> {
         let n = self.tasks as usize;
         let limits = self.limits;
-        let written: Vec<ArrayLog> = (self.arrays.into_iter())
-            .filter(|a| a.written && !a.recs.is_empty())
-            .collect();
+        let mut written = Vec::new();
+        let mut tiled = Vec::new();
+        for (array, path) in self.arrays.into_iter().zip(self.paths) {
+            match path {
+                Path::Tiles(tiles) if array.written => tiled.push(tiles.edges()?),
+                Path::General if array.written && !array.recs.is_empty() => written.push(array),
+                _ => {}
+            }
+        }
         // The parts' ranges are freed as the job ends, before the CSR allocations.
-        let outs = if split.jobs <= 1 {
+        let mut outs = if written.is_empty() {
+            Vec::new()
+        } else if split.jobs <= 1 {
             let parts = (written.into_iter())
                 .map(|a| Part::ranked(a.recs, a.ends))
                 .collect();
@@ -197,6 +284,7 @@ impl DepTracker {
         } else {
             split::track(written, split, limits)?
         };
+        outs.extend(tiled);
         split::merge(n, outs, limits.edges)
     }
 }

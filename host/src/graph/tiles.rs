@@ -1,0 +1,181 @@
+//! [`Tiles`]: the constant-time path of dependence tracking, for an array whose every range is one
+//! whole tile of a fixed side.
+//!
+//! Tiled regions (the factorizations, most stencils over blocks) declare each access as exactly
+//! one tile: `a[t * s..(t + 1) * s]` for a fixed tile size `s`. On such an array the interval map
+//! of [`Runs`](super::interval::Runs) degenerates into one state per tile, found by a division,
+//! and its edges can be found the moment the task is recorded instead of after a sort of every
+//! range end. [`DepTracker`](super::DepTracker) keeps an array on this path until a range breaks
+//! the pattern (another size, a cut tile), and then hands its recorded accesses to the general
+//! path ([`Tiles::into_recs`]): the edges are the same either way, only their cost differs.
+
+use super::Access;
+use super::compress::Endpoints;
+use super::interval::{NONE, ReaderArena};
+use super::job::{JobEdges, Limits, Rec};
+use super::sink::EdgeSink;
+use super::{EdgeKind, LimitExceeded};
+
+/// The most tiles one array may have on this path: a state per tile is allocated up front, so an
+/// array of a hundred million one-element "tiles" goes to the general path instead.
+const MAX_TILES: usize = 1 << 22;
+
+/// One tile's state: its last writer and the readers since, as the job's local ids.
+#[derive(Clone, Copy, Debug)]
+struct Tile {
+    writer: u32,
+    readers: u32,
+}
+
+/// The tiles of one array and the edges their accesses gave so far (see the module docs).
+#[derive(Clone, Debug)]
+pub(super) struct Tiles {
+    /// Where tile 0 starts, and the tile size.
+    base: usize,
+    size: usize,
+    tiles: Vec<Tile>,
+    arena: ReaderArena,
+    sink: EdgeSink,
+    /// Every access in record order, `(task, tile, access)`, to hand to the general path.
+    recs: Vec<(u32, u32, Access)>,
+}
+
+impl Tiles {
+    /// The tiles of an array of `len` elements whose first range is `range` (non-empty), or
+    /// `None` when tiles of that size would be too many to keep.
+    pub(super) fn new(len: usize, range: &core::ops::Range<usize>, limits: Limits) -> Option<Self> {
+        let size = range.end - range.start;
+        let base = range.start % size;
+        let count = (len - base) / size;
+        if count > MAX_TILES {
+            return None;
+        }
+        let mut arena = ReaderArena::default();
+        arena.set_max_nodes(limits.reader_entries);
+        Some(Tiles {
+            base,
+            size,
+            tiles: vec![
+                Tile {
+                    writer: NONE,
+                    readers: NONE,
+                };
+                count
+            ],
+            arena,
+            sink: EdgeSink::with_max_edges(limits.edges),
+            recs: Vec::new(),
+        })
+    }
+
+    /// The tile that is exactly `range`, if any.
+    #[inline]
+    pub(super) fn tile(&self, range: &core::ops::Range<usize>) -> Option<u32> {
+        let (lo, hi) = (range.start.checked_sub(self.base)?, range.end - self.base);
+        (lo % self.size == 0 && hi - lo == self.size).then_some((lo / self.size) as u32)
+    }
+
+    /// Records `task`'s access to `tile`; its edges come with [`Tiles::add_task`].
+    #[inline]
+    pub(super) fn record(&mut self, task: u32, tile: u32, access: Access) {
+        self.recs.push((task, tile, access));
+    }
+
+    /// Accesses recorded.
+    pub(super) fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// Whether some recorded access writes.
+    pub(super) fn writes(&self) -> bool {
+        self.recs.iter().any(|r| r.2.writes())
+    }
+
+    /// Drops what `task`, the last, recorded (the tracker refused it).
+    pub(super) fn forget(&mut self, task: u32) {
+        while self.recs.last().is_some_and(|r| r.0 == task) {
+            self.recs.pop();
+        }
+    }
+
+    /// Finds the edges of `task`, whose accesses are the recorded ones from `from` on, all
+    /// evaluated against the state before the task, and updates the tiles. Reads, then
+    /// read-writes, then writes, each applied right after its edges, as
+    /// [`job`](super::job)'s `add_ranges` does and for the same reasons.
+    pub(super) fn add_task(&mut self, task: u32, from: usize) {
+        let Tiles {
+            tiles,
+            arena,
+            sink,
+            recs,
+            ..
+        } = self;
+        sink.begin(task);
+        let local = sink.task();
+        let accesses = &recs[from..];
+        for &(_, tile, access) in accesses {
+            if access == Access::Read {
+                let state = &mut tiles[tile as usize];
+                if state.writer != NONE {
+                    sink.add(state.writer, EdgeKind::Raw);
+                }
+                state.readers = arena.push(state.readers, local);
+            }
+        }
+        if accesses.iter().any(|r| r.2 != Access::Read) {
+            for (phase, writer_kind) in [
+                (Access::ReadWrite, EdgeKind::Raw),
+                (Access::Write, EdgeKind::Waw),
+            ] {
+                for &(_, tile, access) in accesses {
+                    if access != phase {
+                        continue;
+                    }
+                    let state = &mut tiles[tile as usize];
+                    if state.writer != NONE {
+                        sink.add(state.writer, writer_kind);
+                    }
+                    arena.for_each(state.readers, |r| sink.add(r, EdgeKind::War));
+                    *state = Tile {
+                        writer: local,
+                        readers: NONE,
+                    };
+                }
+            }
+        }
+        sink.end();
+    }
+
+    /// The edges found, or the limit they passed.
+    pub(super) fn edges(self) -> Result<JobEdges, LimitExceeded> {
+        if self.sink.overflowed {
+            return Err(LimitExceeded {
+                what: "dependence edges",
+                limit: self.sink.max_edges as u64,
+            });
+        }
+        if self.arena.overflowed() {
+            return Err(LimitExceeded {
+                what: "reader-list entries",
+                limit: self.arena.max_nodes() as u64,
+            });
+        }
+        Ok(JobEdges {
+            children: self.sink.children,
+            parents: self.sink.parents,
+            kinds: self.sink.kinds,
+        })
+    }
+
+    /// The recorded accesses as the general path's records, their ends numbered in `ends`.
+    pub(super) fn into_recs(self, ends: &mut Endpoints) -> Vec<Rec> {
+        let (base, size) = (self.base, self.size);
+        (self.recs.into_iter())
+            .map(|(task, tile, access)| {
+                let lo = base + tile as usize * size;
+                let (a, b) = (ends.number(lo), ends.number(lo + size));
+                Rec { a, b, task, access }
+            })
+            .collect()
+    }
+}
