@@ -56,6 +56,26 @@ fn start(n: usize) -> Vec<f64> {
 }
 
 #[test]
+fn a_call_that_inspects_splits_its_inspection_into_phases_and_a_plan_run_has_none() {
+    let rt = Runtime::cpu_with(2);
+    let (u, mut v) = (start(4000), vec![0.0; 4000]);
+    let report = step(&mut v, &u, 16).run(&rt).unwrap();
+    let phases = report.phases;
+    assert!(phases.record > std::time::Duration::ZERO, "{phases}");
+    assert!(phases.edges > std::time::Duration::ZERO, "{phases}");
+    assert_eq!(phases.record + phases.edges, report.inspect_time);
+    // The CPU backend stages nothing and launches no kernel.
+    assert_eq!(
+        (phases.plan, phases.upload, phases.launch, phases.wait),
+        Default::default()
+    );
+    let mut plan = step(&mut v, &u, 16).plan(&rt).unwrap().verify(false);
+    let again = plan.run(step(&mut v, &u, 16), &rt).unwrap();
+    assert_eq!(again.phases, taskweave::Phases::default());
+    assert!(format!("{phases}").starts_with("record "), "{phases}");
+}
+
+#[test]
 fn a_plan_runs_again_on_other_arrays_of_the_same_shapes() {
     let rt = Runtime::cpu_with(3);
     let (mut u, mut v) = (start(100), vec![0.0; 100]);

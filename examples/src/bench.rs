@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use taskweave::{Backend, Report, Runtime};
+use taskweave::{Backend, Phases, Report, Runtime};
 
 use crate::RunArgs;
 use crate::workloads::{Verdict, Workload};
@@ -40,6 +40,8 @@ pub struct Measurement {
     pub wall_ms: Vec<f64>,
     /// The first call, the warm-up: its wall and execution time, in milliseconds.
     pub first_ms: Option<(f64, f64)>,
+    /// The first call's phases: where its host time went.
+    pub first_phases: Option<Phases>,
     /// The verdict on the last repetition's output, or why the case failed to run.
     pub outcome: Result<Verdict, String>,
     /// The last repetition's report.
@@ -180,6 +182,7 @@ fn measure(
         times_ms: Vec::with_capacity(reps),
         wall_ms: Vec::with_capacity(reps),
         first_ms: None,
+        first_phases: None,
         outcome: Err("not run".into()),
         last: None,
     };
@@ -191,6 +194,7 @@ fn measure(
                 let execute = report.execute_time.as_secs_f64() * 1e3;
                 if rep == 0 {
                     m.first_ms = Some((wall, execute));
+                    m.first_phases = Some(report.phases);
                 } else {
                     m.times_ms.push(execute);
                     m.wall_ms.push(wall);
@@ -284,6 +288,39 @@ pub fn load_deviation(report: &Report) -> Option<f64> {
     Some(100.0 * var.sqrt() / mean)
 }
 
+/// Where the host time of the first call and of the last went, phase by phase ([`Phases`]), as
+/// a markdown table after a blank line.
+pub fn phases_table(all: &[Measurement]) -> String {
+    let mut s = String::from(
+        "\n| workload | backend | call | wall (ms) | execute (ms) | record | edges | plan | tables \
+         | upload | launch | wait | download |\n",
+    );
+    s.push_str(&format!("|{}\n", " --- |".repeat(13)));
+    for m in all {
+        let last = m.last.as_ref().map(|r| {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            (ms(r.wall_time), ms(r.execute_time), r.phases)
+        });
+        let first = m.first_ms.zip(m.first_phases).map(|((w, e), p)| (w, e, p));
+        for (call, row) in [("first", first), ("last", last)] {
+            let Some((wall, execute, phases)) = row else {
+                continue;
+            };
+            let cells: Vec<String> = (phases.named().iter())
+                .map(|(_, d)| format!("{:.3}", d.as_secs_f64() * 1e3))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {call} | {wall:.3} | {execute:.3} | {} |",
+                m.workload,
+                m.label,
+                cells.join(" | ")
+            );
+        }
+    }
+    s
+}
+
 /// The results as a markdown table: wall time per call (first call, steady state) and execute
 /// time, speedups over `baseline` in both, then their geometric means.
 pub fn markdown(all: &[Measurement], baseline: &str) -> String {
@@ -336,6 +373,7 @@ pub fn markdown(all: &[Measurement], baseline: &str) -> String {
     for ((label, w, n), (_, e, _)) in wall.into_iter().zip(execute) {
         let _ = writeln!(s, "| {label} | {w:.2}x | {e:.2}x | {n} |");
     }
+    s.push_str(&phases_table(all));
     s
 }
 
@@ -386,6 +424,7 @@ mod tests {
             times_ms: times.to_vec(),
             wall_ms: times.iter().map(|t| t + 1.0).collect(),
             first_ms: Some((20.0, 5.0)),
+            first_phases: None,
             outcome: if ok {
                 Ok(Verdict::Exact)
             } else {

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use taskweave::tile::Element;
-use taskweave::{Backend, DeviceArray, Policy, Region, Runtime, TaskCosts};
+use taskweave::{Backend, DeviceArray, Phases, Policy, Region, Runtime, TaskCosts};
 use taskweave_kernels::matrix::host::{self, Check, check_cholesky, check_lu};
 use taskweave_kernels::{cholesky, lu};
 
@@ -308,6 +308,12 @@ pub struct DslTimes {
     pub wall: Duration,
     /// Their median execute (kernel) time.
     pub execute: Duration,
+    /// The first call's execute time.
+    pub first_execute: Duration,
+    /// The first call's phases ([`Phases`]).
+    pub first_phases: Phases,
+    /// Each phase's median over the later calls.
+    pub phases: Phases,
     /// The residual probe of the last result.
     pub check: Check,
     /// The largest difference from cuSOLVER's factor, relative to the factor's largest element.
@@ -327,6 +333,7 @@ pub fn dsl_case<T: Scalar>(
     reps: usize,
 ) -> Result<DslTimes, Box<dyn std::error::Error>> {
     let (mut walls, mut executes) = (Vec::new(), Vec::new());
+    let mut phases = Vec::new();
     let mut last = Vec::new();
     let mut plan = None;
     // `+costs`: a traced call first, whose task costs the plan is made with; its wall time counts
@@ -386,10 +393,12 @@ pub fn dsl_case<T: Scalar>(
         };
         walls.push(start.elapsed());
         executes.push(report.execute_time);
+        phases.push(report.phases);
         last = dev.download()?;
     }
     let first_wall = walls.remove(0) + calibration;
-    executes.remove(0);
+    let first_execute = executes.remove(0);
+    let first_phases = phases.remove(0);
     let n = case.n();
     let (mut diff, mut scale) = (0.0f64, 0.0f64);
     for c in 0..n {
@@ -407,9 +416,30 @@ pub fn dsl_case<T: Scalar>(
         first_wall,
         wall: median(walls),
         execute: median(executes),
+        first_execute,
+        first_phases,
+        phases: median_phases(&phases),
         check: case.check(a, &last),
         vs_vendor: diff / scale.max(f64::MIN_POSITIVE),
     })
+}
+
+/// Each phase's median over `calls` (zero for none).
+pub fn median_phases(calls: &[Phases]) -> Phases {
+    if calls.is_empty() {
+        return Phases::default();
+    }
+    let of = |f: fn(&Phases) -> Duration| median(calls.iter().map(f).collect());
+    Phases {
+        record: of(|p| p.record),
+        edges: of(|p| p.edges),
+        plan: of(|p| p.plan),
+        tables: of(|p| p.tables),
+        upload: of(|p| p.upload),
+        launch: of(|p| p.launch),
+        wait: of(|p| p.wait),
+        download: of(|p| p.download),
+    }
 }
 
 /// The median of `v` (the upper one of an even count).

@@ -159,6 +159,8 @@ pub(crate) struct Call<'p, 'a> {
     pub order: Option<&'p Order>,
     /// Time this call spent inspecting (zero when it reused the plan's DAG).
     pub inspect_time: Duration,
+    /// Of `inspect_time`, what tracking the dependences and building the CSR took.
+    pub edges_time: Duration,
     /// Whether the plan runs again after this call (a [`Plan::run`](crate::Plan::run)), so that the backends keep
     /// in it what a later run can reuse; a one-shot run keeps nothing.
     pub reused: bool,

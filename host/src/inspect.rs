@@ -410,6 +410,7 @@ impl Recorder {
             kind: u32::MAX,
             args: self.args.len() as u32,
         });
+        let edges_start = Instant::now();
         let dag = self.tracker.finish().map_err(|limit| Error::TooLarge {
             region: self.region,
             what: limit.what,
@@ -436,6 +437,7 @@ impl Recorder {
                 footprints
             },
             time: start.elapsed(),
+            edges_time: edges_start.elapsed(),
         })
     }
 }
@@ -505,6 +507,9 @@ pub struct Inspection {
     pub footprints: Vec<Footprint>,
     /// How long inspection took (running the body, tracking dependences, building the CSR).
     pub time: Duration,
+    /// Of [`Inspection::time`], what tracking the dependences and building the CSR took; the rest
+    /// ran the body and recorded the tasks and ranges.
+    pub edges_time: Duration,
 }
 
 impl Inspection {

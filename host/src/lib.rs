@@ -53,7 +53,7 @@ pub use pinned::Pinned;
 pub use plan::{Plan, VERIFY_PLANS_ENV};
 pub use policy::Policy;
 pub use region::Region;
-pub use report::{Held, KindShare, PathStep, Report, TracePath};
+pub use report::{Held, KindShare, PathStep, Phases, Report, TracePath};
 pub use resident::DeviceArray;
 pub use runtime::Runtime;
 pub use submit::{HELPERS, Pending};

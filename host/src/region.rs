@@ -405,8 +405,8 @@ impl<'a> Region<'a> {
             return report.map(|r| r.since(start));
         }
         let (mut plan, arrays, prestaged) = self.into_plan_uploading(runtime)?;
-        let inspect_time = plan.inspection().time;
-        let report = run_call(&mut plan, arrays, runtime, inspect_time, false, prestaged);
+        let spent = (plan.inspection().time, plan.inspection().edges_time);
+        let report = run_call(&mut plan, arrays, runtime, spent, false, prestaged);
         if let Some(key) = key {
             runtime.keep_plan(key, plan);
         }
@@ -466,7 +466,8 @@ impl<'a> Region<'a> {
 }
 
 /// Runs `plan` on `arrays`, after the runs in flight whose accesses to its resident arrays
-/// conflict with its own; `inspect_time` is what this call spent inspecting, and `reused` whether
+/// conflict with its own; `spent` is what this call spent inspecting (all of it, and tracking the
+/// dependences), and `reused` whether
 /// the plan runs again (see [`Call::reused`]). The bindings are
 /// dropped before the run is marked done, so that a resident array whose runs have all ended is
 /// held by nothing else ([`DeviceArray::into_cuda`]).
@@ -474,7 +475,7 @@ fn run_call(
     plan: &mut Plan,
     arrays: Vec<Binding<'_>>,
     runtime: &Runtime,
-    inspect_time: Duration,
+    spent: (Duration, Duration),
     reused: bool,
     prestaged: Option<Prestaged>,
 ) -> Result<Report, Error> {
@@ -487,7 +488,8 @@ fn run_call(
         work,
         arrays: &arrays,
         order: None,
-        inspect_time,
+        inspect_time: spent.0,
+        edges_time: spent.1,
         reused,
         prestaged,
     };
@@ -531,17 +533,17 @@ impl Plan {
                 ),
             });
         }
-        let mut inspect_time = Duration::ZERO;
+        let mut spent = (Duration::ZERO, Duration::ZERO);
         if self.verifies() {
             region.options = self.options().clone();
             let fresh = region.inspect_body()?;
-            inspect_time = fresh.time;
+            spent = (fresh.time, fresh.edges_time);
             if cached {
                 self.check_cached_inspection(&fresh)?;
             } else {
                 self.check_inspection(&fresh)?;
             }
         }
-        run_call(self, region.arrays, runtime, inspect_time, true, None)
+        run_call(self, region.arrays, runtime, spent, true, None)
     }
 }

@@ -55,6 +55,8 @@ pub struct Report {
     /// reading the statistics back. A plan run again on resident arrays costs this much more than
     /// its kernel.
     pub host_time: Duration,
+    /// Where the call's host time went, phase by phase (see [`Phases`]).
+    pub phases: Phases,
     /// Whether the call ran a plan inspected by an earlier call: a [`Plan::run`](crate::Plan::run),
     /// or a [`Region::run`](crate::Region::run) that found its plan in the runtime's cache (see
     /// [`Runtime::cache_plans`](crate::Runtime::cache_plans)). Such a call inspects nothing
@@ -71,6 +73,60 @@ pub struct Report {
     /// Each task's parent that finished last in the trace (`u32::MAX` for a task without
     /// parents), when tracing was on: what the task waited for, unless its worker was busy.
     pub last_parent: Option<Vec<u32>>,
+}
+
+/// Where a call's time went on the host, phase by phase, finer than [`Report`]'s inspect,
+/// set-up, transfer and host times. A phase a backend does not have, or a call skips, is zero:
+/// a run of a [`Plan`](crate::Plan) inspects nothing (unless it verifies) and, on the persistent
+/// backend, puts its kept tables back instead of building them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Phases {
+    /// Running the region's body: recording its tasks, their arguments and ranges (on the tile
+    /// path, their edges too).
+    pub record: Duration,
+    /// Tracking the dependences of the ranges left to the general path and building the CSR.
+    pub edges: Duration,
+    /// The policy's share of the scheduler's tables: the static plan, priorities, placements.
+    pub plan: Duration,
+    /// Laying out the rest of the scheduler's tables, in the form the device reads.
+    pub tables: Duration,
+    /// Copying the arrays and the tables to the device.
+    pub upload: Duration,
+    /// Launching: from the staged tables to the kernel (or graph) queued, after the runs it
+    /// follows (persistent backend).
+    pub launch: Duration,
+    /// Waiting for the kernel to end, from its launch (persistent backend): its execution, and
+    /// the host's polling, beyond it.
+    pub wait: Duration,
+    /// Checking the error record and copying the written arrays and statistics back.
+    pub download: Duration,
+}
+
+impl Phases {
+    /// Every phase with its name, in order.
+    pub fn named(&self) -> [(&'static str, Duration); 8] {
+        [
+            ("record", self.record),
+            ("edges", self.edges),
+            ("plan", self.plan),
+            ("tables", self.tables),
+            ("upload", self.upload),
+            ("launch", self.launch),
+            ("wait", self.wait),
+            ("download", self.download),
+        ]
+    }
+}
+
+impl fmt::Display for Phases {
+    /// `record 1.234 ms, edges 0.456 ms, ...`, every phase in milliseconds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (name, time)) in self.named().into_iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{name} {:.3} ms", time.as_secs_f64() * 1e3)?;
+        }
+        Ok(())
+    }
 }
 
 impl Report {
@@ -103,6 +159,11 @@ impl Report {
             setup_time: Duration::ZERO,
             execute_time,
             host_time: Duration::ZERO,
+            phases: Phases {
+                record: call.inspect_time.saturating_sub(call.edges_time),
+                edges: call.edges_time,
+                ..Phases::default()
+            },
             reused: call.reused,
             task_kinds: trace.is_some().then(|| {
                 ins.tasks[..ins.task_count()]
@@ -330,6 +391,7 @@ mod tests {
             setup_time: Duration::ZERO,
             execute_time: Duration::ZERO,
             host_time: Duration::ZERO,
+            phases: Phases::default(),
             reused: false,
             worker_stats: Vec::new(),
             trace: Some(trace),

@@ -147,7 +147,10 @@ impl Job {
         // A panic here is a bug outside any task (task panics become errors inside the backends);
         // it must still end the job, or its waiters would wait for ever.
         // The region was inspected when it was submitted.
-        let inspect_time = self.plan.inspection().time;
+        let (inspect_time, edges_time) = (
+            self.plan.inspection().time,
+            self.plan.inspection().edges_time,
+        );
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let (work, kept) = self.plan.parts();
             let mut call = Call {
@@ -155,6 +158,7 @@ impl Job {
                 arrays: &self.arrays,
                 order: Some(&self.order),
                 inspect_time,
+                edges_time,
                 reused: false,
                 prestaged: None,
             };

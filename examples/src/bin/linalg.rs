@@ -268,6 +268,8 @@ where
     taskweave::gpu::cudarc::cublas::CudaBlas: taskweave::gpu::cudarc::cublas::Gemm<T>,
 {
     let mut ok = true;
+    // Where each DSL row's host time went, printed after its table.
+    let mut phases = Vec::new();
     for which in &cli.algorithms {
         let which: Which = which.parse()?;
         for (i, &n) in cli.sizes.iter().enumerate() {
@@ -326,8 +328,42 @@ where
                     t.vs_vendor,
                     if close { "" } else { " FAIL" },
                 );
+                for (call, wall, execute, p) in [
+                    ("first", t.first_wall, t.first_execute, t.first_phases),
+                    ("later", t.wall, t.execute, t.phases),
+                ] {
+                    let cells: Vec<String> = p
+                        .named()
+                        .iter()
+                        .map(|(_, d)| format!("{:.3}", ms(*d)))
+                        .collect();
+                    phases.push(format!(
+                        "| {} {} | {n} | {} | {call} | {:.3} | {:.3} | {:.3} | {} |",
+                        which.name(),
+                        T::NAME,
+                        variant.label(),
+                        ms(wall),
+                        ms(execute),
+                        ms(wall.saturating_sub(execute)),
+                        cells.join(" | "),
+                    ));
+                }
             }
         }
+    }
+    if !phases.is_empty() {
+        println!(
+            "\n# Where the host time went, ms: the first call, and each phase's median over the \
+             later calls (a `+fresh` variant inspects on every call; a planned one only on its first)"
+        );
+        println!(
+            "| case | n | variant | call | wall | execute | beyond | record | edges | plan | tables | upload | launch | wait | download |"
+        );
+        println!("|{}", "---|".repeat(15));
+        for line in phases {
+            println!("{line}");
+        }
+        println!();
     }
     Ok(ok)
 }

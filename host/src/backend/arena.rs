@@ -134,8 +134,8 @@ impl DeviceTables {
     /// Builds the tables of `call` for `workers` workers (placed by `sms`) and uploads them with
     /// one copy, with the array table and descriptor for `arrays` (the arrays' device
     /// addresses); with `keep`, a pristine copy of the tables the workers write goes along, for
-    /// [`DeviceTables::reset`]. Also returns the time building them took (the static policy's
-    /// plan among it).
+    /// [`DeviceTables::reset`]. Also returns the time building them took, and of it, the
+    /// policy's tables (the static plan among them).
     pub fn upload(
         gpu: &Gpu,
         call: &Call<'_, '_>,
@@ -143,11 +143,12 @@ impl DeviceTables {
         sms: Option<&SmLayout>,
         arrays: &[ArrayDesc],
         keep: Keep,
-    ) -> Result<(Self, DescSlot, Duration), Error> {
+    ) -> Result<(Self, DescSlot, (Duration, Duration)), Error> {
         let (ins, options) = (call.work.inspection(), call.work.options());
         let start = Instant::now();
         let mut layout = Layout::new(ins, options, workers, sms, arrays.len(), keep);
         let built = start.elapsed();
+        let layout_plan = layout.plan_time;
         let len = layout.image.bytes.len();
         // SAFETY: every byte of the allocation is written by the copy below before any kernel
         // reads it.
@@ -197,7 +198,7 @@ impl DeviceTables {
             pristine: layout.pristine,
             mailbox,
         };
-        Ok((tables, slot, built))
+        Ok((tables, slot, (built, layout_plan)))
     }
 
     /// A slot of its own for `arrays` (for a call whose arrays live elsewhere than those of the

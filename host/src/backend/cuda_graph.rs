@@ -211,18 +211,19 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>, _: &mut Kept) -> Resul
             Err(launched) => return Err(watch::settle(gpu, staged, launched)),
         };
     }
-    let (upload_time, staged_setup) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;
+    let download = finished.download_time;
     let mut report = Report::new(
         call,
         Backend::Graph,
         1,
         options.threads,
-        upload_time + finished.download_time,
+        Duration::ZERO,
         kernel_time,
         finished.stats,
         finished.trace,
     );
-    report.setup_time = staged_setup + setup_time;
+    staged.fill(&mut report, download);
+    report.setup_time += setup_time;
     Ok(report)
 }

@@ -10,6 +10,7 @@
 //! the first array table and descriptor ([`DescSlot`]).
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 use taskweave_device::abi::{ArrayDesc, ListedTask, RegionDesc, TraceRecord, WorkerStats};
@@ -257,6 +258,8 @@ pub(super) struct Layout {
     pub own_reset: Range<usize>,
     /// Where the first array table and descriptor go.
     pub slot_at: usize,
+    /// What the policy's tables took to build ([`Tables::new`]: the static plan, priorities).
+    pub plan_time: Duration,
 }
 
 impl Layout {
@@ -272,6 +275,7 @@ impl Layout {
     ) -> Self {
         let n = ins.task_count();
         let reserve = sms.map(SmLayout::reserve).unwrap_or_default();
+        let planning = Instant::now();
         let mut tables = Tables::new(
             ins,
             workers,
@@ -279,6 +283,7 @@ impl Layout {
             &reserve,
             options.task_costs.as_ref(),
         );
+        let plan_time = planning.elapsed();
         let host = tables.desc(ins, options.desc(workers, arrays));
         let host = sms.map_or(host, |layout| layout.desc(host));
         let dag = &ins.dag;
@@ -363,6 +368,7 @@ impl Layout {
             pristine,
             own_reset: written_start..own_end,
             slot_at,
+            plan_time,
         }
     }
 

@@ -163,8 +163,8 @@ pub(super) fn execute(
             Err(launched) => return Err(watch::settle(gpu, staged, launched)),
         };
     }
-    let (upload_time, setup_time) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;
+    let download = finished.download_time;
     let backend = match strategy {
         Strategy::Launches => Backend::Barrier,
         Strategy::GridBarrier => Backend::GridBarrier,
@@ -174,11 +174,11 @@ pub(super) fn execute(
         backend,
         workers,
         options.threads,
-        upload_time + finished.download_time,
+        Duration::ZERO,
         kernel_time,
         finished.stats,
         finished.trace,
     );
-    report.setup_time = setup_time;
+    staged.fill(&mut report, download);
     Ok(report)
 }

@@ -206,17 +206,20 @@ pub(super) fn execute(
         Ok(kernel_time) => {
             let finished = prepared.staged.finish(gpu, call);
             let report = finished.map(|finished| {
+                let download = finished.download_time;
                 let mut report = Report::new(
                     call,
                     Backend::Persistent,
                     prepared.workers,
                     call.work.options().threads,
-                    prepared.staged.upload_time + finished.download_time,
-                    kernel_time,
+                    Duration::ZERO,
+                    kernel_time.kernel,
                     finished.stats,
                     finished.trace,
                 );
-                report.setup_time = prepared.staged.setup_time;
+                prepared.staged.fill(&mut report, download);
+                report.phases.launch = kernel_time.launch;
+                report.phases.wait = kernel_time.wait;
                 report
             });
             if call.reused {
@@ -227,8 +230,16 @@ pub(super) fn execute(
     }
 }
 
+/// What a launch took: the kernel on the device, and on the host, queueing it (after the runs it
+/// follows) and waiting for its end.
+struct Timed {
+    kernel: Duration,
+    launch: Duration,
+    wait: Duration,
+}
+
 /// Launches the prepared kernel after the runs the call follows, watches it, and returns its
-/// time.
+/// times.
 /// A plan that runs again (`keep`) has the error record and statistics copied into pinned memory
 /// right after the kernel; with `replay`, the tables' reset, the events, the kernel and that copy
 /// are one CUDA graph ([`replay`]).
@@ -238,11 +249,16 @@ fn launch(
     prepared: &mut Prepared,
     keep: bool,
     replay: bool,
-) -> Result<Duration, Launched> {
+) -> Result<Timed, Launched> {
     let (meta, options) = (call.work.meta(), call.work.options());
     if call.work.inspection().task_count() == 0 {
-        return Ok(Duration::ZERO);
+        return Ok(Timed {
+            kernel: Duration::ZERO,
+            launch: Duration::ZERO,
+            wait: Duration::ZERO,
+        });
     }
+    let launching = Instant::now();
     let sms = gpu.sm_count();
     // A submitted call follows the kernels of the runs it conflicts with on the device: its
     // stream waits for their end events (its staging, done by now, overlapped them). They are
@@ -297,6 +313,8 @@ fn launch(
             prepared.staged.read_back_after_kernel(gpu)?;
         }
     }
+    let launch = launching.elapsed();
+    let waiting_since = Instant::now();
     let (start, end) = (&prepared.start, &prepared.end);
     if filling.is_some() {
         wait_filled(gpu, end, &desc, options.watchdog);
@@ -324,10 +342,15 @@ fn launch(
             .synchronize()
             .map_err(gpu.after_kernel(format!("running region `{}`", meta.name)))?;
     }
+    let wait = waiting_since.elapsed();
     // SAFETY: both events are live, of the bound context, recorded and complete.
     let ms = unsafe { result::event::elapsed(start.cu_event(), end.cu_event()) }
         .map_err(Error::cuda("timing the kernel"))?;
-    Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+    Ok(Timed {
+        kernel: Duration::from_secs_f64(f64::from(ms) / 1e3),
+        launch,
+        wait,
+    })
 }
 
 /// Replays the call as the CUDA graph of its descriptor, built on the descriptor's first call:

@@ -26,6 +26,7 @@ use crate::error::{Error, TaskRef};
 use crate::gpu::transfer::Piece;
 use crate::gpu::{Gpu, describe};
 use crate::inspect::Footprint;
+use crate::report::Report;
 use crate::sm::SmLayout;
 
 /// Descriptors kept for the sets of arrays a kept plan has run on; the oldest goes first.
@@ -53,6 +54,8 @@ pub(crate) struct Staged {
     /// Time building the tables took (the static policy's plan among it); zero when a kept
     /// plan's tables were put back instead.
     pub setup_time: Duration,
+    /// Of `setup_time`, the policy's tables (the static plan among them).
+    pub plan_time: Duration,
 }
 
 /// What [`Staged::finish`] read back.
@@ -63,6 +66,17 @@ pub(crate) struct Finished {
 }
 
 impl Staged {
+    /// Puts this staging's times and the read-back's (`download`) in `report`: its transfer and
+    /// set-up times, and the phases they cover.
+    pub fn fill(&self, report: &mut Report, download: Duration) {
+        report.transfer_time = self.upload_time + download;
+        report.setup_time += self.setup_time;
+        report.phases.plan = self.plan_time;
+        report.phases.tables = self.setup_time.saturating_sub(self.plan_time);
+        report.phases.upload = self.upload_time;
+        report.phases.download = download;
+    }
+
     /// Uploads the call's arrays and tables for `workers` workers, placed by `sms` when the
     /// workers are SM-aware. When kept, the tables can be [`Staged::restage`]d for another call.
     ///
@@ -108,7 +122,7 @@ impl Staged {
                 .collect::<Result<_, _>>()?,
         };
         let arrays = upload_arrays(gpu, call, &copies, !uploaded)?;
-        let (tables, slot, setup_time) =
+        let (tables, slot, (setup_time, plan_time)) =
             DeviceTables::upload(gpu, call, workers, sms, &arrays, keep)?;
         gpu.stream()
             .synchronize()
@@ -124,6 +138,7 @@ impl Staged {
             dirty: false,
             upload_time: start.elapsed().saturating_sub(setup_time),
             setup_time,
+            plan_time,
         })
     }
 
@@ -156,6 +171,7 @@ impl Staged {
         };
         self.upload_time = start.elapsed();
         self.setup_time = Duration::ZERO;
+        self.plan_time = Duration::ZERO;
         Ok(())
     }
 

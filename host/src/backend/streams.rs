@@ -205,19 +205,19 @@ pub(super) fn execute(gpu: &Gpu, call: &mut Call<'_, '_>, _: &mut Kept) -> Resul
     } else {
         Duration::ZERO
     };
-    let (upload_time, setup_time) = (staged.upload_time, staged.setup_time);
     let finished = staged.finish(gpu, call)?;
+    let download = finished.download_time;
     let mut report = Report::new(
         call,
         Backend::Streams,
         streams.len() as u32,
         options.threads,
-        upload_time + finished.download_time,
+        Duration::ZERO,
         execute_time,
         finished.stats,
         finished.trace,
     );
-    report.setup_time = setup_time;
+    staged.fill(&mut report, download);
     Ok(report)
 }
 
