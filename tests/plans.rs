@@ -75,6 +75,67 @@ fn a_call_that_inspects_splits_its_inspection_into_phases_and_a_plan_run_has_non
     assert!(format!("{phases}").starts_with("record "), "{phases}");
 }
 
+/// Runs `plan` on `u` into `v` until a run reports the static policy (at most `tries` runs, a
+/// millisecond apart), checking each result; the runs' policies, in order.
+fn runs_until_static(plan: &mut Plan, rt: &Runtime, u: &[f64], v: &mut [f64]) -> Vec<Policy> {
+    let mut policies = Vec::new();
+    for _ in 0..2000 {
+        v.fill(-1.0);
+        let report = plan.run(step(&mut *v, u, 16), rt).unwrap();
+        assert_eq!(v, reference(u));
+        policies.push(report.policy);
+        if report.policy == Policy::Static {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    policies
+}
+
+#[test]
+fn the_default_policy_starts_at_once_and_a_plan_run_again_takes_up_its_static_plan() {
+    let rt = Runtime::cpu_with(3);
+    let (u, mut v) = (start(4000), vec![0.0; 4000]);
+    // A call that inspects runs under grr, which needs no plan.
+    assert_eq!(step(&mut v, &u, 16).run(&rt).unwrap().policy, Policy::Grr);
+    // A plan runs its first call under grr too, and the static plan once it is made, for good.
+    let mut plan = step(&mut v, &u, 16).plan(&rt).unwrap().verify(false);
+    let policies = runs_until_static(&mut plan, &rt, &u, &mut v);
+    assert_eq!(policies[0], Policy::Grr);
+    assert_eq!(policies.last(), Some(&Policy::Static), "{policies:?}");
+    for _ in 0..3 {
+        let report = plan.run(step(&mut v, &u, 16), &rt).unwrap();
+        assert_eq!(report.policy, Policy::Static);
+        assert_eq!(v, reference(&u));
+    }
+    // The plan still takes the region's own options, which left the policy unset.
+    assert_eq!(plan.options().policy, None);
+    // A policy the region names is kept.
+    let mut grr = step(&mut v, &u, 16)
+        .policy(Policy::Grr)
+        .plan(&rt)
+        .unwrap()
+        .verify(false);
+    for _ in 0..20 {
+        assert_eq!(
+            grr.run(step(&mut v, &u, 16), &rt).unwrap().policy,
+            Policy::Grr
+        );
+    }
+    // The runtime's cached plans are upgraded too.
+    rt.cache_plans(4);
+    let mut last = Policy::Grr;
+    for _ in 0..2000 {
+        last = step(&mut v, &u, 16).run(&rt).unwrap().policy;
+        assert_eq!(v, reference(&u));
+        if last == Policy::Static {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(last, Policy::Static);
+}
+
 #[test]
 fn a_plan_runs_again_on_other_arrays_of_the_same_shapes() {
     let rt = Runtime::cpu_with(3);

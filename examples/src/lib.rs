@@ -18,9 +18,10 @@ pub struct RunArgs {
     /// The GPU backends fail without a GPU.
     #[arg(long, value_parser = backend_parser())]
     pub backend: Option<Backend>,
-    /// Scheduling policy: lrr, grr, lf, local, steal, priority, affinity.
-    #[arg(long, default_value = "grr")]
-    pub policy: Policy,
+    /// Scheduling policy: auto (the runtime's choice), lrr, grr, lf, local, steal, priority,
+    /// affinity, static.
+    #[arg(long, default_value = "auto")]
+    pub policy: PolicyChoice,
     /// Worker count (default: from occupancy on the GPU, cores on the CPU).
     #[arg(long)]
     pub workers: Option<u32>,
@@ -47,6 +48,34 @@ pub struct RunArgs {
     /// Perfetto or `chrome://tracing`). Persistent and CPU backends only.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+}
+
+/// A policy on the command line: one of the [`Policy`]s, or `auto`, the runtime's default choice
+/// (no [`Region::policy`](taskweave::Region::policy) call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyChoice(pub Option<Policy>);
+
+impl PolicyChoice {
+    /// The policy's name, or `auto`.
+    pub fn name(self) -> &'static str {
+        self.0.map_or("auto", Policy::name)
+    }
+}
+
+impl From<Policy> for PolicyChoice {
+    fn from(policy: Policy) -> Self {
+        Self(Some(policy))
+    }
+}
+
+impl std::str::FromStr for PolicyChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self(None)),
+            _ => s.parse().map(|p| Self(Some(p))),
+        }
+    }
 }
 
 /// `START..END` as a range of SM ids.
@@ -79,8 +108,11 @@ impl RunArgs {
 
     /// Applies the options to a region.
     pub fn apply<'a>(&self, region: taskweave::Region<'a>) -> taskweave::Region<'a> {
+        let region = match self.policy.0 {
+            Some(policy) => region.policy(policy),
+            None => region,
+        };
         let region = region
-            .policy(self.policy)
             .threads(self.threads)
             .cpu_lanes(self.cpu_lanes)
             .checked(!self.unchecked)

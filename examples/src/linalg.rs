@@ -185,8 +185,8 @@ pub const DEFAULT_THREADS: u32 = 128;
 pub struct Variant {
     /// The backend.
     pub backend: Backend,
-    /// The policy (persistent backend).
-    pub policy: Policy,
+    /// The policy (persistent backend); `None`: the runtime's default choice (`/auto`).
+    pub policy: Option<Policy>,
     /// Index checks on.
     pub checked: bool,
     /// Threads per task block.
@@ -211,7 +211,7 @@ impl Variant {
         let mut label = self.backend.name().to_owned();
         if self.backend == Backend::Persistent {
             label.push('/');
-            label.push_str(self.policy.name());
+            label.push_str(self.policy.map_or("auto", Policy::name));
         }
         if self.threads != DEFAULT_THREADS {
             label.push_str(&format!(" {}thr", self.threads));
@@ -282,8 +282,9 @@ impl std::str::FromStr for Variant {
             None => (s, DEFAULT_THREADS),
         };
         let (backend, policy) = match s.split_once('/') {
-            Some((b, p)) => (b, p.parse::<Policy>()?),
-            None => (s, Policy::Grr),
+            Some((b, "auto")) => (b, None),
+            Some((b, p)) => (b, Some(p.parse::<Policy>()?)),
+            None => (s, Some(Policy::Grr)),
         };
         Ok(Self {
             backend: backend.parse::<Backend>()?,
@@ -349,12 +350,15 @@ pub fn dsl_case<T: Scalar>(
     ) -> Region<'d> {
         let region = T::region(case.which, dev, case.nb, case.bs)
             .backend(variant.backend)
-            .policy(variant.policy)
             .checked(variant.checked)
             .threads(variant.threads)
             .shared_bytes(shared_bytes)
             .cache(variant.cached)
             .critical_path_sms(variant.critical_sms);
+        let region = match variant.policy {
+            Some(policy) => region.policy(policy),
+            None => region,
+        };
         let region = match costs {
             Some(costs) => region.task_costs(costs.clone()),
             None => region,
@@ -457,7 +461,7 @@ mod tests {
         let v: Variant = "persistent/static@256+plan:checked".parse().unwrap();
         assert_eq!(
             (v.backend, v.policy, v.threads, v.planned, v.checked),
-            (Backend::Persistent, Policy::Static, 256, true, true)
+            (Backend::Persistent, Some(Policy::Static), 256, true, true)
         );
         assert_eq!(v.label(), "persistent/static 256thr checked planned");
         let v: Variant = "barrier".parse().unwrap();
@@ -470,8 +474,14 @@ mod tests {
         assert_eq!((v.planned, v.costed, v.checked), (true, true, true));
         assert_eq!(v.label(), "persistent/static checked planned costed");
         let v: Variant = "persistent/grr+fresh:checked".parse().unwrap();
-        assert_eq!((v.policy, v.cached, v.checked), (Policy::Grr, false, true));
+        assert_eq!(
+            (v.policy, v.cached, v.checked),
+            (Some(Policy::Grr), false, true)
+        );
         assert_eq!(v.label(), "persistent/grr checked uncached");
+        let v: Variant = "persistent/auto+plan".parse().unwrap();
+        assert_eq!((v.policy, v.planned), (None, true));
+        assert_eq!(v.label(), "persistent/auto planned");
         assert!("barrier".parse::<Variant>().unwrap().cached);
         let v: Variant = "persistent/static@256%2!1+plan".parse().unwrap();
         assert_eq!(

@@ -48,7 +48,7 @@ impl Workload for Wavefront {
 fn args(policy: Policy, trace: bool) -> RunArgs {
     RunArgs {
         backend: Some(taskweave::Backend::Cpu),
-        policy,
+        policy: policy.into(),
         workers: Some(2),
         per_sm: None,
         sms: None,

@@ -9,7 +9,7 @@ use taskweave_examples::workloads::{self, *};
 fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
     RunArgs {
         backend: Some(taskweave::Backend::Cpu),
-        policy,
+        policy: policy.into(),
         workers: Some(workers),
         per_sm: None,
         sms: None,

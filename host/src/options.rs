@@ -43,8 +43,8 @@ pub enum Backend {
 pub struct Options {
     /// Threads per task block.
     pub threads: u32,
-    /// Where freed tasks go.
-    pub policy: Policy,
+    /// Where freed tasks go; `None` (the default): chosen per plan, see [`Options::run_policy`].
+    pub policy: Option<Policy>,
     /// Check every index against the declared ranges.
     pub checked: bool,
     /// Worker count; `None` takes it from occupancy (GPU) or cores (CPU).
@@ -80,7 +80,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             threads: 128,
-            policy: Policy::default(),
+            policy: None,
             checked: true,
             workers: None,
             per_sm: None,
@@ -101,12 +101,24 @@ impl Options {
     pub(crate) fn desc(&self, workers: u32, arrays: usize) -> RegionDesc {
         RegionDesc {
             n_workers: workers,
-            policy: self.policy.abi(),
+            policy: self.run_policy().abi(),
             flags: if self.checked { FLAG_CHECKED } else { 0 }
                 | if self.trace { FLAG_TRACE } else { 0 },
             scratch_bytes: self.shared_bytes.unwrap_or(PLAIN_SCRATCH),
             n_arrays: arrays as u32,
             ..RegionDesc::default()
+        }
+    }
+
+    /// The policy a call runs under: the one the region sets, else the default choice, which a
+    /// plan reused under it upgrades later ([`Plan`](crate::Plan)): the static plan when the
+    /// region asks for what only it does (SMs for the critical path, task costs), else
+    /// [`Policy::Grr`], which starts at once.
+    pub fn run_policy(&self) -> Policy {
+        match self.policy {
+            Some(policy) => policy,
+            None if self.critical_sms > 0 || self.task_costs.is_some() => Policy::Static,
+            None => Policy::Grr,
         }
     }
 

@@ -85,7 +85,8 @@ impl Plan {
         inspection: Inspection,
     ) -> Result<Self, Error> {
         if let Some(costs) = &options.task_costs {
-            let other = (!options.policy.row().plans).then(|| options.policy.name());
+            let policy = options.run_policy();
+            let other = (!policy.row().plans).then(|| policy.name());
             costs.check(meta.name, other, inspection.kinds)?;
         }
         Ok(Self {
@@ -108,6 +109,20 @@ impl Plan {
     /// The options the plan runs with (those of the region it was made from).
     pub fn options(&self) -> &Options {
         &self.work.options
+    }
+
+    /// Under the default policy, starts making the static plan for `workers` workers, for the
+    /// plan's later runs (see [`Work::start_upgrade`]).
+    pub(crate) fn start_upgrade(&mut self, workers: u32) {
+        self.work.start_upgrade(workers);
+    }
+
+    /// Runs the plan under its static plan from now on, if it is ready ([`Work::take_upgrade`]):
+    /// what the backends kept for the earlier policy goes.
+    pub(crate) fn take_upgrade(&mut self) {
+        if self.work.take_upgrade() {
+            self.kept = backend::Kept::default();
+        }
     }
 
     /// The work, to run, beside what the backends keep between runs.

@@ -178,9 +178,12 @@ impl<'a> Region<'a> {
         self
     }
 
-    /// The scheduling policy (default [`Policy::Grr`]).
+    /// The scheduling policy. By default the runtime chooses: [`Policy::Grr`] for a call that
+    /// inspects, and the static plan for a plan it runs again, made on a thread of its own after
+    /// the plan's first call and taken up by the first call after it is ready (see
+    /// [`Options::run_policy`](crate::Options::run_policy)).
     pub fn policy(mut self, policy: Policy) -> Self {
-        self.options.policy = policy;
+        self.options.policy = Some(policy);
         self
     }
 
@@ -319,7 +322,7 @@ impl<'a> Region<'a> {
         let arrays = self.arrays.iter().map(|b| b.info).collect();
         let mut recorder =
             Recorder::new(self.meta.name, self.meta.kinds, arrays).with_args(self.meta.args);
-        if self.options.policy.row().needs_ranges {
+        if self.options.run_policy().row().needs_ranges {
             recorder = recorder.with_ranges();
         }
         if let Some(body) = self.body.take() {
@@ -408,6 +411,11 @@ impl<'a> Region<'a> {
         let spent = (plan.inspection().time, plan.inspection().edges_time);
         let report = run_call(&mut plan, arrays, runtime, spent, false, prestaged);
         if let Some(key) = key {
+            // The next call of the region runs this plan again: under the default policy, its
+            // static plan is made meanwhile.
+            if let Ok(report) = &report {
+                plan.start_upgrade(report.workers);
+            }
             runtime.keep_plan(key, plan);
         }
         report.map(|r| r.since(start))
@@ -483,6 +491,9 @@ fn run_call(
     for earlier in call::register(&arrays, &plan.inspection().footprints, &done) {
         earlier.wait();
     }
+    if reused {
+        plan.take_upgrade();
+    }
     let (work, kept) = plan.parts();
     let mut call = Call {
         work,
@@ -496,6 +507,9 @@ fn run_call(
     let report = runtime.execute_making_room(&mut call, kept);
     drop(arrays);
     done.set();
+    if reused && let Ok(report) = &report {
+        plan.start_upgrade(report.workers);
+    }
     report
 }
 

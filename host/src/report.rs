@@ -147,7 +147,7 @@ impl Report {
         Self {
             region: work.meta.name,
             backend,
-            policy: work.options.policy,
+            policy: work.options().run_policy(),
             tasks: ins.task_count(),
             edges: ins.dag.edge_count(),
             critical_path: work.critical_path(),

@@ -63,13 +63,13 @@ impl SmLayout {
             }
             return Ok(None);
         }
-        if critical > 0 && !options.policy.row().plans {
+        if critical > 0 && !options.run_policy().row().plans {
             return Err(refuse(
                 critical_option(),
                 format!(
                     "needs the static policy, which places every task before the run (the \
                      region runs under `{}`)",
-                    options.policy
+                    options.run_policy()
                 ),
             ));
         }
@@ -253,7 +253,7 @@ mod tests {
     fn critical(n: u32, policy: Policy, per_sm: Option<u32>, set: Option<Range<u32>>) -> Options {
         Options {
             critical_sms: n,
-            policy,
+            policy: Some(policy),
             ..options(per_sm, set)
         }
     }

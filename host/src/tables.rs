@@ -44,8 +44,9 @@ pub(crate) struct Tables {
     /// Under [`Policy::Affinity`], the worker that ran each task, [`NOT_RUN`] before; empty
     /// otherwise.
     pub ran_by: Vec<u32>,
-    /// The workers they are for.
+    /// The workers and the policy they are for.
     pub workers: u32,
+    pub policy: Policy,
 }
 
 impl Tables {
@@ -53,13 +54,15 @@ impl Tables {
     /// to the workers' queues (highest rank first under [`Policy::Priority`]). Under
     /// [`Policy::Static`] the queues hold every task instead, as the plan places them (`reserve`
     /// setting workers apart for the critical path), and the counters count only the parents on
-    /// other workers.
+    /// other workers. `planned` may give the start made ahead of time (a plan's upgrade to the
+    /// static policy, see `Work::planned_start`), for the policy's own.
     pub fn new(
         ins: &Inspection,
         workers: u32,
         policy: Policy,
         reserve: &Reserve,
         costs: Option<&TaskCosts>,
+        planned: impl FnOnce(&StartOf<'_>) -> Option<Start>,
     ) -> Self {
         let n = ins.task_count();
         let w = workers as usize;
@@ -69,12 +72,15 @@ impl Tables {
             lists,
             pending,
             children,
-        } = (row.start)(&StartOf {
-            ins,
-            workers,
-            reserve,
-            costs,
-        });
+        } = {
+            let of = StartOf {
+                ins,
+                workers,
+                reserve,
+                costs,
+            };
+            planned(&of).unwrap_or_else(|| (row.start)(&of))
+        };
         let list_refs: Vec<&[u32]> = lists.iter().map(Vec::as_slice).collect();
         let mut next = vec![0; n + w];
         let mut head = vec![0; w];
@@ -92,6 +98,7 @@ impl Tables {
             counters,
             children,
             workers,
+            policy,
         }
     }
 

@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use taskweave::{Backend, Policy, Runtime};
+use taskweave::{Backend, Runtime};
 use taskweave_examples::bench::{self, Metric};
-use taskweave_examples::{RunArgs, backend_parser, plots, workloads};
+use taskweave_examples::{PolicyChoice, RunArgs, backend_parser, plots, workloads};
 
 #[derive(Parser, Debug)]
 #[command(about = "Runs every workload on every backend and policy, and tabulates and plots it")]
@@ -30,9 +30,9 @@ struct Cli {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "grr,local,priority,static"
+        default_value = "auto,grr,local,priority,static"
     )]
-    policies: Vec<Policy>,
+    policies: Vec<PolicyChoice>,
     /// Worker count for the persistent scheduler (default: from occupancy).
     #[arg(long)]
     workers: Option<u32>,
@@ -80,7 +80,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let base = RunArgs {
         backend: None,
-        policy: Policy::Grr,
+        policy: PolicyChoice(None),
         workers: cli.workers,
         per_sm: None,
         sms: None,

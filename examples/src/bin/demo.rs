@@ -87,7 +87,7 @@ fn run() -> Result<()> {
         for &backend in &backends {
             let args = RunArgs {
                 backend: Some(backend),
-                policy: cli.policy,
+                policy: cli.policy.into(),
                 workers: None,
                 per_sm: None,
                 sms: None,

@@ -14,6 +14,7 @@ use crate::call::Call;
 use crate::error::Error;
 use crate::gpu::Gpu;
 use crate::gpu::transfer::Piece;
+use crate::policy::StartOf;
 use crate::sm::SmLayout;
 
 /// The bytes staging `call` with `workers` workers (placed by `sms`) allocates, at most: one
@@ -146,7 +147,8 @@ impl DeviceTables {
     ) -> Result<(Self, DescSlot, (Duration, Duration)), Error> {
         let (ins, options) = (call.work.inspection(), call.work.options());
         let start = Instant::now();
-        let mut layout = Layout::new(ins, options, workers, sms, arrays.len(), keep);
+        let planned = |of: &StartOf<'_>| call.work.planned_start(of);
+        let mut layout = Layout::new(ins, options, workers, sms, arrays.len(), keep, planned);
         let built = start.elapsed();
         let layout_plan = layout.plan_time;
         let len = layout.image.bytes.len();

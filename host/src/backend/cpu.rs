@@ -135,13 +135,16 @@ pub(super) fn execute(
     };
     // The tables as they start: kept in the plan when it runs again, cloned for each run.
     let pristine = match kept.cpu.take() {
-        Some(tables) if tables.workers == workers => tables,
+        Some(tables) if tables.workers == workers && tables.policy == options.run_policy() => {
+            tables
+        }
         _ => Tables::new(
             call.work.inspection(),
             workers,
-            options.policy,
+            options.run_policy(),
             &sms.as_ref().map(SmLayout::reserve).unwrap_or_default(),
             options.task_costs.as_ref(),
+            |of| call.work.planned_start(of),
         ),
     };
     let mut tables = if call.reused {

@@ -18,6 +18,7 @@ use taskweave_device::error::ErrorRecord;
 
 use crate::inspect::Inspection;
 use crate::options::Options;
+use crate::policy::{Start, StartOf};
 use crate::sm::SmLayout;
 use crate::tables::{CounterWords, Tables};
 
@@ -142,7 +143,7 @@ pub(super) fn tables_bytes(
     keep: Keep,
 ) -> u64 {
     let (n, w) = (ins.task_count(), workers as usize);
-    let affinity = options.policy.row().records_ran_by && n > 0;
+    let affinity = options.run_policy().row().records_ran_by && n > 0;
     let fixed = [
         size_of_val(ins.tasks.as_slice()),
         size_of_val(ins.args.as_slice()),
@@ -265,6 +266,7 @@ pub(super) struct Layout {
 impl Layout {
     /// The tables of `ins` run under `options` by `workers` workers (placed by `sms`), for
     /// `arrays` arrays; when kept, a pristine copy of the tables the workers write follows them.
+    /// `planned` may give the policy's start, made ahead of time (see [`Tables::new`]).
     pub fn new(
         ins: &Inspection,
         options: &Options,
@@ -272,6 +274,7 @@ impl Layout {
         sms: Option<&SmLayout>,
         arrays: usize,
         keep: Keep,
+        planned: impl FnOnce(&StartOf<'_>) -> Option<Start>,
     ) -> Self {
         let n = ins.task_count();
         let reserve = sms.map(SmLayout::reserve).unwrap_or_default();
@@ -279,9 +282,10 @@ impl Layout {
         let mut tables = Tables::new(
             ins,
             workers,
-            options.policy,
+            options.run_policy(),
             &reserve,
             options.task_costs.as_ref(),
+            planned,
         );
         let plan_time = planning.elapsed();
         let host = tables.desc(ins, options.desc(workers, arrays));
@@ -485,18 +489,18 @@ mod tests {
         ] {
             let ins = inspection(policy == Policy::Affinity);
             let options = Options {
-                policy,
+                policy: Some(policy),
                 trace,
                 ..Options::default()
             };
             let workers = 3;
-            let layout = Layout::new(&ins, &options, workers, sms, 2, keep);
+            let layout = Layout::new(&ins, &options, workers, sms, 2, keep, |_| None);
             let base = 0x7000_0000u64;
             let desc = layout.desc(base);
             let bytes = &layout.image.bytes;
             let at = |address: u64| (address - base) as usize;
             let holds = |address: u64, want: &[u8]| bytes[at(address)..][..want.len()] == *want;
-            let tables = Tables::new(&ins, workers, policy, &Reserve::default(), None);
+            let tables = Tables::new(&ins, workers, policy, &Reserve::default(), None, |_| None);
             assert!(holds(desc.tasks, bytes_of(&ins.tasks)));
             assert!(holds(desc.args, bytes_of(&ins.args)));
             assert!(holds(desc.offsets, bytes_of(&ins.dag.offsets)));
@@ -607,7 +611,7 @@ mod tests {
     #[test]
     fn a_slot_holds_the_array_table_and_a_descriptor_pointing_at_it() {
         let ins = inspection(false);
-        let layout = Layout::new(&ins, &Options::default(), 2, None, 2, Keep::No);
+        let layout = Layout::new(&ins, &Options::default(), 2, None, 2, Keep::No, |_| None);
         assert!(layout.pristine.is_none());
         let desc = layout.desc(0x1000);
         let arrays = [

@@ -87,6 +87,7 @@ pub use schedule::{
     Costs, Reserve, Schedule, list_schedule, list_schedule_costed, list_schedule_reserving,
 };
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
+pub use tiles::TILE_PATH_VAR;
 pub use tracker::{DepTracker, MAX_EDGES};
 
 /// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`

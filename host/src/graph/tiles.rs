@@ -16,6 +16,16 @@ use super::job::{JobEdges, Limits, Rec};
 use super::sink::EdgeSink;
 use super::{EdgeKind, LimitExceeded};
 
+/// The environment variable that turns the tile path off (`0`), for an A/B of inspection: every
+/// array then goes to the general path. Read once per process.
+pub const TILE_PATH_VAR: &str = "TASKWEAVE_TILE_PATH";
+
+/// Whether the tile path is on ([`TILE_PATH_VAR`]).
+fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(TILE_PATH_VAR).as_deref() != Ok("0"))
+}
+
 /// The most tiles one array may have on this path: a state per tile is allocated up front, so an
 /// array of a hundred million one-element "tiles" goes to the general path instead.
 const MAX_TILES: usize = 1 << 22;
@@ -42,12 +52,13 @@ pub(super) struct Tiles {
 
 impl Tiles {
     /// The tiles of an array of `len` elements whose first range is `range` (non-empty), or
-    /// `None` when tiles of that size would be too many to keep.
+    /// `None` when tiles of that size would be too many to keep (or the path is off,
+    /// [`TILE_PATH_VAR`]).
     pub(super) fn new(len: usize, range: &core::ops::Range<usize>, limits: Limits) -> Option<Self> {
         let size = range.end - range.start;
         let base = range.start % size;
         let count = (len - base) / size;
-        if count > MAX_TILES {
+        if count > MAX_TILES || !enabled() {
             return None;
         }
         let mut arena = ReaderArena::default();

@@ -1,4 +1,4 @@
-//! Juggler's global round robin: freed children go to the queues in turn, by one cursor all workers share (the default).
+//! Juggler's global round robin: freed children go to the queues in turn, by one cursor all workers share (the default for a call that inspects).
 //!
 //! The host starts it as every dynamic policy: the ready tasks dealt to the workers in spawn
 //! order. What it does with freed children is the device's half (`sched::policy::grr`).

@@ -4,7 +4,8 @@
 //!
 //! 1. The policies are the rows of the device ABI's table (`taskweave_device::with_policies!`):
 //!    its docs, name and ABI number make [`Policy`], and each row's module here holds its [`Row`].
-//! 2. A region picks one with [`Region::policy`](crate::Region::policy) (default [`Policy::Grr`]).
+//! 2. A region picks one with [`Region::policy`](crate::Region::policy), or leaves the choice to
+//!    the runtime ([`Options::run_policy`](crate::Options::run_policy)).
 //! 3. Its [`Row`] says what the host does for it: how the run starts (the tasks each worker's
 //!    queue holds, and the counters and CSR entries the workers release them by: [`Row::start`]),
 //!    and what else it needs (recorded ranges, a record of who ran each task, a plan that takes
@@ -94,6 +95,8 @@ macro_rules! policies {
 }
 
 taskweave_device::with_policies!(policies);
+
+pub(crate) use r#static::planned_dag;
 
 impl Default for Policy {
     /// Juggler's global round robin.

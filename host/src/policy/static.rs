@@ -12,7 +12,7 @@ use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
 use super::{Row, Start, StartOf};
-use crate::graph::list_schedule_costed;
+use crate::graph::{Costs, Dag, Reserve, list_schedule_costed};
 
 /// The row of [`Policy::Static`].
 pub(crate) const ROW: Row = Row {
@@ -25,9 +25,19 @@ pub(crate) const ROW: Row = Row {
 /// The plan ([`list_schedule_costed`], with the critical path's reserve and the tasks' costs) as
 /// queues, counters and CSR entries.
 fn planned(of: &StartOf<'_>) -> Start {
-    let dag = &of.ins.dag;
     let costs = of.costs.and_then(|c| c.per_task(of.ins));
-    let plan = list_schedule_costed(dag, of.workers, of.reserve, costs.as_ref());
+    planned_dag(&of.ins.dag, of.workers, of.reserve, costs.as_ref())
+}
+
+/// The plan of `dag` for `workers` workers, `reserve` and the tasks' `costs`, as queues, counters
+/// and CSR entries.
+pub(crate) fn planned_dag(
+    dag: &Dag,
+    workers: u32,
+    reserve: &Reserve,
+    costs: Option<&Costs>,
+) -> Start {
+    let plan = list_schedule_costed(dag, workers, reserve, costs);
     let n = dag.task_count();
     let mut pending = vec![0u32; n];
     let mut children = Vec::with_capacity(dag.children.len());
