@@ -59,7 +59,7 @@ impl std::fmt::Debug for Plan {
             .field("region", &work.meta.name)
             .field("tasks", &work.inspection.task_count())
             .field("edges", &work.inspection.dag.edge_count())
-            .field("options", &work.options)
+            .field("options", &work.asked)
             .field("verify", &self.verify)
             .field("replay", &work.replay)
             .field("reset_on_device", &work.reset_on_device)
@@ -108,7 +108,7 @@ impl Plan {
 
     /// The options the plan runs with (those of the region it was made from).
     pub fn options(&self) -> &Options {
-        &self.work.options
+        self.work.asked()
     }
 
     /// Under the default policy, starts making the static plan for `workers` workers, for the

@@ -27,10 +27,10 @@ pub const RESET_ON_DEVICE_ENV: &str = "TASKWEAVE_RESET_ON_DEVICE";
 pub(crate) struct Work {
     pub meta: RegionMeta,
     /// The options as the region set them, which a later call's are compared with.
-    pub options: Options,
-    /// What the backends run with ([`Work::options`]): `options` with the policy chosen
+    pub asked: Options,
+    /// What the backends run with ([`Work::options`]): `asked` with the policy chosen
     /// ([`Options::run_policy`]), and upgraded to the static plan when it is ready ([`Upgrade`]).
-    run: Options,
+    options: Options,
     /// The default policy's static plan, made on a thread of its own for a plan that runs again.
     upgrade: Option<Upgrade>,
     pub inspection: Inspection,
@@ -53,8 +53,8 @@ impl Work {
         };
         Self {
             meta,
-            options,
-            run,
+            asked: options,
+            options: run,
             upgrade: None,
             inspection,
             replay: std::env::var(REPLAY_PLANS_ENV).as_deref() != Ok("0"),
@@ -75,9 +75,14 @@ impl Work {
         &self.meta
     }
 
-    /// The options the backends run with (see [`Work::run`]'s docs in the source).
+    /// The options as the region set them.
+    pub fn asked(&self) -> &Options {
+        &self.asked
+    }
+
+    /// The options the backends run with: the region's, with the policy chosen.
     pub fn options(&self) -> &Options {
-        &self.run
+        &self.options
     }
 
     /// Starts making the static plan for `workers` workers on a thread of its own, when the
@@ -85,8 +90,8 @@ impl Work {
     /// first call that finds it ready runs the plan under it ([`Work::take_upgrade`]). The DAG
     /// is copied for the thread, which nothing waits for.
     pub fn start_upgrade(&mut self, workers: u32) {
-        if self.options.policy.is_some()
-            || self.run.run_policy() == Policy::Static
+        if self.asked.policy.is_some()
+            || self.options.run_policy() == Policy::Static
             || self.upgrade.is_some()
             || self.inspection.task_count() == 0
         {
@@ -127,7 +132,7 @@ impl Work {
             return false;
         };
         upgrade.taken = Some(Mutex::new(Some(start)));
-        self.run.policy = Some(Policy::Static);
+        self.options.policy = Some(Policy::Static);
         true
     }
 

@@ -218,7 +218,7 @@ pub(crate) fn execute(
     call: &mut Call<'_, '_>,
     kept: &mut Kept,
 ) -> Result<Report, Error> {
-    let backend = call.work.options.backend.unwrap_or(executor.own());
+    let backend = call.work.options().backend.unwrap_or(executor.own());
     let entry = backend.entry();
     let mut start = Instant::now();
     // The host's own time starts once the call no longer waits for the runs it follows.
