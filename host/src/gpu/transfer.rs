@@ -2,7 +2,8 @@
 //!
 //! 1. The copy is cut into chunks of at most [`CHUNK`] bytes, which go through a ring of
 //!    [`SLOTS`] pinned staging buffers ([`Staging`], checked out of the device's pool and
-//!    returned after the copy).
+//!    returned after the copy). A ring's buffers are as large as the copy needs, up to a chunk
+//!    ([`slot_for`]): pinning is what a region's first call paid most for.
 //! 2. Up: the host copies chunk `k` into its slot, split over several threads, while the DMA of
 //!    the chunks before it runs; the slot's event says when its last DMA is done, and so when it
 //!    may be filled again.
@@ -57,7 +58,21 @@ pub(crate) struct Staging {
     _buffer: PinnedHostSlice<u8>,
     /// The buffer's address.
     base: usize,
+    /// The bytes of each of its [`SLOTS`] buffers: the chunk size of the copies through it.
+    slot: usize,
     events: Vec<CudaEvent>,
+}
+
+/// The slot size of a ring for a copy of `total` bytes: the copy in [`SLOTS`] chunks, rounded up
+/// to a power of two, at most [`CHUNK`]. Pinning memory costs about as much as copying it many
+/// times over (a ring of four 16 MiB slots took 26-51 ms on the H200 machine's host, the most of a
+/// region's first call, `bench/results/first-call-h200/`), so a copy of a few megabytes pins only
+/// what it uses; a larger copy later replaces the ring with a larger one.
+fn slot_for(total: usize) -> usize {
+    total
+        .div_ceil(SLOTS)
+        .next_power_of_two()
+        .clamp(DIRECT.div_ceil(SLOTS), CHUNK)
 }
 
 // SAFETY: the pinned buffer is only reached through `base` by the one copy that checked the
@@ -71,18 +86,22 @@ pub(crate) struct StagingPool {
 }
 
 impl Gpu {
-    /// A staging ring of the pool, or a new one.
-    fn check_out(&self) -> Result<Staging, Error> {
-        if let Some(staging) = self
-            .staging
-            .free
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop()
+    /// A staging ring of the pool whose slots hold [`slot_for`]`(total)` bytes, or a new one;
+    /// the smaller rings of the pool are freed then, the new one taking their place.
+    fn check_out(&self, total: usize) -> Result<Staging, Error> {
+        let slot = slot_for(total);
         {
-            return Ok(staging);
+            let mut free = self
+                .staging
+                .free
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(at) = free.iter().position(|s| s.slot >= slot) {
+                return Ok(free.swap_remove(at));
+            }
+            free.clear();
         }
-        let bytes = SLOTS * CHUNK;
+        let bytes = SLOTS * slot;
         // SAFETY: every byte of a slot is written (by the host or a DMA) before it is read.
         let mut buffer = unsafe { self.context().alloc_pinned_with_flags::<u8>(bytes, 0) }
             .map_err(self.alloc_error("allocating pinned staging memory", bytes))?;
@@ -99,6 +118,7 @@ impl Gpu {
         Ok(Staging {
             _buffer: buffer,
             base,
+            slot,
             events,
         })
     }
@@ -183,11 +203,11 @@ impl Gpu {
             }
             return Ok(());
         }
-        let chunks = split(pieces);
-        let staging = self.check_out()?;
+        let staging = self.check_out(total)?;
+        let chunks = split(pieces, staging.slot);
         let outcome = pipeline(chunks.len(), copy_threads(total), |k, stage| {
             let chunk = chunks[k];
-            let slot = staging.base + (k % SLOTS) * CHUNK;
+            let slot = staging.base + (k % SLOTS) * staging.slot;
             match stage {
                 // The slot's last DMA must be done before the host fills it again.
                 Stage::Before => staging.events[k % SLOTS]
@@ -273,11 +293,11 @@ impl Gpu {
                 .synchronize()
                 .map_err(Error::cuda("downloading an array"));
         }
-        let chunks = split(pieces);
-        let staging = self.check_out()?;
+        let staging = self.check_out(total)?;
+        let chunks = split(pieces, staging.slot);
         let queue = |k: usize| -> Result<(), Error> {
             let chunk = chunks[k];
-            let slot = staging.base + (k % SLOTS) * CHUNK;
+            let slot = staging.base + (k % SLOTS) * staging.slot;
             // SAFETY: the slot is this copy's alone until its event, which follows the DMA.
             let bytes = unsafe { std::slice::from_raw_parts_mut(slot as *mut u8, chunk.len) };
             // SAFETY: the device range is the caller's.
@@ -291,7 +311,7 @@ impl Gpu {
         if outcome.is_ok() {
             outcome = pipeline(chunks.len(), copy_threads(total), |k, stage| {
                 let chunk = chunks[k];
-                let slot = staging.base + (k % SLOTS) * CHUNK;
+                let slot = staging.base + (k % SLOTS) * staging.slot;
                 match stage {
                     Stage::Before => staging.events[k % SLOTS]
                         .synchronize()
@@ -349,15 +369,15 @@ fn page_locked(pieces: &[Piece]) -> (Vec<Piece>, Vec<Piece>) {
         .partition(|p| host(p.host) && host(p.host + p.len - 1))
 }
 
-/// The pieces cut into chunks of at most [`CHUNK`] bytes.
-fn split(pieces: &[Piece]) -> Vec<Piece> {
+/// The pieces cut into chunks of at most `chunk` bytes.
+fn split(pieces: &[Piece], chunk: usize) -> Vec<Piece> {
     pieces
         .iter()
         .flat_map(|p| {
-            (0..p.len).step_by(CHUNK).map(move |at| Piece {
+            (0..p.len).step_by(chunk).map(move |at| Piece {
                 host: p.host + at,
                 device: p.device + at as u64,
-                len: CHUNK.min(p.len - at),
+                len: chunk.min(p.len - at),
             })
         })
         .collect()
@@ -527,7 +547,7 @@ mod tests {
                 len: 0,
             },
         ];
-        let chunks = split(&pieces);
+        let chunks = split(&pieces, CHUNK);
         assert_eq!(chunks.len(), 4);
         assert_eq!(
             chunks.iter().map(|c| c.len).collect::<Vec<_>>(),
@@ -538,6 +558,23 @@ mod tests {
             (0x1000 + CHUNK, 0x9000_0000 + CHUNK as u64)
         );
         assert_eq!(chunks[3].device, 0xa000_0000);
+        assert_eq!(split(&pieces, 1 << 20).len(), 2 * 16 + 1 + 1);
+    }
+
+    #[test]
+    fn a_ring_pins_what_its_copy_uses_up_to_four_full_chunks() {
+        // Tables of a few megabytes: four slots of a megabyte, not 64 MiB.
+        assert_eq!(slot_for(3 << 20), 1 << 20);
+        assert_eq!(slot_for(DIRECT), DIRECT / SLOTS);
+        assert_eq!(slot_for(4 * CHUNK), CHUNK);
+        assert_eq!(slot_for(1 << 40), CHUNK);
+        // Every slot holds its share of the copy.
+        for total in [DIRECT, 3 << 20, 5 * CHUNK + 7] {
+            assert!(
+                SLOTS * slot_for(total) >= total.min(SLOTS * CHUNK),
+                "{total}"
+            );
+        }
     }
 
     #[test]
