@@ -43,6 +43,9 @@ pub(super) struct Tiles {
     /// Where tile 0 starts, and the tile size.
     base: usize,
     size: usize,
+    /// `log2(size)` when the size is a power of two (a tile of 64 × 64 elements is): a shift
+    /// and a mask then find the tile, where a division costs more than the rest of the lookup.
+    shift: Option<u32>,
     tiles: Vec<Tile>,
     arena: ReaderArena,
     sink: EdgeSink,
@@ -66,6 +69,7 @@ impl Tiles {
         Some(Tiles {
             base,
             size,
+            shift: size.is_power_of_two().then(|| size.trailing_zeros()),
             tiles: vec![
                 Tile {
                     writer: NONE,
@@ -83,7 +87,13 @@ impl Tiles {
     #[inline]
     pub(super) fn tile(&self, range: &core::ops::Range<usize>) -> Option<u32> {
         let (lo, hi) = (range.start.checked_sub(self.base)?, range.end - self.base);
-        (lo % self.size == 0 && hi - lo == self.size).then_some((lo / self.size) as u32)
+        if hi - lo != self.size {
+            return None;
+        }
+        match self.shift {
+            Some(shift) => (lo & (self.size - 1) == 0).then_some((lo >> shift) as u32),
+            None => (lo % self.size == 0).then_some((lo / self.size) as u32),
+        }
     }
 
     /// Records `task`'s access to `tile`; its edges come with [`Tiles::add_task`].
