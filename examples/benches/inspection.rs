@@ -1,7 +1,9 @@
 //! Inspection of the real workload regions: each example workload at its default size, and the
 //! tile library's f64 LU (`taskweave_kernels::lu`) at N = 4096 in 64 × 64 tiles (89,440 tasks)
 //! and at 144 × 144 tiles of 16 (1,005,720 tasks), and Cholesky (`taskweave_kernels::cholesky`)
-//! at N = 4096 in 64 × 64 tiles (45,760 tasks).
+//! at N = 4096 in 64 × 64 tiles (45,760 tasks), and an irregular region: 20,000 tasks, each
+//! reading a random range of one of two arrays of 2^20 elements and writing a random range of the
+//! other (1 to 4,096 elements, so that both arrays leave the tile path at once).
 //!
 //! Each region is inspected through [`Region::inspect`](taskweave::Region::inspect): running its
 //! body, recording the ranges, tracking the dependences and building the CSR, as a run does. Two
@@ -21,10 +23,42 @@ use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use taskweave::Error;
 use taskweave::inspect::Inspection;
+use taskweave::{Error, task, task_region};
 use taskweave_host::graph::{THREADS_VAR, list_schedule};
 use taskweave_kernels::{cholesky, lu};
+
+/// Reads `src[r0..r1]`, writes `dst[w0..w1]` (inspected only, never run).
+#[task(reads = src[r0..r1], writes = dst[w0..w1])]
+fn shuffle(dst: &mut [f32], src: &[f32], r0: usize, r1: usize, w0: usize, w1: usize) {
+    let _ = (dst, src, r0, r1, w0, w1);
+}
+
+task_region! {
+    /// `tasks` tasks between `a` and `b`, each reading a random range of one and writing a random
+    /// range of the other, from the generator seeded with `seed`.
+    fn random_ranges(a: &mut [f32], b: &mut [f32], tasks: usize, seed: u64) {
+        let mut state = seed;
+        let mut next = |below: usize| {
+            // SplitMix64: deterministic, and no dependency for a benchmark's input.
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % below as u64) as usize
+        };
+        let n = a.len();
+        for _ in 0..tasks {
+            let (r0, w0) = (next(n - 4096), next(n - 4096));
+            let (r1, w1) = (r0 + 1 + next(4096), w0 + 1 + next(4096));
+            if next(2) == 0 {
+                spawn!(shuffle(b, a, r0, r1, w0, w1));
+            } else {
+                spawn!(shuffle(a, b, r0, r1, w0, w1));
+            }
+        }
+    }
+}
 
 /// Workers of the static plan.
 const PLAN_WORKERS: u32 = 528;
@@ -80,6 +114,15 @@ fn cases() -> Vec<Case> {
             }),
         });
     }
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    cases.push(Case {
+        name: "random ranges".to_owned(),
+        inspect: Box::new(move || {
+            x.resize(1 << 20, 0f32);
+            y.resize(1 << 20, 0f32);
+            timed(random_ranges(&mut x, &mut y, 20_000, 7))
+        }),
+    });
     let (nb, bs) = (64, 64);
     let mut a = Vec::new();
     cases.push(Case {

@@ -292,10 +292,10 @@ pub fn load_deviation(report: &Report) -> Option<f64> {
 /// a markdown table after a blank line.
 pub fn phases_table(all: &[Measurement]) -> String {
     let mut s = String::from(
-        "\n| workload | backend | call | wall (ms) | execute (ms) | record | edges | plan | tables \
-         | upload | launch | wait | download |\n",
+        "\n| workload | backend | call | wall (ms) | execute (ms) | record | edges | load | plan \
+         | tables | upload | launch | wait | download |\n",
     );
-    s.push_str(&format!("|{}\n", " --- |".repeat(13)));
+    s.push_str(&format!("|{}\n", " --- |".repeat(14)));
     for m in all {
         let last = m.last.as_ref().map(|r| {
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;

@@ -437,6 +437,7 @@ pub fn median_phases(calls: &[Phases]) -> Phases {
     Phases {
         record: of(|p| p.record),
         edges: of(|p| p.edges),
+        load: of(|p| p.load),
         plan: of(|p| p.plan),
         tables: of(|p| p.tables),
         upload: of(|p| p.upload),

@@ -86,6 +86,9 @@ pub struct Phases {
     pub record: Duration,
     /// Tracking the dependences of the ranges left to the general path and building the CSR.
     pub edges: Duration,
+    /// Choosing the kernel and loading its module, with the occupancy queries that size the
+    /// launch (persistent backend; the module loads on a region's first call in a process).
+    pub load: Duration,
     /// The policy's share of the scheduler's tables: the static plan, priorities, placements.
     pub plan: Duration,
     /// Laying out the rest of the scheduler's tables, in the form the device reads.
@@ -104,10 +107,11 @@ pub struct Phases {
 
 impl Phases {
     /// Every phase with its name, in order.
-    pub fn named(&self) -> [(&'static str, Duration); 8] {
+    pub fn named(&self) -> [(&'static str, Duration); 9] {
         [
             ("record", self.record),
             ("edges", self.edges),
+            ("load", self.load),
             ("plan", self.plan),
             ("tables", self.tables),
             ("upload", self.upload),

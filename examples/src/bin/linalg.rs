@@ -357,9 +357,9 @@ where
              later calls (a `+fresh` variant inspects on every call; a planned one only on its first)"
         );
         println!(
-            "| case | n | variant | call | wall | execute | beyond | record | edges | plan | tables | upload | launch | wait | download |"
+            "| case | n | variant | call | wall | execute | beyond | record | edges | load | plan | tables | upload | launch | wait | download |"
         );
-        println!("|{}", "---|".repeat(15));
+        println!("|{}", "---|".repeat(16));
         for line in phases {
             println!("{line}");
         }

@@ -94,6 +94,8 @@ pub(super) struct Prepared {
     resident: u32,
     layout: Option<SmLayout>,
     staged: Staged,
+    /// What choosing and loading the kernel took; zero once reported.
+    load_time: Duration,
     /// Recorded around each launch.
     start: Arc<CudaEvent>,
     end: Arc<CudaEvent>,
@@ -116,6 +118,7 @@ fn prepare(
     let (meta, options) = (call.work.meta(), call.work.options());
     let widest = call.work.widest_level();
     let sms = gpu.sm_count();
+    let loading = Instant::now();
     // Never more workers than can be resident at once (`pick` clamps): a non-resident worker
     // would deadlock the rest.
     let (picked, layout) = if options.sm_aware() {
@@ -135,6 +138,7 @@ fn prepare(
         Some(l) => (l.workers(), picked.resident),
         None => (picked.blocks, picked.blocks),
     };
+    let load_time = loading.elapsed();
     let event = || {
         gpu.context()
             .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
@@ -165,6 +169,7 @@ fn prepare(
         start,
         end,
         replays: Vec::new(),
+        load_time,
     })
 }
 
@@ -218,6 +223,7 @@ pub(super) fn execute(
                     finished.trace,
                 );
                 prepared.staged.fill(&mut report, download);
+                report.phases.load = std::mem::take(&mut prepared.load_time);
                 report.phases.launch = kernel_time.launch;
                 report.phases.wait = kernel_time.wait;
                 report
