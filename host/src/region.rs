@@ -358,10 +358,16 @@ impl<'a> Region<'a> {
                     .then_some((b.ptr as usize, b.bytes, b.info.output))
             })
             .collect();
-        let gpu = runtime
-            .gpu_for(self.options.backend)
-            .filter(|_| prestage::worth_it(&hosts));
+        let on_gpu = runtime.gpu_for(self.options.backend);
+        let gpu = on_gpu.filter(|_| prestage::worth_it(&hosts));
+        // The persistent kernel's module loads meanwhile too: on a region's first call in a
+        // process it takes milliseconds (tens for a large region), as long as inspection does.
+        let persistent = self.options.backend.unwrap_or(runtime.backend()) == Backend::Persistent;
+        let (meta, checked) = (self.meta, self.options.checked);
         let (inspection, prestaged) = std::thread::scope(|scope| {
+            if let Some(gpu) = on_gpu.filter(|g| persistent && g.needs_preload(&meta, checked)) {
+                scope.spawn(move || gpu.preload(&meta, checked));
+            }
             // SAFETY: the host arrays stay borrowed by the region, unwritten, until the scope ends.
             let upload = gpu.map(|gpu| scope.spawn(|| unsafe { prestage::upload(gpu, &hosts) }));
             let inspection = self.inspect_body();

@@ -151,6 +151,25 @@ impl Gpu {
         }
     }
 
+    /// Whether [`Gpu::preload`] has not loaded the region's kernel yet: then it pays to call it on
+    /// a thread of its own.
+    pub(crate) fn needs_preload(&self, meta: &RegionMeta, checked: bool) -> bool {
+        (self.preloaded.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((meta.name, checked))
+    }
+
+    /// Loads the module of the region's persistent kernel (its `checked` variant or not), which
+    /// [`Gpu::pick`] then finds loaded, on whichever thread calls it first; errors are left for
+    /// `pick` to report.
+    pub(crate) fn preload(&self, meta: &RegionMeta, checked: bool) {
+        if let Some(code) = meta.code()
+            && self.bind().is_ok()
+        {
+            let _ = self.function(code, &self.variant(code, checked, meta.kernel));
+        }
+    }
+
     /// Kernel `name` of the region, or its uncapped twin, and how many blocks to launch: the ones
     /// `wanted` asks for, at least one and at most what fits on the GPU at once. The builder caps
     /// the scheduler kernels' registers (in release builds at the fewest each needs without

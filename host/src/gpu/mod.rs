@@ -44,6 +44,8 @@ pub struct GpuShared {
     modules: Mutex<HashMap<code::ModuleKey, Arc<CudaModule>>>,
     /// What was loaded, for [`Gpu::loads`].
     loads: Mutex<Vec<code::Load>>,
+    /// The regions (and whether checked) whose persistent kernel [`Gpu::preload`] loaded.
+    preloaded: Mutex<std::collections::HashSet<(&'static str, bool)>>,
     name: String,
     sms: u32,
     /// Compute capability as `10 * major + minor` (90 for an H100).
@@ -154,6 +156,7 @@ impl Gpu {
                 shared_optin,
                 modules: Mutex::new(HashMap::new()),
                 loads: Mutex::new(Vec::new()),
+                preloaded: Mutex::default(),
                 name,
                 sms,
                 arch,
