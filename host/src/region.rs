@@ -348,7 +348,7 @@ impl<'a> Region<'a> {
     fn into_plan_uploading(
         mut self,
         runtime: &Runtime,
-    ) -> Result<(Plan, Vec<Binding<'a>>, Option<Prestaged>), Error> {
+    ) -> Result<(Plan, Vec<Binding<'a>>, Option<Prestaged>, Duration), Error> {
         let hosts: Vec<Option<prestage::Host>> = self
             .arrays
             .iter()
@@ -364,19 +364,22 @@ impl<'a> Region<'a> {
         // process it takes milliseconds (tens for a large region), as long as inspection does.
         let persistent = self.options.backend.unwrap_or(runtime.backend()) == Backend::Persistent;
         let (meta, checked) = (self.meta, self.options.checked);
-        let (inspection, prestaged) = std::thread::scope(|scope| {
-            if let Some(gpu) = on_gpu.filter(|g| persistent && g.needs_preload(&meta, checked)) {
-                scope.spawn(move || gpu.preload(&meta, checked));
-            }
+        let (inspection, prestaged, loading) = std::thread::scope(|scope| {
+            let preload = on_gpu
+                .filter(|g| persistent && g.needs_preload(&meta, checked))
+                .map(|gpu| scope.spawn(move || gpu.preload(&meta, checked)));
             // SAFETY: the host arrays stay borrowed by the region, unwritten, until the scope ends.
             let upload = gpu.map(|gpu| scope.spawn(|| unsafe { prestage::upload(gpu, &hosts) }));
             let inspection = self.inspect_body();
             // An upload that failed is done again by the backend, which reports the error.
             let prestaged = upload.and_then(|u| u.join().ok()).and_then(Result::ok);
-            (inspection, prestaged)
+            // What the module's load took beyond the inspection: the call's `load` phase.
+            let waiting = Instant::now();
+            let _ = preload.map(|p| p.join());
+            (inspection, prestaged, waiting.elapsed())
         });
         let plan = Plan::new(self.meta, self.options, inspection?)?;
-        Ok((plan, self.arrays, prestaged))
+        Ok((plan, self.arrays, prestaged, loading))
     }
 
     /// Inspects the region once and returns its [`Plan`], to run again and again with
@@ -413,9 +416,12 @@ impl<'a> Region<'a> {
             }
             return report.map(|r| r.since(start));
         }
-        let (mut plan, arrays, prestaged) = self.into_plan_uploading(runtime)?;
+        let (mut plan, arrays, prestaged, loading) = self.into_plan_uploading(runtime)?;
         let spent = (plan.inspection().time, plan.inspection().edges_time);
-        let report = run_call(&mut plan, arrays, runtime, spent, false, prestaged);
+        let report = run_call(&mut plan, arrays, runtime, spent, false, prestaged).map(|mut r| {
+            r.phases.load += loading;
+            r
+        });
         if let Some(key) = key {
             // The next call of the region runs this plan again: under the default policy, its
             // static plan is made meanwhile.

@@ -87,7 +87,9 @@ pub struct Phases {
     /// Tracking the dependences of the ranges left to the general path and building the CSR.
     pub edges: Duration,
     /// Choosing the kernel and loading its module, with the occupancy queries that size the
-    /// launch (persistent backend; the module loads on a region's first call in a process).
+    /// launch (persistent backend; the module loads on a region's first call in a process, on
+    /// a thread of its own while the body is inspected: what the call waited for it after the
+    /// inspection counts here).
     pub load: Duration,
     /// The policy's share of the scheduler's tables: the static plan, priorities, placements.
     pub plan: Duration,
