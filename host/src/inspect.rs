@@ -217,6 +217,24 @@ pub struct Recorder {
     max_args: u64,
 }
 
+/// What the last inspection of each region recorded: its tasks, argument words and tile-path
+/// tables, by region name. The next inspection of the region reserves as much up front: a
+/// region's calls mostly repeat their shape, and a table grown by doubling is copied and its
+/// pages touched again at each step (a tenth of the inspection of a tiled factorization).
+#[derive(Clone, Debug, Default)]
+struct Sizes {
+    tasks: usize,
+    args: usize,
+    tiles: Vec<graph::TileSizes>,
+}
+
+/// [`Sizes`] of the regions inspected so far in this process.
+fn sizes() -> std::sync::MutexGuard<'static, std::collections::HashMap<&'static str, Sizes>> {
+    static SIZES: OnceLock<std::sync::Mutex<std::collections::HashMap<&'static str, Sizes>>> =
+        OnceLock::new();
+    (SIZES.get_or_init(Default::default).lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Recorder {
     pub(crate) fn new(
         region: &'static str,
@@ -225,6 +243,8 @@ impl Recorder {
     ) -> Self {
         let lens: Vec<usize> = arrays.iter().map(|a| a.len).collect();
         let mut tracker = DepTracker::new(&lens);
+        let last = sizes().get(region).cloned().unwrap_or_default();
+        tracker.reserve(&last.tiles);
         // A `&[T]` parameter reaches tasks only as `&[T]`: no task writes it.
         for (slot, array) in arrays.iter().enumerate() {
             if !array.writable {
@@ -242,9 +262,10 @@ impl Recorder {
                 .map(|a| a.output.then(Cover::default))
                 .collect(),
             arrays,
-            tasks: Vec::new(),
-            args: Vec::new(),
-            locations: Vec::new(),
+            // One more task: the sentinel that `finish` appends.
+            tasks: Vec::with_capacity(last.tasks + 1),
+            args: Vec::with_capacity(last.args),
+            locations: Vec::with_capacity(last.tasks),
             ranges: None,
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
@@ -406,6 +427,12 @@ impl Recorder {
     /// Tracks the dependences of the recorded tasks and yields the inspection, timed from `start`
     /// (when the region's body began). [`Error::TooLarge`] when the DAG has too many edges.
     pub(crate) fn finish(mut self, start: Instant) -> Result<Inspection, Error> {
+        let recorded = Sizes {
+            tasks: self.tasks.len(),
+            args: self.args.len(),
+            tiles: self.tracker.sizes(),
+        };
+        sizes().insert(self.region, recorded);
         self.tasks.push(TaskRecord {
             kind: u32::MAX,
             args: self.args.len() as u32,

@@ -82,9 +82,13 @@ impl ReaderArena {
     }
 
     /// Number of nodes ever allocated.
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Reserves room for `nodes` more nodes.
+    pub(super) fn reserve(&mut self, nodes: usize) {
+        self.nodes.reserve(nodes.min(self.max_nodes));
     }
 }
 

@@ -55,6 +55,20 @@ impl EdgeSink {
         }
     }
 
+    /// Tasks begun so far.
+    pub(super) fn tasks(&self) -> usize {
+        self.global.len()
+    }
+
+    /// Reserves room for `tasks` tasks, `edges` edges and `children` tasks with edges.
+    pub(super) fn reserve(&mut self, tasks: usize, edges: usize, children: usize) {
+        self.global.reserve(tasks);
+        self.mark.reserve(tasks);
+        self.parents.reserve(edges);
+        self.kinds.reserve(edges);
+        self.children.reserve(children);
+    }
+
     /// Starts collecting the edges of region task `task`, which must be later than the last.
     pub(super) fn begin(&mut self, task: u32) {
         debug_assert!(self.global.last().is_none_or(|&t| t < task));

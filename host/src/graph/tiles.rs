@@ -30,6 +30,18 @@ fn enabled() -> bool {
 /// array of a hundred million one-element "tiles" goes to the general path instead.
 const MAX_TILES: usize = 1 << 22;
 
+/// How much one array's tile path recorded: what the next inspection of the region reserves up
+/// front ([`Tiles::reserve`]), so that its tables are not grown by doubling (each doubling copies
+/// the table and touches its pages again).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TileSizes {
+    recs: usize,
+    tasks: usize,
+    edges: usize,
+    children: usize,
+    readers: usize,
+}
+
 /// One tile's state: its last writer and the readers since, as the job's local ids.
 #[derive(Clone, Copy, Debug)]
 struct Tile {
@@ -100,6 +112,24 @@ impl Tiles {
     #[inline]
     pub(super) fn record(&mut self, task: u32, tile: u32, access: Access) {
         self.recs.push((task, tile, access));
+    }
+
+    /// What this array recorded, to size the next inspection's.
+    pub(super) fn sizes(&self) -> TileSizes {
+        TileSizes {
+            recs: self.recs.len(),
+            tasks: self.sink.tasks(),
+            edges: self.sink.parents.len(),
+            children: self.sink.children.len(),
+            readers: self.arena.len(),
+        }
+    }
+
+    /// Reserves room for what an earlier inspection of the region recorded here.
+    pub(super) fn reserve(&mut self, sizes: TileSizes) {
+        self.recs.reserve(sizes.recs);
+        self.sink.reserve(sizes.tasks, sizes.edges, sizes.children);
+        self.arena.reserve(sizes.readers);
     }
 
     /// Accesses recorded.

@@ -16,7 +16,7 @@ use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
 use super::log::ArrayLog;
 use super::split::{self, Split};
-use super::tiles::Tiles;
+use super::tiles::{TileSizes, Tiles};
 use super::{Access, LimitExceeded};
 
 /// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
@@ -43,6 +43,9 @@ pub struct DepTracker {
     /// Tasks recorded.
     tasks: u32,
     limits: Limits,
+    /// What an earlier inspection recorded on each array's tile path, reserved when the array
+    /// takes that path ([`DepTracker::reserve`]).
+    hints: Vec<TileSizes>,
 }
 
 /// How the tracker finds an array's edges.
@@ -72,6 +75,7 @@ impl DepTracker {
                 .collect(),
             paths: vec![Path::Unseen; array_lens.len()],
             touched: Vec::new(),
+            hints: vec![TileSizes::default(); array_lens.len()],
             tasks: 0,
             limits: Limits {
                 edges: MAX_EDGES,
@@ -144,7 +148,10 @@ impl DepTracker {
             let path = &mut self.paths[slot as usize];
             if let Path::Unseen = path {
                 *path = match Tiles::new(array.len, &range, self.limits) {
-                    Some(tiles) => Path::Tiles(Box::new(tiles)),
+                    Some(mut tiles) => {
+                        tiles.reserve(self.hints[slot as usize]);
+                        Path::Tiles(Box::new(tiles))
+                    }
                     None => Path::General,
                 };
             }
@@ -213,6 +220,25 @@ impl DepTracker {
     pub(crate) fn set_limits(&mut self, max_edges: usize, max_reader_entries: usize) {
         self.limits.edges = max_edges.min(MAX_EDGES);
         self.limits.reader_entries = max_reader_entries;
+    }
+
+    /// What each array's tile path recorded so far, for [`DepTracker::reserve`] in the next
+    /// inspection of the same region.
+    pub(crate) fn sizes(&self) -> Vec<TileSizes> {
+        (self.paths.iter())
+            .map(|p| match p {
+                Path::Tiles(tiles) => tiles.sizes(),
+                Path::Unseen | Path::General => TileSizes::default(),
+            })
+            .collect()
+    }
+
+    /// Reserves what an earlier inspection of the same region recorded ([`DepTracker::sizes`]),
+    /// array by array, when each array takes the tile path. Sizes for other arrays are ignored.
+    pub(crate) fn reserve(&mut self, sizes: &[TileSizes]) {
+        for (hint, &size) in self.hints.iter_mut().zip(sizes) {
+            *hint = size;
+        }
     }
 
     /// Arrays on the tile path.
