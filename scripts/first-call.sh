@@ -20,16 +20,8 @@
 #       demo        the main job, as a check that the default policy runs everything.
 # Every output starts with the header of bench/results/README.md (date, device, command).
 set -uo pipefail
-if [ "$#" -lt 2 ]; then
-    sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-    exit 2
-fi
-stage=$(cd "$1" && pwd)
-mkdir -p "$2"
-out=$(cd "$2" && pwd)
-shift 2
-parts=("$@")
-[ "${#parts[@]}" -gt 0 ] || parts=(linalg tilepath workloads inspection demo)
+. "$(dirname "$0")/stage-args.sh"
+stage_args "linalg tilepath workloads inspection demo" -- "$@"
 variants=persistent/grr+fresh,persistent/static+fresh,persistent/auto+fresh
 variants=$variants,persistent/grr+plan,persistent/static+plan,persistent/auto+plan
 for part in "${parts[@]}"; do

@@ -19,16 +19,8 @@
 #       PART: demo, faults, no-ptxas (default: all three, in that order); a stage may hold only
 #       the binaries of the parts it runs.
 set -uo pipefail
-if [ "$#" -lt 2 ]; then
-    sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-    exit 2
-fi
-stage=$(cd "$1" && pwd)
-mkdir -p "$2"
-out=$(cd "$2" && pwd)
-shift 2
-parts=("$@")
-[ "${#parts[@]}" -gt 0 ] || parts=(demo faults no-ptxas)
+. "$(dirname "$0")/stage-args.sh"
+stage_args "demo faults no-ptxas" -- "$@"
 wants() {
     local p
     for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done
