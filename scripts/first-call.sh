@@ -14,8 +14,9 @@
 #                   static and the default (`auto`), with their phases;
 #       tilepath    the one-off calls at 4096 with the tile path of inspection off, then on
 #                   (TASKWEAVE_TILE_PATH=0 and 1), in processes of their own;
-#       workloads   the Juggler workloads and NW on the persistent backend under the default
-#                   policy, grr and static: first (one-off) and steady (planned) calls, phases;
+#       workloads   the Juggler workloads and NW on the persistent backend under grr, static and
+#                   the default policy, in that order (a workload's first case also loads its
+#                   region's kernel): first (one-off) and steady (planned) calls, phases;
 #       inspection  the inspection bench (every workload region and the factorizations);
 #       demo        the main job, as a check that the default policy runs everything.
 # Every output starts with the header of bench/results/README.md (date, device, command).
@@ -42,7 +43,7 @@ for part in "${parts[@]}"; do
         done
         ;;
     workloads)
-        timeout 300 "$stage/run.sh" bench --backends persistent --policies auto,grr,static \
+        timeout 300 "$stage/run.sh" bench --backends persistent --policies grr,static,auto \
             --reps 7 --out "$out/workloads" > "$out/workloads.txt" 2>&1
         echo "workloads: exit $?"
         ;;
