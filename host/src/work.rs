@@ -67,6 +67,8 @@ impl Work {
     /// Edits the DAG (for tests), forgetting what was computed from it.
     pub fn edit(&mut self, edit: impl FnOnce(&mut Inspection)) {
         edit(&mut self.inspection);
+        // A static plan being made is of the old DAG: the edited one gets its own.
+        self.upgrade = None;
         self.widest = OnceLock::new();
         self.critical_path = OnceLock::new();
     }
