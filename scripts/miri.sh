@@ -22,9 +22,10 @@
 # Not under Miri: the graph module (safe code, and its property tests are too slow to interpret),
 # tests/plan_props.rs (64 property cases of what tests/plans.rs runs), host/tests/layers.rs (safe
 # code reading the sources), examples/tests/heat_steps.rs (starts the example as a process, which
-# Miri cannot). Thirteen of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
-# (dlopen); three time a stall or wait for wall-clock time, which runs at Miri's interpreted speed
-# (tests/cpu_backend.rs, tests/async_regions.rs); two compare the device's libm functions with
+# Miri cannot). Fourteen of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
+# (dlopen); four time a stall or wait for wall-clock time, which runs at Miri's interpreted speed
+# (tests/cpu_backend.rs, tests/async_regions.rs, and tests/plans.rs's wait for the default
+# policy's static plan); two compare the device's libm functions with
 # std's over thousands of inputs (safe code); three run the tile GEMM on the sm_90 and TF32 atoms
 # (minutes each under Miri; an instrumented run shows they reach no unsafe site that the other
 # tile tests miss); three factor or solve tiles past 64 on four warps (over ten minutes each

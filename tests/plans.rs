@@ -58,7 +58,8 @@ fn start(n: usize) -> Vec<f64> {
 #[test]
 fn a_call_that_inspects_splits_its_inspection_into_phases_and_a_plan_run_has_none() {
     let rt = Runtime::cpu_with(2);
-    let (u, mut v) = (start(4000), vec![0.0; 4000]);
+    let n = if cfg!(miri) { 200 } else { 4000 };
+    let (u, mut v) = (start(n), vec![0.0; n]);
     let report = step(&mut v, &u, 16).run(&rt).unwrap();
     let phases = report.phases;
     assert!(phases.record > std::time::Duration::ZERO, "{phases}");
@@ -93,6 +94,11 @@ fn runs_until_static(plan: &mut Plan, rt: &Runtime, u: &[f64], v: &mut [f64]) ->
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "waits, a millisecond between runs, for a thread to make the static plan: at Miri's \
+              speed, thousands of runs"
+)]
 fn the_default_policy_starts_at_once_and_a_plan_run_again_takes_up_its_static_plan() {
     let rt = Runtime::cpu_with(3);
     let (u, mut v) = (start(4000), vec![0.0; 4000]);
