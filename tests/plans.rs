@@ -58,7 +58,7 @@ fn start(n: usize) -> Vec<f64> {
 #[test]
 fn a_call_that_inspects_splits_its_inspection_into_phases_and_a_plan_run_has_none() {
     let rt = Runtime::cpu_with(2);
-    let n = if cfg!(miri) { 200 } else { 4000 };
+    let n = if cfg!(miri) { 40 } else { 4000 };
     let (u, mut v) = (start(n), vec![0.0; n]);
     let report = step(&mut v, &u, 16).run(&rt).unwrap();
     let phases = report.phases;
