@@ -33,7 +33,7 @@ use crate::call::{Call, Prestaged};
 use crate::error::Error;
 use crate::gpu::kernels::Picked;
 use crate::gpu::{Gpu, GpuShared};
-use crate::options::Backend;
+use crate::options::{Backend, Policy};
 use crate::report::Report;
 use crate::sm::SmLayout;
 
@@ -93,6 +93,9 @@ pub(super) struct Prepared {
     /// Blocks of `function` resident at once on the whole GPU.
     resident: u32,
     layout: Option<SmLayout>,
+    /// The policy its tables were built for: a plan that moves to another (the default policy's
+    /// upgrade to the static plan) stages again.
+    policy: Policy,
     staged: Staged,
     /// What choosing and loading the kernel took; zero once reported.
     load_time: Duration,
@@ -165,6 +168,7 @@ fn prepare(
         blocks,
         resident: picked.resident,
         layout,
+        policy: options.run_policy(),
         staged,
         start,
         end,
@@ -183,7 +187,7 @@ pub(super) fn execute(
     let prepared = kept
         .persistent
         .take()
-        .filter(|p| p.device == gpu.device_id());
+        .filter(|p| p.device == gpu.device_id() && p.policy == call.work.options().run_policy());
     // A plan that runs again replays its calls as CUDA graphs, which reset the tables themselves.
     let replay = call.reused && call.work.replay;
     let mut prepared = match prepared {
