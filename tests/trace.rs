@@ -167,7 +167,7 @@ fn the_trace_path_accounts_for_the_span() {
             Held::Worker => assert_eq!(trace[a].worker, trace[b].worker),
             Held::Nothing => panic!("only the first step is held by nothing"),
         }
-        assert!(trace[a].end <= trace[b].start);
+        assert!(trace[a].end <= trace[b].start, "{a} then {b}");
     }
     let total: usize = path.by_kind().iter().map(|s| s.tasks).sum();
     assert_eq!(total, path.steps.len());

@@ -169,8 +169,14 @@ unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
     let args = unsafe { rt.args().get_unchecked(args..args_end) };
     // SAFETY: the scratch is this block's, as the caller guarantees.
     let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
-    let checked = rt.flags() & FLAG_CHECKED != 0;
-    dispatch.run(&block, kind, args, rt.arrays(), checked);
+    let flags = rt.flags();
+    dispatch.run(&block, kind, args, rt.arrays(), flags & FLAG_CHECKED != 0);
+    // The trace's end is the body's (the leader's part of it), written here, before the barrier
+    // and the release that may start a child elsewhere: a child's start never precedes it.
+    if flags & FLAG_TRACE != 0 && arch::thread_idx() == 0 && !rt.trace().is_null() {
+        // SAFETY: `trace` has `n_tasks` records and each task runs once; only its leader writes.
+        unsafe { (&raw mut (*rt.trace().add(task as usize)).end).write(arch::global_timer_ns()) };
+    }
 }
 
 /// The leader's part before the body: resets the fan-out count, tells the watchdog, records the
@@ -210,7 +216,7 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
 }
 
 /// The leader's part after the release (off the hop's critical path): tells the watchdog, counts
-/// the task (reporting progress now and then) and finishes its trace record. Out of line: see
+/// the task (reporting progress now and then) and finishes its trace record (worker and SM). Out of line: see
 /// [`run_body`].
 #[inline(never)]
 fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
@@ -227,10 +233,9 @@ fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
     }
     if rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once; its start was written
-        // before the body.
+        // before the body and its end at the body's end (`run_body`).
         unsafe {
             let rec = rt.trace().add(task as usize);
-            (&raw mut (*rec).end).write(arch::global_timer_ns());
             (&raw mut (*rec).worker).write(worker);
             (&raw mut (*rec).sm).write(arch::sm_id());
         }

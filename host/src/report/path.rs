@@ -31,7 +31,8 @@ pub struct PathStep {
     /// Nanoseconds from the end of what held it (the previous step) to its start; for the first
     /// step, from the run's first task's start.
     pub gap_ns: u64,
-    /// Nanoseconds it ran.
+    /// Nanoseconds it ran: to its recorded end, or to the next step's start if the records show
+    /// that first.
     pub run_ns: u64,
 }
 
@@ -126,6 +127,13 @@ impl TracePath {
             }
         }
         steps.reverse();
+        // A task's end is recorded at its body's end, before it releases its children; clocks
+        // that disagree (or a timer coarser than a hop) could still show a child starting
+        // before it. Such an overlap counts once: the parent's run ends where the next starts.
+        for i in 1..steps.len() {
+            let (a, next) = (&trace[steps[i - 1].task], trace[steps[i].task].start);
+            steps[i - 1].run_ns = a.end.min(next).saturating_sub(a.start);
+        }
         Some(Self {
             steps,
             span_ns: trace[last].end.saturating_sub(origin),
@@ -273,6 +281,20 @@ mod tests {
         let line = path.to_string();
         assert!(line.starts_with("path: 0.000 ms span"), "{line}");
         assert!(line.contains("0 waited for their worker"), "{line}");
+    }
+
+    /// A child recorded as starting before its parent's end counts the overlap once: the span is
+    /// still the path's run time plus its gaps.
+    #[test]
+    fn a_child_starting_before_its_parents_recorded_end_is_counted_once() {
+        let trace = [record(0, 10, 0), record(8, 20, 1), record(19, 30, 0)];
+        let path = TracePath::new(&trace, &[NO_PARENT, 0, 1], |_| "k").unwrap();
+        let steps: Vec<(usize, u64, u64)> = (path.steps.iter())
+            .map(|s| (s.task, s.gap_ns, s.run_ns))
+            .collect();
+        assert_eq!(steps, [(0, 0, 8), (1, 0, 11), (2, 0, 11)]);
+        assert_eq!(path.run_ns() + path.gap_ns(), path.span_ns);
+        assert_eq!(path.span_ns, 30);
     }
 
     #[test]
