@@ -127,7 +127,7 @@
 #| device/src/sched/release.rs | release_wide | 1 | miri: C (fan-outs over 8 children)
 #| device/src/sched/policy/priority.rs | keep | 1 | miri: C (the priority policy)
 #| device/src/sched/worker.rs | run_worker | 4 | miri: B, C (statistics)
-#| device/src/sched/worker.rs | run_body | 3 | miri: B, C
+#| device/src/sched/worker.rs | run_body | 4 | miri: B, C (the trace's end: traces, tests/sm_aware.rs)
 #| device/src/sched/worker.rs | start_task | 2 | miri: C (the row's prefetch; traces, tests/sm_aware.rs)
 #| device/src/sched/worker.rs | end_task | 1 | miri: C (traces, tests/sm_aware.rs)
 #| device/src/shared.rs | dynamic | 1 | not: nvptx64 (dynamic shared memory)
