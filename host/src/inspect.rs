@@ -4,8 +4,9 @@
 //!    [`Recorder`].
 //! 2. Each `spawn!` calls the task's generated spawn function, which evaluates the declared ranges
 //!    and calls [`Recorder::spawn`] with the packed scalars and the accesses.
-//! 3. The recorder validates every range against its array, records the task's ranges in the
-//!    [`DepTracker`], and appends the task to the task table.
+//! 3. The recorder validates every range against its array, hands the task's ranges to the
+//!    [`DepTracker`] (on a thread of its own once the region is big, `graph::Tracking`), and
+//!    appends the task to the task table.
 //! 4. `Recorder::finish` has the tracker add the RAW, WAR and WAW edges (on several threads for a
 //!    big region) and yields an [`Inspection`]: the task table, argument words, the DAG in CSR
 //!    form, and the spawn locations errors refer to.
@@ -21,7 +22,7 @@ use taskweave_device::abi::TaskRecord;
 
 use crate::cover::Cover;
 use crate::error::{Error, TaskRef};
-use crate::graph::{self, Dag, DepTracker, TaskRanges};
+use crate::graph::{self, Dag, DepTracker, TaskRanges, Tracking};
 
 /// How one argument word of a task prints in errors, from the task's signature (`#[task]` emits
 /// one per word): errors print `fill(a, 60, 70, 2.0)`, not the raw words. Formatting happens
@@ -202,7 +203,8 @@ pub struct Recorder {
     /// Per kind, how its argument words print.
     arg_formats: &'static [&'static [Arg]],
     arrays: Vec<ArrayInfo>,
-    tracker: DepTracker,
+    /// The dependence tracker: on this thread for a small region, on its own for a big one.
+    tracking: Tracking,
     /// Each task's ranges, when the region runs under the affinity policy.
     ranges: Option<TaskRanges>,
     tasks: Vec<TaskRecord>,
@@ -255,7 +257,7 @@ impl Recorder {
             region,
             kinds,
             arg_formats: &[],
-            tracker,
+            tracking: Tracking::new(tracker),
             footprints: vec![Footprint::default(); arrays.len()],
             written: arrays
                 .iter()
@@ -319,7 +321,9 @@ impl Recorder {
 
     /// Records one task: validates its ranges, records them for dependence tracking, and appends
     /// the task. Nothing is recorded when a range is invalid or the region grows past a limit
-    /// ([`Error::TooLarge`]). Dependences are tracked when the region is finished.
+    /// ([`Error::TooLarge`]); a limit of the tracker's, once it runs on its own thread, is
+    /// reported when the region is finished instead. The edges of arrays off the tile path are
+    /// found when the region is finished.
     pub fn spawn(
         &mut self,
         kind: u32,
@@ -390,7 +394,7 @@ impl Recorder {
                 .push_task(accesses.iter().map(|a| (a.slot, a.range.clone())))
                 .map_err(too_large)?;
         }
-        let recorded = self.tracker.add_task_from(accesses.iter().map(|a| {
+        let recorded = self.tracking.add_task_from(accesses.iter().map(|a| {
             let mode = if a.write {
                 graph::Access::Write
             } else {
@@ -427,22 +431,24 @@ impl Recorder {
     /// Tracks the dependences of the recorded tasks and yields the inspection, timed from `start`
     /// (when the region's body began). [`Error::TooLarge`] when the DAG has too many edges.
     pub(crate) fn finish(mut self, start: Instant) -> Result<Inspection, Error> {
+        let too_large = |limit: graph::LimitExceeded| Error::TooLarge {
+            region: self.region,
+            what: limit.what,
+            limit: limit.limit,
+        };
+        let edges_start = Instant::now();
+        let tracker = self.tracking.finish().map_err(too_large)?;
         let recorded = Sizes {
             tasks: self.tasks.len(),
             args: self.args.len(),
-            tiles: self.tracker.sizes(),
+            tiles: tracker.sizes(),
         };
         sizes().insert(self.region, recorded);
         self.tasks.push(TaskRecord {
             kind: u32::MAX,
             args: self.args.len() as u32,
         });
-        let edges_start = Instant::now();
-        let dag = self.tracker.finish().map_err(|limit| Error::TooLarge {
-            region: self.region,
-            what: limit.what,
-            limit: limit.limit,
-        })?;
+        let dag = tracker.finish().map_err(too_large)?;
         Ok(Inspection {
             region: self.region,
             kinds: self.kinds,
@@ -727,7 +733,7 @@ mod tests {
     #[test]
     fn dependence_edges_past_the_limit_are_an_error_when_finishing() {
         let mut rec = recorder().with_ranges();
-        rec.tracker.set_limits(1, usize::MAX);
+        rec.tracking.inline().unwrap().set_limits(1, usize::MAX);
         let here = Location::caller();
         rec.spawn(0, here, &[0], &write(0, 2)).expect("no edge");
         rec.spawn(0, here, &[1], &write(0, 2)).expect("one edge");

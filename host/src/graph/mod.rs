@@ -73,6 +73,7 @@ mod interval;
 mod job;
 mod log;
 pub mod oracle;
+mod pipe;
 #[cfg(test)]
 mod proptests;
 mod schedule;
@@ -83,6 +84,7 @@ mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
+pub(crate) use pipe::Tracking;
 pub use schedule::{
     Costs, Reserve, Schedule, list_schedule, list_schedule_costed, list_schedule_reserving,
 };

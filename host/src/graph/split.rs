@@ -79,7 +79,7 @@ pub const THREADS_VAR: &str = "TASKWEAVE_INSPECT_THREADS";
 
 /// The threads inspection may use now: [`THREADS_VAR`] when set, else the cores this process may
 /// use (asked once: the answer reads cgroup files on Linux) less the 1-minute load average.
-fn idle_threads() -> usize {
+pub(super) fn idle_threads() -> usize {
     static CAP: OnceLock<Option<usize>> = OnceLock::new();
     static CORES: OnceLock<usize> = OnceLock::new();
     let cap = CAP.get_or_init(|| {

@@ -222,6 +222,12 @@ impl DepTracker {
         self.limits.reader_entries = max_reader_entries;
     }
 
+    /// Leaves room for only `left` more tasks (tests cannot add four billion).
+    #[cfg(test)]
+    pub(super) fn leave_room_for(&mut self, left: u32) {
+        self.tasks = MAX_TASKS - left;
+    }
+
     /// What each array's tile path recorded so far, for [`DepTracker::reserve`] in the next
     /// inspection of the same region.
     pub(crate) fn sizes(&self) -> Vec<TileSizes> {

@@ -1,0 +1,309 @@
+//! [`Tracking`]: dependence tracking beside the thread that records a region's tasks.
+//!
+//! Recording a task (validating its ranges, storing its words) and tracking it (its accesses
+//! against the arrays' states, its edges) cost about the same on a tiled factorization, and
+//! neither needs the other's result. Once a region has spawned [`Tracking::DEFAULT_PIPE_AFTER`]
+//! tasks, the tracker moves to a thread of its own: the recording thread appends each task's
+//! accesses to a chunk and hands full chunks over a bounded channel, and the tracker hands the
+//! emptied chunks back. The tracker sees the same tasks in the same order, so the DAG is the same
+//! either way; what changes is when a limit the tracker enforces is reported: when the region is
+//! finished, not at the spawn that passed it.
+
+use core::ops::Range;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use super::{Access, DepTracker, LimitExceeded, split};
+
+/// Tasks per chunk handed to the tracker's thread.
+const CHUNK_TASKS: usize = 1024;
+
+/// Full chunks that may wait for the tracker before the recording thread blocks: enough to ride
+/// out a stall of either thread, few enough that a slow tracker does not let the accesses of the
+/// whole region pile up.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
+/// Dependence tracking for one inspection (see the module docs).
+pub(crate) struct Tracking {
+    state: State,
+    /// The task count at which tracking moves to its own thread (`u32::MAX`: never).
+    pipe_after: u32,
+    /// Tasks handed to the tracker so far.
+    tasks: u32,
+}
+
+enum State {
+    /// On the recording thread.
+    Inline(Box<DepTracker>),
+    /// On a thread of its own.
+    Piped(Pipe),
+}
+
+/// The recording side of a tracker on its own thread.
+struct Pipe {
+    /// The chunk being filled.
+    chunk: Chunk,
+    full: SyncSender<Chunk>,
+    empty: Receiver<Chunk>,
+    worker: JoinHandle<Tracked>,
+}
+
+/// What the tracker's thread hands back: the tracker, and the first limit a task passed (the
+/// tasks after it are not tracked).
+type Tracked = (Box<DepTracker>, Option<LimitExceeded>);
+
+/// Accesses of consecutive tasks: task `i`'s are `accesses[ends[i - 1]..ends[i]]`.
+#[derive(Default)]
+struct Chunk {
+    accesses: Vec<(u32, Range<usize>, Access)>,
+    ends: Vec<u32>,
+}
+
+impl Chunk {
+    fn with_capacity() -> Self {
+        Chunk {
+            accesses: Vec::with_capacity(4 * CHUNK_TASKS),
+            ends: Vec::with_capacity(CHUNK_TASKS),
+        }
+    }
+}
+
+impl Tracking {
+    /// Tasks recorded before tracking moves to its own thread, when the process may use two
+    /// threads for inspection ([`THREADS_VAR`](super::THREADS_VAR)): below it, starting a thread
+    /// costs more than it saves.
+    pub(crate) const DEFAULT_PIPE_AFTER: u32 = 2048;
+
+    /// Tracking by `tracker`, moved to its own thread after [`Tracking::DEFAULT_PIPE_AFTER`]
+    /// tasks when two threads are idle (checked now), on the calling thread otherwise.
+    pub(crate) fn new(tracker: DepTracker) -> Self {
+        let pipe_after = if split::idle_threads() >= 2 {
+            Self::DEFAULT_PIPE_AFTER
+        } else {
+            u32::MAX
+        };
+        Self::piped_after(tracker, pipe_after)
+    }
+
+    /// Tracking by `tracker`, moved to its own thread once `pipe_after` tasks were added
+    /// (`u32::MAX`: never; 0: from the first task).
+    pub(crate) fn piped_after(tracker: DepTracker, pipe_after: u32) -> Self {
+        Tracking {
+            state: State::Inline(Box::new(tracker)),
+            pipe_after,
+            tasks: 0,
+        }
+    }
+
+    /// The tracker, while it is on the calling thread.
+    #[cfg(test)]
+    pub(crate) fn inline(&mut self) -> Option<&mut DepTracker> {
+        match &mut self.state {
+            State::Inline(tracker) => Some(tracker),
+            State::Piped(_) => None,
+        }
+    }
+
+    /// Adds the next task, as [`DepTracker::add_task_from`] does. On the calling thread a limit
+    /// is reported here and the task is not tracked; on the tracker's thread it is reported by
+    /// [`Tracking::finish`].
+    pub(crate) fn add_task_from(
+        &mut self,
+        accesses: impl IntoIterator<Item = (u32, Range<usize>, Access)>,
+    ) -> Result<(), LimitExceeded> {
+        if self.tasks == self.pipe_after {
+            self.start_thread();
+        }
+        match &mut self.state {
+            State::Inline(tracker) => {
+                tracker.add_task_from(accesses)?;
+            }
+            State::Piped(pipe) => {
+                let chunk = &mut pipe.chunk;
+                chunk.accesses.extend(accesses);
+                // Cannot truncate: a chunk holds `CHUNK_TASKS` tasks of a few accesses each.
+                chunk.ends.push(chunk.accesses.len() as u32);
+                if chunk.ends.len() == CHUNK_TASKS {
+                    pipe.hand_over();
+                }
+            }
+        }
+        self.tasks += 1;
+        Ok(())
+    }
+
+    /// Moves the tracker to a thread of its own; stays on this one if no thread can be started.
+    #[cold]
+    fn start_thread(&mut self) {
+        let State::Inline(tracker) = &mut self.state else {
+            return;
+        };
+        let tracker = std::mem::replace(tracker, Box::new(DepTracker::new(&[])));
+        let (full, chunks) = mpsc::sync_channel::<Chunk>(CHUNKS_IN_FLIGHT);
+        let (recycle, empty) = mpsc::channel::<Chunk>();
+        // The tracker travels in a slot the thread empties, so that a thread that cannot be
+        // started gives it back.
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(tracker)));
+        let theirs = std::sync::Arc::clone(&slot);
+        let started = std::thread::Builder::new()
+            .name("taskweave-track".into())
+            .spawn(move || {
+                let taken = theirs.lock().ok().and_then(|mut t| t.take());
+                let mut tracker = taken.expect("the tracker is handed over once");
+                let mut failed = None;
+                for mut chunk in chunks {
+                    if failed.is_none() {
+                        failed = track(&mut tracker, &chunk).err();
+                    }
+                    chunk.accesses.clear();
+                    chunk.ends.clear();
+                    // The recorder may have finished and stopped taking chunks back.
+                    let _ = recycle.send(chunk);
+                }
+                (tracker, failed)
+            });
+        match started {
+            Ok(worker) => {
+                self.state = State::Piped(Pipe {
+                    chunk: Chunk::with_capacity(),
+                    full,
+                    empty,
+                    worker,
+                });
+            }
+            Err(_) => {
+                let tracker = slot.lock().ok().and_then(|mut t| t.take());
+                self.state = State::Inline(tracker.expect("the thread never started"));
+                self.pipe_after = u32::MAX;
+            }
+        }
+    }
+
+    /// The tracker with every task added, or the first limit a task passed on the tracker's
+    /// thread. A panic on that thread resumes here.
+    pub(crate) fn finish(self) -> Result<DepTracker, LimitExceeded> {
+        match self.state {
+            State::Inline(tracker) => Ok(*tracker),
+            State::Piped(mut pipe) => {
+                if !pipe.chunk.ends.is_empty() {
+                    pipe.hand_over();
+                }
+                let Pipe { full, worker, .. } = pipe;
+                drop(full);
+                match worker.join() {
+                    Ok((tracker, None)) => Ok(*tracker),
+                    Ok((_, Some(limit))) => Err(limit),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+        }
+    }
+}
+
+impl Pipe {
+    /// Sends the current chunk to the tracker and takes an emptied one (or a new one) to fill.
+    fn hand_over(&mut self) {
+        let next = self
+            .empty
+            .try_recv()
+            .unwrap_or_else(|_| Chunk::with_capacity());
+        let full = std::mem::replace(&mut self.chunk, next);
+        if let Err(mpsc::SendError(chunk)) = self.full.send(full) {
+            // The tracker's thread is gone: it panicked, which `finish` reports. Keep the
+            // chunk so that nothing here fails first.
+            self.chunk = chunk;
+        }
+    }
+}
+
+/// Adds a chunk's tasks to `tracker`, up to the first that passes a limit.
+fn track(tracker: &mut DepTracker, chunk: &Chunk) -> Result<(), LimitExceeded> {
+    let mut start = 0;
+    for &end in &chunk.ends {
+        let accesses = &chunk.accesses[start..end as usize];
+        tracker.add_task_from(accesses.iter().cloned())?;
+        start = end as usize;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiled program with a cut halfway, so that both paths run: `n` tasks over one array of
+    /// 64 tiles of 16, each reading one tile and writing the next, then a read of a cut range.
+    fn program(n: usize) -> Vec<Vec<(u32, Range<usize>, Access)>> {
+        (0..n)
+            .map(|t| {
+                let (r, w) = ((t * 7) % 64, (t * 13 + 1) % 64);
+                let mut task = vec![(0, r * 16..r * 16 + 16, Access::Read)];
+                if r != w {
+                    task.push((0, w * 16..w * 16 + 16, Access::Write));
+                }
+                if t == n / 2 {
+                    task.push((1, 3..40, Access::ReadWrite));
+                    task.push((0, 5..9, Access::Read));
+                }
+                task
+            })
+            .collect()
+    }
+
+    fn edges(tracker: DepTracker) -> Vec<(u32, u32)> {
+        let dag = tracker.finish().unwrap();
+        (0..dag.task_count() as u32)
+            .flat_map(|t| dag.children_of(t).iter().map(move |&c| (t, c)))
+            .collect()
+    }
+
+    #[test]
+    fn a_piped_tracker_gives_the_inline_dag() {
+        let n = if cfg!(miri) { 300 } else { 5000 };
+        let tasks = program(n);
+        let mut inline = DepTracker::new(&[1024, 64]);
+        for t in &tasks {
+            inline.add_task(t).unwrap();
+        }
+        let want = edges(inline);
+        assert!(want.len() > n, "the program has edges: {}", want.len());
+        for pipe_after in [0, 1, 700, u32::MAX] {
+            let mut tracking = Tracking::piped_after(DepTracker::new(&[1024, 64]), pipe_after);
+            for t in &tasks {
+                tracking.add_task_from(t.iter().cloned()).unwrap();
+            }
+            assert_eq!(
+                matches!(tracking.state, State::Piped(_)),
+                (pipe_after as usize) < n
+            );
+            assert_eq!(
+                edges(tracking.finish().unwrap()),
+                want,
+                "piped after {pipe_after}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_limit_passed_on_the_tracker_s_thread_is_reported_by_finish() {
+        let mut inline = DepTracker::new(&[64]);
+        inline.leave_room_for(3);
+        let mut piped = inline.clone();
+        let mut inline = Tracking::piped_after(inline, u32::MAX);
+        let mut piped = Tracking::piped_after(piped, 0);
+        for t in 0..5 {
+            let access = if t % 2 == 0 {
+                Access::Write
+            } else {
+                Access::Read
+            };
+            // On the calling thread the fourth task is refused at once; on the tracker's
+            // thread every spawn goes through and the limit comes with the tracker.
+            assert_eq!(inline.add_task_from([(0, 0..64, access)]).is_ok(), t < 3);
+            piped.add_task_from([(0, 0..64, access)]).unwrap();
+        }
+        assert!(inline.finish().is_ok());
+        let err = piped.finish().unwrap_err();
+        assert_eq!(err.what, "tasks");
+    }
+}
