@@ -288,7 +288,7 @@ mod tests {
     fn a_limit_passed_on_the_tracker_s_thread_is_reported_by_finish() {
         let mut inline = DepTracker::new(&[64]);
         inline.leave_room_for(3);
-        let mut piped = inline.clone();
+        let piped = inline.clone();
         let mut inline = Tracking::piped_after(inline, u32::MAX);
         let mut piped = Tracking::piped_after(piped, 0);
         for t in 0..5 {
