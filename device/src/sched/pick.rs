@@ -26,8 +26,9 @@ const MAX_WAIT_BACKOFF_NS: u32 = 128;
 /// static policy, the link after the last task in its list (copied into `AHEAD` during that task's
 /// body: the pop without its load); else waits for a queued task. It hands the task (or `ABORT`,
 /// when `abort_word`, the flag as read at the end of the last body, is up; or the command
-/// `acquire` returned) and its record to the block. Out of line: see `run_body`.
-#[inline(never)]
+/// `acquire` returned) and its record to the block. Inlined into the loop, as the
+/// scheduler's other steps are: only the body is out of line (see `run_body`).
+#[inline(always)]
 pub(super) fn pick<'a, 'w>(
     rt: &impl Tables<'a>,
     mut me: Leader<'w>,

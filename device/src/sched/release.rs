@@ -18,8 +18,9 @@ pub(super) const LEADER_FANOUT: usize = 8;
 
 /// C, for a task with 1 to `LEADER_FANOUT` children: the leader alone releases them (the first
 /// two entries of the row prefetched in `row0` and `row1`), pushes the ones it does not keep, and
-/// returns the one it keeps as its continuation (`NONE`: none). Out of line: see `run_body`.
-#[inline(never)]
+/// returns the one it keeps as its continuation (`NONE`: none). Inlined into the loop, as the
+/// scheduler's other steps are: only the body is out of line (see `run_body`).
+#[inline(always)]
 pub(super) fn release_narrow<'a>(
     rt: &impl Tables<'a>,
     me: Leader,
@@ -99,7 +100,7 @@ pub(super) fn release_narrow<'a>(
 /// C and D, for a task with more than `LEADER_FANOUT` children: every thread of the block
 /// releases and pushes its share. Returns, in the leader, the child it keeps as its continuation
 /// (`NONE`: none).
-#[inline(never)]
+#[inline(always)]
 pub(super) fn release_wide<'a>(rt: &impl Tables<'a>, me: Leader, queued: bool) -> u32 {
     let words = me.words;
     let (tid, threads) = (arch::thread_idx() as usize, arch::block_dim() as usize);
@@ -164,7 +165,7 @@ pub(super) fn release_wide<'a>(rt: &impl Tables<'a>, me: Leader, queued: bool) -
 /// The wide fan-out's placement, by the leader: which of the `freed` children in the list it
 /// keeps (`KEEP`, and the child itself, returned, acquired if it has other parents) and where the
 /// others go (`BASE`).
-#[inline(never)]
+#[inline(always)]
 fn place_listed<'a>(rt: &impl Tables<'a>, me: Leader, freed: u32, queued: bool) -> u32 {
     let words = me.words;
     let child = |i: usize| words.load(words::LIST + i) & !COUNTED;

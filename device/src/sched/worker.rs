@@ -181,8 +181,9 @@ unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
 
 /// The leader's part before the body: resets the fan-out count, tells the watchdog, records the
 /// worker under AFFINITY, starts the clocks, and starts copying what the hop after the body reads
-/// (see [`run_worker`]). Out of line: see [`run_body`].
-#[inline(never)]
+/// (see [`run_worker`]). Inlined into the loop, as the scheduler's other steps are: only the body
+/// is out of line (see [`run_body`]).
+#[inline(always)]
 fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
     let words = me.words;
     let children = row(rt, words);
@@ -216,9 +217,10 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
 }
 
 /// The leader's part after the release (off the hop's critical path): tells the watchdog, counts
-/// the task (reporting progress now and then) and finishes its trace record (worker and SM). Out of line: see
-/// [`run_body`].
-#[inline(never)]
+/// the task (reporting progress now and then) and finishes its trace record (worker and SM).
+/// Inlined into the loop, as the scheduler's other steps are: only the body is out of line (see
+/// [`run_body`]).
+#[inline(always)]
 fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
     let (task, worker) = (running(me.words), me.worker());
     if let Some(slot) = rt.current().get(worker as usize) {
