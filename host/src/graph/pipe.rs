@@ -30,6 +30,8 @@ pub(crate) struct Tracking {
     pipe_after: u32,
     /// Tasks handed to the tracker so far.
     tasks: u32,
+    /// Whether moving needs two idle threads, asked when the region reaches `pipe_after`.
+    ask_first: bool,
 }
 
 enum State {
@@ -75,14 +77,12 @@ impl Tracking {
     pub(crate) const DEFAULT_PIPE_AFTER: u32 = 2048;
 
     /// Tracking by `tracker`, moved to its own thread after [`Tracking::DEFAULT_PIPE_AFTER`]
-    /// tasks when two threads are idle (checked now), on the calling thread otherwise.
+    /// tasks when two threads are idle then (a small region does not ask), on the calling thread
+    /// otherwise.
     pub(crate) fn new(tracker: DepTracker) -> Self {
-        let pipe_after = if split::idle_threads() >= 2 {
-            Self::DEFAULT_PIPE_AFTER
-        } else {
-            u32::MAX
-        };
-        Self::piped_after(tracker, pipe_after)
+        let mut tracking = Self::piped_after(tracker, Self::DEFAULT_PIPE_AFTER);
+        tracking.ask_first = true;
+        tracking
     }
 
     /// Tracking by `tracker`, moved to its own thread once `pipe_after` tasks were added
@@ -92,6 +92,7 @@ impl Tracking {
             state: State::Inline(Box::new(tracker)),
             pipe_after,
             tasks: 0,
+            ask_first: false,
         }
     }
 
@@ -135,6 +136,10 @@ impl Tracking {
     /// Moves the tracker to a thread of its own; stays on this one if no thread can be started.
     #[cold]
     fn start_thread(&mut self) {
+        if self.ask_first && split::idle_threads() < 2 {
+            self.pipe_after = u32::MAX;
+            return;
+        }
         let State::Inline(tracker) = &mut self.state else {
             return;
         };
