@@ -41,13 +41,31 @@ enum State {
     Piped(Pipe),
 }
 
-/// The recording side of a tracker on its own thread.
+/// The recording side of a tracker on its own thread. Dropped before [`Tracking::finish`] (the
+/// region's body panicked), it closes the channel and joins the thread, which ends once it has
+/// tracked what it was handed: no thread outlives the inspection.
 struct Pipe {
     /// The chunk being filled.
     chunk: Chunk,
-    full: SyncSender<Chunk>,
+    /// `None` once closed.
+    full: Option<SyncSender<Chunk>>,
     empty: Receiver<Chunk>,
-    worker: JoinHandle<Tracked>,
+    /// `None` once joined.
+    worker: Option<JoinHandle<Tracked>>,
+}
+
+impl Pipe {
+    /// Closes the channel and waits for the tracker's thread.
+    fn join(&mut self) -> Option<std::thread::Result<Tracked>> {
+        self.full.take();
+        self.worker.take().map(JoinHandle::join)
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
 }
 
 /// What the tracker's thread hands back: the tracker, and the first limit a task passed (the
@@ -171,9 +189,9 @@ impl Tracking {
             Ok(worker) => {
                 self.state = State::Piped(Pipe {
                     chunk: Chunk::with_capacity(),
-                    full,
+                    full: Some(full),
                     empty,
-                    worker,
+                    worker: Some(worker),
                 });
             }
             Err(_) => {
@@ -193,9 +211,7 @@ impl Tracking {
                 if !pipe.chunk.ends.is_empty() {
                     pipe.hand_over();
                 }
-                let Pipe { full, worker, .. } = pipe;
-                drop(full);
-                match worker.join() {
+                match pipe.join().expect("the thread is joined once") {
                     Ok((tracker, None)) => Ok(*tracker),
                     Ok((_, Some(limit))) => Err(limit),
                     Err(panic) => std::panic::resume_unwind(panic),
@@ -213,7 +229,10 @@ impl Pipe {
             .try_recv()
             .unwrap_or_else(|_| Chunk::with_capacity());
         let full = std::mem::replace(&mut self.chunk, next);
-        if let Err(mpsc::SendError(chunk)) = self.full.send(full) {
+        let Some(sender) = &self.full else {
+            return;
+        };
+        if let Err(mpsc::SendError(chunk)) = sender.send(full) {
             // The tracker's thread is gone: it panicked, which `finish` reports. Keep the
             // chunk so that nothing here fails first.
             self.chunk = chunk;
@@ -287,6 +306,30 @@ mod tests {
                 "piped after {pipe_after}"
             );
         }
+    }
+
+    #[test]
+    fn a_tracking_dropped_mid_region_joins_its_thread() {
+        // A region's body that panics drops the recorder with chunks still queued: closing the
+        // channel ends the tracker's thread, which the drop joins (a thread still waiting for
+        // chunks would hang this test).
+        let tasks = program(if cfg!(miri) { 100 } else { 5000 });
+        let mut tracking = Tracking::piped_after(DepTracker::new(&[1024, 64]), 0);
+        for t in &tasks {
+            tracking.add_task_from(t.iter().cloned()).unwrap();
+        }
+        let State::Piped(pipe) = &mut tracking.state else {
+            panic!("piped from the first task");
+        };
+        let (tracker, failed) = pipe.join().expect("not joined yet").expect("no panic");
+        assert!(failed.is_none());
+        // The partial chunk was never handed over: the thread tracked whole chunks only.
+        assert_eq!(
+            tracker.task_count() as usize,
+            tasks.len() / CHUNK_TASKS * CHUNK_TASKS
+        );
+        assert!(pipe.join().is_none(), "joined once");
+        drop(tracking);
     }
 
     #[test]
