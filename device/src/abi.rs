@@ -11,10 +11,10 @@
 //! | `args` | total words | host | captured scalars and array bindings, one `u64` each |
 //! | `arrays` | arrays | host | [`ArrayDesc`]: base address and length of each region array |
 //! | `offsets`, `children` | `n_tasks + 1`, edges | host | the DAG in CSR form |
-//! | `pending` | `n_tasks` | host, then workers | unfinished parents per task; under one-task and level kernels, [`TASK_RUNNING`] while the task's body runs and [`TASK_DONE`] after |
+//! | `pending` | `n_tasks` (`3 * n_tasks` in a region with wide tasks) | host, then workers | unfinished parents per task; under one-task and level kernels, [`TASK_RUNNING`] while the task's body runs and [`TASK_DONE`] after; in a region with wide tasks, two gang words per task after them ([`crate::gang`]) |
 //! | `rank` | `n_tasks` | host | critical-path bottom level per task |
 //! | `next`, `head`, `tail`, `lock` | see [`crate::sched`] | host, then workers | the worker queues |
-//! | `counters` | one [`Counters`] | workers | completed tasks, the global round-robin cursor |
+//! | `counters` | one [`Counters`] | workers | completed tasks, the global round-robin cursor, the forming gang |
 //! | `abort` | one `u32` or null | host watchdog, a faulting task | non-zero asks every worker to stop |
 //! | `error` | one [`ErrorRecord`](crate::error::ErrorRecord) | a faulting task | what failed, where |
 //! | `stats` | `n_workers` | workers | [`WorkerStats`] |
@@ -142,6 +142,9 @@ pub const TASK_RUNNING: u32 = u32::MAX - 1;
 pub const TASK_DONE: u32 = u32::MAX;
 /// [`RegionDesc::flags`]: write a [`TraceRecord`] per task.
 pub const FLAG_TRACE: u32 = 2;
+/// [`RegionDesc::flags`]: the region has wide tasks; `pending` holds their gang words (see
+/// [`crate::gang`]).
+pub const FLAG_GANGS: u32 = 4;
 
 /// Everything the runtime needs to run one region. See the module docs for each table.
 #[repr(C)]
@@ -170,7 +173,8 @@ pub struct RegionDesc {
     /// `*const u32`, CSR children.
     pub children: u64,
     /// `*mut u32`, unfinished parents (under the one-task and level kernels, each task's state:
-    /// [`TASK_RUNNING`], [`TASK_DONE`]).
+    /// [`TASK_RUNNING`], [`TASK_DONE`]); in a region with wide tasks, followed by two gang words
+    /// per task ([`crate::gang`]).
     pub pending: u64,
     /// `*const u32`, bottom levels.
     pub rank: u64,
@@ -235,7 +239,7 @@ pub struct RegionDesc {
 
 /// Counters every worker updates, each on its own 128-byte line so they do not contend.
 #[repr(C, align(128))]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Counters {
     /// Tasks finished.
     pub completed: u32,
@@ -245,6 +249,24 @@ pub struct Counters {
     pub grr: u32,
     /// Padding to the next line.
     pub pad1: [u32; 31],
+    /// The wide task whose gang is forming, or [`gang::EMPTY`](crate::gang::EMPTY), as the host
+    /// starts it and every completed run leaves it.
+    pub gang: u32,
+    /// Padding to the next line.
+    pub pad2: [u32; 31],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            completed: 0,
+            pad0: [0; 31],
+            grr: 0,
+            pad1: [0; 31],
+            gang: crate::gang::EMPTY,
+            pad2: [0; 31],
+        }
+    }
 }
 
 /// What one worker did, written once when it exits.

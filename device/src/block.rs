@@ -6,6 +6,8 @@
 //! 3. [`Block::shared`] hands out scratch arrays in the block's shared memory.
 //! 4. [`Block::thread`] and [`Block::threads`] are the raw thread index and count for code that
 //!    needs them.
+//! 5. [`Block::gang`] is the gang of blocks running a wide task (`#[task(blocks = K)]`): this
+//!    block's rank and the gang barrier.
 //!
 //! The same calls run on the CPU backend, where a block is one or more OS threads ("lanes"), so a
 //! body written against this API gives the same results on both backends.
@@ -14,7 +16,10 @@ use core::cell::Cell;
 use core::ops::Range;
 
 use crate::arch;
+use crate::atomic::{AtomicU32, Ordering, Scope};
+use crate::gang;
 use crate::shared::SharedArray;
+use crate::words;
 
 /// The block running a task, as seen by one of its threads.
 pub struct Block {
@@ -23,6 +28,126 @@ pub struct Block {
     scratch: *mut u8,
     scratch_bytes: usize,
     used: Cell<usize>,
+    gang: GangWords,
+    /// How many gang barriers this thread has passed in this task.
+    rounds: Cell<u32>,
+}
+
+/// Where a wide task's gang meets (see [`crate::gang`]); a one-block task's is
+/// [`GangWords::ALONE`].
+#[derive(Clone, Copy)]
+pub struct GangWords {
+    /// This block's rank in the gang.
+    pub rank: u32,
+    /// The gang's ranks: the task's `blocks`.
+    pub width: u32,
+    /// The gang's arrival count (null when `width` is 1).
+    pub arrivals: *const AtomicU32,
+    /// The region's abort flag (null when it has none).
+    pub abort: *const AtomicU32,
+    /// The block's runtime words, where the leader tells the others that the region was aborted
+    /// while the gang waited.
+    pub words: *const AtomicU32,
+}
+
+impl GangWords {
+    /// A one-block task's gang: itself.
+    pub const ALONE: Self = Self {
+        rank: 0,
+        width: 1,
+        arrivals: core::ptr::null(),
+        abort: core::ptr::null(),
+        words: core::ptr::null(),
+    };
+}
+
+/// The gang of blocks running a wide task (`#[task(blocks = K)]`), as seen by one thread of one of
+/// them: [`Block::gang`]. Every block of the gang runs the same body on the same arguments; its
+/// [`rank`](Gang::rank) tells it which share of the work is its own. A one-block task is a gang
+/// of one.
+pub struct Gang<'b> {
+    block: &'b Block,
+}
+
+impl Gang<'_> {
+    /// This block's rank in the gang, `0..size()`.
+    #[inline(always)]
+    pub fn rank(&self) -> u32 {
+        self.block.gang.rank
+    }
+
+    /// How many blocks the gang has: the task's `blocks`.
+    #[inline(always)]
+    pub fn size(&self) -> u32 {
+        self.block.gang.width
+    }
+
+    /// The gang barrier: every thread of every block of the gang must call it, the same number of
+    /// times. What any of them wrote before it is visible to all of them after it (on the GPU
+    /// through global memory: shared memory is each block's own).
+    ///
+    /// If the region is aborted while this block waits (another task faulted, or the watchdog
+    /// found the run stalled), the block leaves the task: on the GPU its threads exit, on the CPU
+    /// the body panics, and the run reports the abort's cause.
+    #[inline(always)]
+    pub fn sync(&self) {
+        self.block.sync();
+        let g = self.block.gang;
+        if g.width == 1 {
+            return;
+        }
+        let round = self.block.rounds.get() + 1;
+        self.block.rounds.set(round);
+        // SAFETY: a wide task's block is made by the worker loop (`Block::with_gang`), which
+        // points these at the task's gang words, the region's abort flag and the block's runtime
+        // words, all live while the body runs.
+        unsafe {
+            let words = g.words;
+            if arch::thread_idx() == 0 {
+                let arrivals = &*g.arrivals;
+                gang::arrive(arrivals);
+                let mut polls = 0u32;
+                while !gang::passed(arrivals, g.width, round) {
+                    polls += 1;
+                    if polls.is_multiple_of(64)
+                        && !g.abort.is_null()
+                        && (*g.abort).load(Scope::System, Ordering::Relaxed) != 0
+                    {
+                        (*words.add(words::CURRENT)).store(
+                            words::command::ABORT,
+                            Scope::Block,
+                            Ordering::Relaxed,
+                        );
+                        break;
+                    }
+                    if polls > 64 {
+                        arch::nanosleep(64);
+                    }
+                }
+            }
+            self.block.sync();
+            if (*words.add(words::CURRENT)).load(Scope::Block, Ordering::Relaxed)
+                == words::command::ABORT
+            {
+                left_aborted();
+            }
+        }
+    }
+}
+
+/// A block whose gang was aborted at its barrier leaves the task: on the GPU its threads exit (the
+/// other workers leave on the abort flag; the run reports the abort's cause), on the CPU the body
+/// panics, which the backend records if nothing was recorded before.
+#[cold]
+fn left_aborted() -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        arch::exit_thread()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        std::panic!("the region was aborted while this wide task waited at its gang barrier")
+    }
 }
 
 impl Block {
@@ -40,7 +165,34 @@ impl Block {
             scratch,
             scratch_bytes,
             used: Cell::new(0),
+            gang: GangWords::ALONE,
+            rounds: Cell::new(0),
         }
+    }
+
+    /// This block as one rank of a wide task's gang.
+    ///
+    /// # Safety
+    /// `gang`'s pointers must be live while the task runs: `arrivals` the task's arrival count,
+    /// `abort` the region's flag or null, `words` this block's runtime words.
+    #[inline(always)]
+    pub unsafe fn with_gang(mut self, gang: GangWords) -> Self {
+        self.gang = gang;
+        self
+    }
+
+    /// How many gang barriers this thread passed in the task (the worker loop's end of a gang
+    /// counts them).
+    #[inline(always)]
+    pub fn gang_rounds(&self) -> u32 {
+        self.rounds.get()
+    }
+
+    /// The gang of blocks running this task: one block, unless the task is wide
+    /// (`#[task(blocks = K)]`).
+    #[inline(always)]
+    pub fn gang(&self) -> Gang<'_> {
+        Gang { block: self }
     }
 
     /// The index of the running task in its region.

@@ -35,6 +35,7 @@ pub mod atomic;
 pub mod block;
 pub mod declared;
 pub mod error;
+pub mod gang;
 pub mod math;
 pub mod operand;
 pub mod scalar;
@@ -43,6 +44,6 @@ pub mod shared;
 pub mod view;
 pub mod words;
 
-pub use block::{Block, LoopIndex};
+pub use block::{Block, Gang, LoopIndex};
 pub use scalar::Scalar;
 pub use view::{View, ViewMut};

@@ -72,6 +72,15 @@ pub const ROW1: usize = 25;
 pub const AHEAD: usize = 26;
 /// The worker this block is.
 pub const WORKER: usize = 27;
+/// In a region with wide tasks: the block's rank in the running task's gang, or
+/// [`command::NONE`] for a one-block task.
+pub const GANG: usize = 28;
+/// In a region with wide tasks: a queue link the leader takes before anything else (a task it
+/// put aside to join a forming gang), or [`command::NONE`].
+pub const PARKED: usize = 29;
+/// In a region with wide tasks: whether this block's arrival ended the running gang (1), so that
+/// it releases the task's children.
+pub const GANG_LAST: usize = 30;
 /// Start of the freed-children list.
 pub const LIST: usize = 32;
 /// Capacity of the freed-children list; further children are pushed by the thread that freed
@@ -110,6 +119,16 @@ impl<'w> Words<'w> {
         return Self {
             words: core::marker::PhantomData,
         };
+    }
+
+    /// The address of word 0, for code that reaches the words without a `Words` (a wide task's
+    /// gang barrier, see [`crate::block::Gang::sync`]).
+    #[inline(always)]
+    pub fn base(self) -> *const crate::atomic::AtomicU32 {
+        #[cfg(not(target_arch = "nvptx64"))]
+        return self.words.as_ptr();
+        #[cfg(target_arch = "nvptx64")]
+        return crate::shared::runtime_words() as *const crate::atomic::AtomicU32;
     }
 
     /// Word `i`.

@@ -116,6 +116,35 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// A wide task (`#[task(blocks = K)]`) asks for more blocks than the run has workers: a gang
+    /// runs its blocks at once.
+    #[error(
+        "region `{region}`: task `{task}` runs on {blocks} blocks (`#[task(blocks = {blocks})]`), but the run has {workers} workers; a gang needs its blocks at once: give the region at least {blocks} workers, or lower `blocks`"
+    )]
+    GangTooWide {
+        /// The region.
+        region: &'static str,
+        /// The widest task function.
+        task: &'static str,
+        /// Its blocks.
+        blocks: u32,
+        /// The run's workers.
+        workers: u32,
+    },
+    /// A wide task (`#[task(blocks = K)]`) on a backend that launches one block per task.
+    #[error(
+        "region `{region}`: task `{task}` runs on {blocks} blocks (`#[task(blocks = {blocks})]`), which the `{backend}` backend cannot run: it launches one block per task; run the region on the persistent or the CPU backend"
+    )]
+    GangsUnsupported {
+        /// The region.
+        region: &'static str,
+        /// The widest task function.
+        task: &'static str,
+        /// Its blocks.
+        blocks: u32,
+        /// The backend.
+        backend: &'static str,
+    },
     /// A task panicked (CPU backend), or indexed outside its declared ranges in checked mode.
     #[error("{task} panicked: {message}{}", restored_note(*.restored))]
     TaskPanicked {

@@ -202,6 +202,8 @@ pub struct Recorder {
     kinds: &'static [&'static str],
     /// Per kind, how its argument words print.
     arg_formats: &'static [&'static [Arg]],
+    /// Per kind, the blocks its tasks run on (`#[task(blocks = K)]`); empty: one each.
+    blocks: Vec<u32>,
     arrays: Vec<ArrayInfo>,
     /// The dependence tracker: on this thread for a small region, on its own for a big one.
     tracking: Tracking,
@@ -257,6 +259,7 @@ impl Recorder {
             region,
             kinds,
             arg_formats: &[],
+            blocks: Vec::new(),
             tracking: Tracking::new(tracker),
             footprints: vec![Footprint::default(); arrays.len()],
             written: arrays
@@ -285,6 +288,16 @@ impl Recorder {
     /// Prints each kind's argument words by `args[kind]` in errors.
     pub(crate) fn with_args(mut self, args: &'static [&'static [Arg]]) -> Self {
         self.arg_formats = args;
+        self
+    }
+
+    /// Takes each kind's blocks (`#[task(blocks = K)]`) from the region's dispatch table.
+    pub(crate) fn with_blocks(mut self, dispatch: &dyn taskweave_device::sched::Dispatch) -> Self {
+        if dispatch.gangs() {
+            self.blocks = (0..self.kinds.len() as u32)
+                .map(|kind| dispatch.width(kind))
+                .collect();
+        }
         self
     }
 
@@ -453,6 +466,7 @@ impl Recorder {
             region: self.region,
             kinds: self.kinds,
             arg_formats: self.arg_formats,
+            blocks: self.blocks,
             arrays: self.arrays,
             dag,
             ranges: self.ranges,
@@ -521,6 +535,9 @@ pub struct Inspection {
     pub kinds: &'static [&'static str],
     /// Per kind, how its argument words print.
     arg_formats: &'static [&'static [Arg]],
+    /// Per kind, the blocks its tasks run on (`#[task(blocks = K)]`); empty when every kind runs
+    /// on one.
+    blocks: Vec<u32>,
     /// The region's arrays by slot.
     pub arrays: Vec<ArrayInfo>,
     /// The dependence DAG.
@@ -549,6 +566,27 @@ impl Inspection {
     /// The number of tasks.
     pub fn task_count(&self) -> usize {
         self.locations.len()
+    }
+
+    /// Whether the region has wide tasks (`#[task(blocks = K)]`, `K > 1`): its tables then hold
+    /// gang words (see `taskweave_device::gang`).
+    pub fn gangs(&self) -> bool {
+        !self.blocks.is_empty()
+    }
+
+    /// The widest task kind the region spawned, with its blocks, if it has wide tasks: a run needs
+    /// at least as many workers.
+    pub fn widest_gang(&self) -> Option<(&'static str, u32)> {
+        let mut spawned = vec![false; self.blocks.len()];
+        for task in &self.tasks[..self.task_count()] {
+            if let Some(s) = spawned.get_mut(task.kind as usize) {
+                *s = true;
+            }
+        }
+        (0..self.blocks.len())
+            .filter(|&k| spawned[k] && self.blocks[k] > 1)
+            .max_by_key(|&k| self.blocks[k])
+            .map(|k| (self.kinds[k], self.blocks[k]))
     }
 
     /// Per task, the parent it shares the most bytes of declared ranges with, or

@@ -320,8 +320,9 @@ impl<'a> Region<'a> {
     fn inspect_body(&mut self) -> Result<Inspection, Error> {
         let start = Instant::now();
         let arrays = self.arrays.iter().map(|b| b.info).collect();
-        let mut recorder =
-            Recorder::new(self.meta.name, self.meta.kinds, arrays).with_args(self.meta.args);
+        let mut recorder = Recorder::new(self.meta.name, self.meta.kinds, arrays)
+            .with_args(self.meta.args)
+            .with_blocks(self.meta.dispatch);
         if self.options.run_policy().row().needs_ranges {
             recorder = recorder.with_ranges();
         }

@@ -3,7 +3,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use taskweave_device::abi::{Counters, RegionDesc};
+use taskweave_device::abi::{Counters, FLAG_GANGS, RegionDesc};
+use taskweave_device::gang;
 use taskweave_device::sched::affinity::NOT_RUN;
 use taskweave_device::sched::queue;
 
@@ -12,12 +13,17 @@ use crate::graph::Reserve;
 use crate::inspect::Inspection;
 use crate::policy::{Policy, Start, StartOf};
 
-/// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32.
+/// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32, the
+/// forming gang word 64.
 #[repr(C, align(128))]
-pub(crate) struct CounterWords(pub [AtomicU32; 64]);
+pub(crate) struct CounterWords(pub [AtomicU32; 96]);
 
 const _: () = assert!(size_of::<CounterWords>() == size_of::<Counters>());
 const _: () = assert!(std::mem::offset_of!(Counters, grr) == 32 * 4);
+const _: () = assert!(std::mem::offset_of!(Counters, gang) == GANG_WORD * 4);
+
+/// [`Counters::gang`]'s word.
+const GANG_WORD: usize = 64;
 
 impl Clone for CounterWords {
     fn clone(&self) -> Self {
@@ -81,6 +87,15 @@ impl Tables {
             };
             planned(&of).unwrap_or_else(|| (row.start)(&of))
         };
+        let mut pending = pending;
+        if ins.gangs() {
+            // Each task's gang words after the counters: rank 0 taken by whoever posts it, no
+            // arrivals (see `taskweave_device::gang`).
+            pending.reserve(2 * n);
+            for _ in 0..n {
+                pending.extend([gang::JOINS_START, 0]);
+            }
+        }
         let list_refs: Vec<&[u32]> = lists.iter().map(Vec::as_slice).collect();
         let mut next = vec![0; n + w];
         let mut head = vec![0; w];
@@ -88,6 +103,7 @@ impl Tables {
         queue::link_initial(&mut next, &mut head, &mut tail, n as u32, &list_refs);
         let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
         counters.0[32].store((dag.ready.len() % w) as u32, Ordering::Relaxed);
+        counters.0[GANG_WORD].store(gang::EMPTY, Ordering::Relaxed);
         Self {
             ran_by: vec![NOT_RUN; if row.records_ran_by { n } else { 0 }],
             pending,
@@ -120,6 +136,7 @@ impl Tables {
         let affine = self.affine(ins);
         RegionDesc {
             n_tasks: ins.task_count() as u32,
+            flags: base.flags | if ins.gangs() { FLAG_GANGS } else { 0 },
             tasks: ins.tasks.as_ptr() as u64,
             args: ins.args.as_ptr() as u64,
             offsets: dag.offsets.as_ptr() as u64,

@@ -5,7 +5,7 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{Expr, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use crate::parse::{Key, Spec};
+use crate::parse::{Blocks, Key, Spec};
 
 /// What a task parameter is.
 pub enum ParamKind {
@@ -39,6 +39,45 @@ pub struct Task {
     pub item: ItemFn,
     pub params: Vec<Param>,
     pub accesses: Vec<Access>,
+    /// `blocks = K`: the blocks of a wide task's gang (`None`: one).
+    pub blocks: Option<Expr>,
+}
+
+/// The widest gang a task may declare: `taskweave_device::gang::MAX_WIDTH`.
+pub const MAX_BLOCKS: u64 = 1024;
+
+/// Checks the spec's `blocks = K` entries: at most one, a literal `K` in `1..=MAX_BLOCKS`, and a
+/// `&Block` parameter through which each block finds its rank.
+fn check_blocks(blocks: &[Blocks], params: &[Param], errors: &mut Errors) -> Option<Expr> {
+    for extra in blocks.iter().skip(1) {
+        errors.push(extra.span, "`blocks` is given more than once");
+    }
+    let first = blocks.first()?;
+    if let Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(int),
+        ..
+    }) = &first.value
+    {
+        match int.base10_parse::<u64>() {
+            Ok(0) => errors.push(
+                int.span(),
+                "`blocks = 0` asks for no block: a task runs on at least one",
+            ),
+            Ok(k) if k > MAX_BLOCKS => errors.push(
+                int.span(),
+                format!("`blocks = {k}`: a task runs on at most {MAX_BLOCKS} blocks"),
+            ),
+            Ok(_) => {}
+            Err(e) => errors.push(int.span(), e),
+        }
+    }
+    if !params.iter().any(|p| matches!(p.kind, ParamKind::Block)) {
+        errors.push(
+            first.span,
+            "a task with `blocks` takes a `&Block` parameter: each block of its gang finds its share through `block.gang().rank()`",
+        );
+    }
+    Some(first.value.clone())
 }
 
 /// Collects every error, so one macro call reports them all at once.
@@ -243,6 +282,7 @@ impl Task {
         }
 
         check_read_only_writes(&item, &params, !spec.entries.is_empty(), &mut errors);
+        let blocks = check_blocks(&spec.blocks, &params, &mut errors);
 
         if spec.entries.is_empty() {
             errors.finish()?;
@@ -251,6 +291,7 @@ impl Task {
                 item,
                 params,
                 accesses,
+                blocks,
             });
         }
         let mut accesses: Vec<Access> = Vec::new();
@@ -358,6 +399,7 @@ impl Task {
             item,
             params,
             accesses,
+            blocks,
         })
     }
 

@@ -17,7 +17,7 @@ extern crate std;
 
 pub use taskweave_device::math;
 pub use taskweave_device::shared::SharedArray;
-pub use taskweave_device::{Block, LoopIndex, Scalar, View, ViewMut};
+pub use taskweave_device::{Block, Gang, LoopIndex, Scalar, View, ViewMut};
 pub use taskweave_macros::{include_kernels, task, task_region};
 /// Tile math for task bodies: tensor-core fragments, shared-memory tiles, GEMM, SYRK, TRSM,
 /// POTRF and GETRF on tiles (see the module's docs).

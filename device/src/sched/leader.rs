@@ -62,6 +62,8 @@ impl<'w> Leader<'w> {
         }
         me.set(words::WORKER, worker);
         me.set(words::AHEAD, command::NONE);
+        me.set(words::PARKED, command::NONE);
+        me.set(words::GANG, command::NONE);
         me.set(words::LRR, worker);
         me.set(words::RNG, worker.wrapping_mul(0x9E37_79B9) | 1);
         me

@@ -7,6 +7,7 @@ use super::tables::Tables;
 use super::{at, deps, policy};
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::*};
+use crate::gang;
 use crate::words;
 use crate::words::command;
 
@@ -45,11 +46,11 @@ pub(super) fn pick<'a, 'w>(
         (kept, rt.record(kept))
     } else if ahead != command::NONE && ahead != queue::NIL {
         me.head = ahead & !COUNTED;
-        rt.take(ahead, &mut me)
+        rt.take(ahead, &mut me, false)
     } else {
-        match rt.acquire(&mut me) {
+        match rt.acquire(&mut me, false) {
             command if command >= command::NONE => (command, Record::default()),
-            link => rt.take(link, &mut me),
+            link => rt.take(link, &mut me, false),
         }
     };
     // A busy worker reads the abort flag at the end of every `ABORT_POLL`-th body and looks at it
@@ -61,6 +62,100 @@ pub(super) fn pick<'a, 'w>(
         task
     };
     me.words.store(words::CURRENT, task);
+    record.store(me.words);
+    me
+}
+
+/// A: the pick of a region with wide tasks (see [`crate::gang`]). A forming gang comes first: the
+/// leader takes one of its ranks, and puts aside (`PARKED`) what it would have run otherwise.
+/// Then, as [`pick`] does, the parked link, the continuation, the static list or a queued task;
+/// a wide task among them is posted as the forming gang, with this block as its rank 0, or, while
+/// another gang forms, waits its turn. `width` gives a task kind's `blocks`. Hands the block the
+/// task, its record and the block's rank (`GANG`: `NONE` for a one-block task).
+#[inline(never)]
+pub(super) fn pick_gang<'a, 'w>(
+    rt: &impl Tables<'a>,
+    width: impl Fn(u32) -> u32,
+    mut me: Leader<'w>,
+    kept: u32,
+    abort_word: u32,
+) -> Leader<'w> {
+    let slot = rt.gang_slot();
+    let mut link = me.get(words::PARKED);
+    if link != command::NONE {
+        me.set(words::PARKED, command::NONE);
+        if kept != command::NONE {
+            // The gang this worker joined freed a continuation: it waits in the worker's own
+            // queue (the static policy keeps none), behind the parked task. It is ready, and the
+            // push's release covers what the worker acquired for it.
+            rt.queues().push(me.worker(), kept);
+        }
+    } else if kept != command::NONE {
+        me.add(CONTINUATIONS, 1);
+        // A continuation is ready: its link needs no acquire.
+        link = kept;
+    }
+    let mut posts = 0u32;
+    let (task, record, rank) = loop {
+        if let Some(g) = gang::forming(slot) {
+            let record = rt.record(g);
+            let joins = &rt.gangs()[2 * g as usize + gang::JOINS];
+            if let Some(rank) = gang::join(slot, joins, width(record.kind)) {
+                if link != command::NONE {
+                    me.set(words::PARKED, link);
+                }
+                break (g, record, rank);
+            }
+        }
+        if link == command::NONE {
+            let ahead = if policy::planned(rt.policy()) {
+                me.get(words::AHEAD)
+            } else {
+                command::NONE
+            };
+            if ahead != command::NONE && ahead != queue::NIL {
+                me.head = ahead & !COUNTED;
+                me.set(words::AHEAD, command::NONE);
+                link = ahead;
+            } else {
+                match rt.acquire(&mut me, true) {
+                    // A gang is forming: join it.
+                    command::NONE => continue,
+                    command if command > command::NONE => {
+                        break (command, Record::default(), command::NONE);
+                    }
+                    found => link = found,
+                }
+            }
+        }
+        let (task, record) = rt.take(link, &mut me, true);
+        match task {
+            // A gang started forming while the task waited: join it, then take the link again.
+            command::NONE => continue,
+            command::ABORT => break (task, record, command::NONE),
+            _ => {}
+        }
+        if width(record.kind) == 1 {
+            break (task, record, command::NONE);
+        }
+        if gang::post(slot, task) {
+            break (task, record, 0);
+        }
+        // Another gang is forming: this task is ready, and waits its turn (its counter, if it had
+        // one, is acquired: its link needs no acquire now).
+        link = task;
+        posts += 1;
+        if posts > 4 {
+            arch::nanosleep(64);
+        }
+    };
+    let task = if task < command::NONE && abort_word != 0 {
+        command::ABORT
+    } else {
+        task
+    };
+    me.words.store(words::CURRENT, task);
+    me.words.store(words::GANG, rank);
     record.store(me.words);
     me
 }
@@ -104,14 +199,21 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// The leader's wait for work: a queued task's link (see [`Pick::take`]), or `DONE`, or
     /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
     /// is what termination reads.
-    fn acquire(&self, me: &mut Leader) -> u32 {
+    ///
+    /// In a region with wide tasks (`gangs`) it also returns `NONE` when a gang is forming, for
+    /// the caller to join; and under the static policy a worker whose list is done stays, to join
+    /// the gangs still to form.
+    fn acquire(&self, me: &mut Leader, gangs: bool) -> u32 {
         let p = self.policy();
         let mut backoff = 0u32;
         loop {
+            if gangs && gang::forming(self.gang_slot()).is_some() {
+                return command::NONE;
+            }
             if let Some(link) = policy::pop_own(p, self, me) {
                 return link;
             }
-            if policy::planned(p) {
+            if policy::planned(p) && !gangs {
                 // The plan is all linked before the run and nothing is pushed: an empty queue is
                 // the end of this worker's list, for good. Leaving now rather than polling keeps
                 // this block's loads (each an L1 invalidation, as acquires) off its SM.
@@ -148,15 +250,20 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// counter when the link says it has other parents than its pusher's task (or, under the
     /// static policy, parents on other workers). The record's loads are issued first, so that they
     /// overlap the acquire's round trip. `ABORT` if the region was aborted while the task waited.
+    ///
+    /// In a region with wide tasks (`gangs`), `NONE` when a gang started forming while the task
+    /// waited: the caller joins it and takes the link again later.
     #[inline(always)]
-    fn take(&self, link: u32, me: &mut Leader) -> (u32, Record) {
+    fn take(&self, link: u32, me: &mut Leader, gangs: bool) -> (u32, Record) {
         let task = link & !COUNTED;
         let record = self.record(task);
         if link & COUNTED != 0 && !deps::ready(self.pending(), task) {
-            let (ready, polls) = self.wait(task, me.take_done());
+            let (outcome, polls) = self.wait(task, me.take_done(), gangs);
             me.add(IDLE_POLLS, polls);
-            if !ready {
-                return (command::ABORT, record);
+            match outcome {
+                Waited::Ready => {}
+                Waited::Aborted => return (command::ABORT, record),
+                Waited::Gang => return (command::NONE, record),
             }
         }
         (task, record)
@@ -169,8 +276,11 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// workers, for as long as they take, and so polls the abort flag and first reports its `done`
     /// completions, as an idle worker does. It takes values, not the [`Leader`], so that the
     /// leader's cursor can stay in a register.
+    ///
+    /// In a region with wide tasks (`gangs`) it also stops when a gang is forming, which the
+    /// caller joins first: the task may be waiting for that very gang.
     #[inline(never)]
-    fn wait(&self, task: u32, done: u32) -> (bool, u32) {
+    fn wait(&self, task: u32, done: u32, gangs: bool) -> (Waited, u32) {
         if done > 0 {
             // Relaxed, as in `Leader::flush`.
             self.completed().fetch_add(done, Gpu, Relaxed);
@@ -180,7 +290,10 @@ pub(super) trait Pick<'a>: Tables<'a> {
         while !deps::ready(self.pending(), task) {
             polls += 1;
             if polls.is_multiple_of(IDLE_CHECK) && self.aborted() {
-                return (false, polls);
+                return (Waited::Aborted, polls);
+            }
+            if gangs && gang::forming(self.gang_slot()).is_some() {
+                return (Waited::Gang, polls);
             }
             // Short sleeps only: the wake-up adds to the hop's latency, and one poll is already an
             // L2 round trip.
@@ -189,8 +302,19 @@ pub(super) trait Pick<'a>: Tables<'a> {
                 backoff = (backoff * 2).clamp(32, MAX_WAIT_BACKOFF_NS);
             }
         }
-        (true, polls)
+        (Waited::Ready, polls)
     }
+}
+
+/// How [`Pick::wait`] ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Waited {
+    /// The task's counter reached zero.
+    Ready,
+    /// The region was aborted.
+    Aborted,
+    /// A gang is forming (regions with wide tasks only).
+    Gang,
 }
 
 impl<'a, T: Tables<'a>> Pick<'a> for T {}

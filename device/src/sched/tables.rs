@@ -12,7 +12,9 @@
 
 use super::at;
 use super::queue::Queues;
-use crate::abi::{ArrayDesc, Counters, RegionDesc, TaskRecord, TraceRecord, WorkerStats};
+use crate::abi::{
+    ArrayDesc, Counters, FLAG_GANGS, RegionDesc, TaskRecord, TraceRecord, WorkerStats,
+};
 use crate::atomic::AtomicU32;
 
 /// A region's tables, as the worker loop reaches them. Each call may load from memory: a caller
@@ -58,6 +60,34 @@ pub trait Tables<'a> {
     fn current(&self) -> &'a [AtomicU32];
     /// One trace record per task, or null.
     fn trace(&self) -> *mut TraceRecord;
+
+    /// The gang words of a region with wide tasks ([`FLAG_GANGS`]): two per task, after the
+    /// dependence counters (see [`crate::gang`]); empty otherwise.
+    #[inline(always)]
+    fn gangs(&self) -> &'a [AtomicU32] {
+        if self.flags() & FLAG_GANGS == 0 {
+            return &[];
+        }
+        let n = self.n_tasks() as usize;
+        // SAFETY: with `FLAG_GANGS` the host allocates `3 * n_tasks` words of `pending` (see
+        // `RegionDesc::pending`); the last `2 * n_tasks` are the gang words. The pointer is made
+        // from the table's address, not from the `n_tasks`-long slice.
+        unsafe {
+            core::slice::from_raw_parts(
+                (self.pending().as_ptr() as usize as *const AtomicU32).add(n),
+                2 * n,
+            )
+        }
+    }
+
+    /// The slot where a gang forms ([`Counters::gang`]).
+    #[inline(always)]
+    fn gang_slot(&self) -> &'a AtomicU32 {
+        const WORD: usize = core::mem::offset_of!(Counters, gang) / 4;
+        // SAFETY: `completed` is the first word of the region's `Counters`, which holds `gang`
+        // `WORD` words after it; the pointer is made from the table's address.
+        unsafe { &*(core::ptr::from_ref(self.completed()) as usize as *const AtomicU32).add(WORD) }
+    }
 
     /// Task `task`'s kind and argument words.
     #[inline(always)]

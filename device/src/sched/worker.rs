@@ -1,14 +1,15 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
-use super::pick::{Pick, pick};
+use super::pick::{Pick, pick, pick_gang};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_wide};
 use super::tables::Tables;
 use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
-use crate::block::Block;
+use crate::block::{Block, GangWords};
+use crate::gang;
 use crate::words::command;
 use crate::words::{self, Words};
 
@@ -28,6 +29,21 @@ pub trait Dispatch: Sync {
 
     /// Runs the task of kind `kind` whose argument words are `args`, in every thread of `block`.
     fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool);
+
+    /// Whether any task kind of the region is wide (`#[task(blocks = K)]` with `K > 1`). A
+    /// constant in every implementation, so that a region without wide tasks compiles no gang
+    /// step (see [`crate::gang`]).
+    #[inline(always)]
+    fn gangs(&self) -> bool {
+        false
+    }
+
+    /// How many blocks a task of kind `kind` runs on: its `blocks`, 1 unless it is wide.
+    #[inline(always)]
+    fn width(&self, kind: u32) -> u32 {
+        let _ = kind;
+        1
+    }
 }
 
 /// A busy worker adds its completions to the global count at least this often.
@@ -66,7 +82,11 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
     loop {
         // A: the leader picks the next task and hands it to the block.
         if leader {
-            me = pick(rt, me, kept, abort_word);
+            me = if dispatch.gangs() {
+                pick_gang(rt, |kind| dispatch.width(kind), me, kept, abort_word)
+            } else {
+                pick(rt, me, kept, abort_word)
+            };
         }
         (kept, abort_word) = (command::NONE, 0);
         arch::sync_threads();
@@ -74,6 +94,13 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         if task >= command::NONE {
             break;
         }
+        // This block's rank in the task's gang (`NONE`: a one-block task, or a region without
+        // wide tasks).
+        let rank = if dispatch.gangs() {
+            words.load(words::GANG)
+        } else {
+            command::NONE
+        };
 
         // B: every thread runs the body. Before it the leader starts copying what the hop after it
         // needs into the runtime words: the first two entries of the CSR row (enough for chains,
@@ -82,10 +109,10 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         // the body. (Reading the likely continuation's record here too gained nothing on the
         // H100: the loads of the row and of that record depend on each other.)
         if leader {
-            start_task(rt, me, task);
+            start_task(rt, me, task, rank);
         }
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
-        unsafe { run_body(rt, dispatch, task, words, scratch, scratch_bytes) };
+        let rounds = unsafe { run_body(rt, dispatch, task, rank, words, scratch, scratch_bytes) };
         // Read before the barrier: after it the leader may already write the next task's record.
         let n_children = row_len(words);
         // The leader's body is done; before the barrier that waits for the others, it takes the
@@ -106,6 +133,14 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         arch::sync_threads();
         if leader {
             me.set(ENDED, arch::clock64() as u32);
+        }
+        // A gang's member arrives at its end; only the last to arrive goes on to release the task's
+        // children and count it.
+        if rank != command::NONE && !end_gang(rt, dispatch, me, task, rounds) {
+            if leader && let Some(slot) = rt.current().get(me.worker() as usize) {
+                slot.store(u32::MAX, Gpu, Relaxed);
+            }
+            continue;
         }
 
         // C: release the children; place the freed ones. One fence per releasing thread, before
@@ -142,15 +177,19 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
 ///
 /// # Safety
 /// As for [`run_worker`]; the record words hold `task`'s record.
+///
+/// `rank` is the block's rank in the task's gang (`NONE`: a one-block task); returns how many gang
+/// barriers the body passed.
 #[inline(never)]
 unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
     rt: &T,
     dispatch: &D,
     task: u32,
+    rank: u32,
     words: Words,
     scratch: *mut u8,
     scratch_bytes: usize,
-) {
+) -> u32 {
     // On the GPU the scratch is the block's dynamic shared memory: found here rather than held
     // by the loop.
     #[cfg(target_arch = "nvptx64")]
@@ -168,23 +207,71 @@ unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
     // offsets into `args`.
     let args = unsafe { rt.args().get_unchecked(args..args_end) };
     // SAFETY: the scratch is this block's, as the caller guarantees.
-    let block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
+    let mut block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
+    if rank != command::NONE {
+        let gang = GangWords {
+            rank,
+            width: dispatch.width(kind),
+            arrivals: &rt.gangs()[2 * task as usize + gang::ARRIVALS],
+            abort: rt.abort().map_or(core::ptr::null(), core::ptr::from_ref),
+            words: words.base(),
+        };
+        // SAFETY: the task's gang words, the region's flag and this block's words live for the
+        // run.
+        block = unsafe { block.with_gang(gang) };
+    }
     let flags = rt.flags();
     dispatch.run(&block, kind, args, rt.arrays(), flags & FLAG_CHECKED != 0);
     // The trace's end is the body's (the leader's part of it), written here, before the barrier
-    // and the release that may start a child elsewhere: a child's start never precedes it.
-    if flags & FLAG_TRACE != 0 && arch::thread_idx() == 0 && !rt.trace().is_null() {
+    // and the release that may start a child elsewhere: a child's start never precedes it. A
+    // gang's rank 0 writes it; the member that ends the gang writes the rest.
+    if flags & FLAG_TRACE != 0
+        && arch::thread_idx() == 0
+        && (rank == command::NONE || rank == 0)
+        && !rt.trace().is_null()
+    {
         // SAFETY: `trace` has `n_tasks` records and each task runs once; only its leader writes.
         unsafe { (&raw mut (*rt.trace().add(task as usize)).end).write(arch::global_timer_ns()) };
     }
+    block.gang_rounds()
+}
+
+/// The end of a gang's member, after the barrier that ends its body: the leader arrives at the
+/// gang's count, and tells its block whether that arrival was the last (then the block releases
+/// the task as it would a one-block task's). Every thread of the block calls it.
+#[inline(never)]
+fn end_gang<'a, T: Tables<'a>, D: Dispatch>(
+    rt: &T,
+    dispatch: &D,
+    me: Leader,
+    task: u32,
+    rounds: u32,
+) -> bool {
+    let words = me.words;
+    if arch::thread_idx() == 0 {
+        let width = dispatch.width(words.load(words::KIND));
+        let arrivals = &rt.gangs()[2 * task as usize + gang::ARRIVALS];
+        let before = gang::arrive(arrivals);
+        words.store(
+            words::GANG_LAST,
+            u32::from(gang::last_to_end(before, width, rounds)),
+        );
+    }
+    arch::sync_threads();
+    words.load(words::GANG_LAST) != 0
 }
 
 /// The leader's part before the body: resets the fan-out count, tells the watchdog, records the
 /// worker under AFFINITY, starts the clocks, and starts copying what the hop after the body reads
 /// (see [`run_worker`]). Inlined into the loop, as the scheduler's other steps are: only the body
 /// is out of line (see [`run_body`]).
+///
+/// `rank` is the block's rank in the task's gang (`NONE`: a one-block task): only rank 0 (or a
+/// one-block task) reads ahead in the static list and starts the trace record, since a joined
+/// gang's task is not in this worker's list.
 #[inline(always)]
-fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
+fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
+    let first = rank == command::NONE || rank == 0;
     let words = me.words;
     let children = row(rt, words);
     // SAFETY: the row and the link table are written by the host before the launch and not
@@ -197,7 +284,7 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
         if let Some(entry) = children.get(1) {
             words.prefetch(words::ROW1, entry);
         }
-        if policy::planned(rt.policy()) {
+        if first && policy::planned(rt.policy()) {
             words.prefetch(words::AHEAD, rt.queues().planned_link(task));
         }
     }
@@ -210,7 +297,7 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
     // Before the barrier after the body, so that every release of a child follows it.
     policy::started(rt.policy(), rt, task, worker);
     me.set(STARTED, arch::clock64() as u32);
-    if rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
+    if first && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once.
         unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(arch::global_timer_ns()) };
     }

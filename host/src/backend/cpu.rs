@@ -77,6 +77,14 @@ fn silence_task_panics() {
 }
 
 impl Dispatch for Catching<'_> {
+    fn gangs(&self) -> bool {
+        self.inner.gangs()
+    }
+
+    fn width(&self, kind: u32) -> u32 {
+        self.inner.width(kind)
+    }
+
     fn run(&self, block: &Block, kind: u32, args: &[u64], arrays: &[ArrayDesc], checked: bool) {
         IN_TASK.with(|t| t.set(true));
         let result = catch_unwind(AssertUnwindSafe(|| {
@@ -131,8 +139,12 @@ pub(super) fn execute(
     let sms = SmLayout::resolve(meta.name, options, workers, None, |_| 1)?;
     let workers = match &sms {
         Some(layout) => layout.workers(),
-        None => options.workers.unwrap_or(workers).max(1),
+        None => options
+            .workers
+            .unwrap_or_else(|| workers.max(super::gang_floor(call.work)))
+            .max(1),
     };
+    super::check_gangs(call.work, workers)?;
     // The tables as they start: kept in the plan when it runs again, cloned for each run.
     let pristine = match kept.cpu.take() {
         Some(tables) if tables.workers == workers && tables.policy == options.run_policy() => {

@@ -220,6 +220,17 @@ pub(crate) fn execute(
 ) -> Result<Report, Error> {
     let backend = call.work.options().backend.unwrap_or(executor.own());
     let entry = backend.entry();
+    // The backends that launch one block per task cannot give a gang its blocks at once.
+    if !matches!(backend, Backend::Persistent | Backend::Cpu)
+        && let Some((task, blocks)) = call.work.inspection().widest_gang()
+    {
+        return Err(Error::GangsUnsupported {
+            region: call.work.meta().name,
+            task,
+            blocks,
+            backend: entry.name,
+        });
+    }
     let mut start = Instant::now();
     // The host's own time starts once the call no longer waits for the runs it follows.
     let mut waited = |call: &Call<'_, '_>| {
@@ -251,6 +262,27 @@ pub(crate) fn execute(
         report.host_time = start.elapsed().saturating_sub(spent);
         report
     })
+}
+
+/// The workers a run of `work` needs at least: the blocks of its widest task (see
+/// [`taskweave_device::gang`]), or 1.
+pub(crate) fn gang_floor(work: &crate::work::Work) -> u32 {
+    work.inspection()
+        .widest_gang()
+        .map_or(1, |(_, blocks)| blocks)
+}
+
+/// An error unless `workers` can run `work`'s widest gang.
+pub(crate) fn check_gangs(work: &crate::work::Work, workers: u32) -> Result<(), Error> {
+    match work.inspection().widest_gang() {
+        Some((task, blocks)) if blocks > workers => Err(Error::GangTooWide {
+            region: work.meta().name,
+            task,
+            blocks,
+            workers,
+        }),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -129,9 +129,9 @@ fn prepare(
         (picked, Some(layout))
     } else {
         let picked = gpu.pick(meta, options, meta.kernel, |resident| {
-            options
-                .workers
-                .unwrap_or_else(|| default_workers(resident, sms, widest))
+            options.workers.unwrap_or_else(|| {
+                default_workers(resident, sms, widest).max(super::gang_floor(call.work))
+            })
         })?;
         (picked, None)
     };
@@ -141,6 +141,7 @@ fn prepare(
         Some(l) => (l.workers(), picked.resident),
         None => (picked.blocks, picked.blocks),
     };
+    super::check_gangs(call.work, workers)?;
     let load_time = loading.elapsed();
     let event = || {
         gpu.context()

@@ -59,6 +59,11 @@ pub fn dispatch(dispatch: &syn::Ident, vis: &syn::Visibility, kinds: &[syn::Path
             },
         }
     });
+    let paths = kinds.iter();
+    let widths = kinds.iter().enumerate().map(|(kind, path)| {
+        let kind = kind as u32;
+        quote!(#kind => #path::BLOCKS,)
+    });
     quote! {
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
@@ -68,6 +73,19 @@ pub fn dispatch(dispatch: &syn::Ident, vis: &syn::Visibility, kinds: &[syn::Path
             #[inline(always)]
             fn may_check(&self) -> bool {
                 __TW_CHECKED
+            }
+
+            #[inline(always)]
+            fn gangs(&self) -> bool {
+                false #(|| #paths::BLOCKS > 1)*
+            }
+
+            #[inline(always)]
+            fn width(&self, kind: u32) -> u32 {
+                match kind {
+                    #(#widths)*
+                    _ => 1,
+                }
             }
 
             #[inline(always)]

@@ -58,6 +58,7 @@ fn range(access: &Access, len: &syn::Ident) -> TokenStream {
 
 fn generate(task: &Task) -> TokenStream {
     let p = quote!(::taskweave::__private);
+    let max = crate::model::MAX_BLOCKS;
     let item = &task.item;
     let name = &item.sig.ident;
     let name_str = name.to_string();
@@ -232,6 +233,20 @@ fn generate(task: &Task) -> TokenStream {
         }
     });
     let word_count = words.len();
+    // A literal `blocks` was checked by the macro; a constant expression is checked here, at
+    // compile time, where the item is defined.
+    let (blocks, blocks_check) = match &task.blocks {
+        Some(value) => (
+            quote_spanned!(value.span()=> #value),
+            quote_spanned! {value.span()=>
+                const _: () = ::core::assert!(
+                    #name::BLOCKS >= 1 && #name::BLOCKS as u64 <= #max,
+                    "`blocks` must be at least 1 and at most 1024"
+                );
+            },
+        ),
+        None => (quote!(1u32), quote!()),
+    };
 
     // One array reaching the task through a `&mut [T]` parameter and another parameter would give
     // the body two views of it: borrowck stops a write through a view while a reference from that
@@ -270,6 +285,8 @@ fn generate(task: &Task) -> TokenStream {
             impl #name {
                 /// The task's name, for reports.
                 pub const NAME: &'static str = #name_str;
+                /// The blocks each of its tasks runs on (`blocks = K`; 1 unless it is wide).
+                pub const BLOCKS: u32 = #blocks;
                 /// How its argument words print in errors, in order.
                 #[cfg(not(target_arch = "nvptx64"))]
                 pub const ARGS: &'static [#p::host::inspect::Arg] = &[#(#arg_formats),*];
@@ -304,6 +321,8 @@ fn generate(task: &Task) -> TokenStream {
                     __TwSpawner { __tw_rec, __tw_kind }
                 }
             }
+
+            #blocks_check
 
             #[doc(hidden)]
             #[cfg(not(target_arch = "nvptx64"))]

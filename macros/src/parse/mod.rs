@@ -4,8 +4,9 @@
 //! | --- | --- |
 //! | `reads = a[lo..hi], writes = [b[..], c[i..]]` | [`Spec`] |
 //! | `reads = …` | [`Entry`] |
+//! | `blocks = K` | [`Blocks`] |
 //! | `a[lo..hi]` | [`AccessExpr`] |
 
 mod spec;
 
-pub use spec::{Key, Spec};
+pub use spec::{Blocks, Key, Spec};

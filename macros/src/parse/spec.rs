@@ -7,11 +7,21 @@ use syn::{Expr, Ident, RangeLimits, Token, bracketed, token};
 mod kw {
     syn::custom_keyword!(reads);
     syn::custom_keyword!(writes);
+    syn::custom_keyword!(blocks);
 }
 
 /// The whole `#[task(…)]` argument list.
 pub struct Spec {
     pub entries: Vec<Entry>,
+    /// Every `blocks = K`: a wide task's gang width (more than one is an error).
+    pub blocks: Vec<Blocks>,
+}
+
+/// `blocks = K`.
+pub struct Blocks {
+    pub value: Expr,
+    /// The span of the whole `blocks = K`.
+    pub span: Span,
 }
 
 /// `reads = …` or `writes = …`.
@@ -43,16 +53,33 @@ pub struct AccessExpr {
 
 impl Parse for Spec {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let entries = Punctuated::<Entry, Token![,]>::parse_terminated(input)?;
-        Ok(Self {
-            entries: entries.into_iter().collect(),
-        })
+        let mut spec = Self {
+            entries: Vec::new(),
+            blocks: Vec::new(),
+        };
+        while !input.is_empty() {
+            if input.peek(kw::blocks) {
+                let key = input.parse::<kw::blocks>()?;
+                input.parse::<Token![=]>()?;
+                let value: Expr = input.parse()?;
+                let span = key.span.join(value.span()).unwrap_or(key.span);
+                spec.blocks.push(Blocks { value, span });
+            } else {
+                spec.entries.push(input.parse()?);
+            }
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(spec)
     }
 }
 
 impl Parse for Entry {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let lookahead = input.lookahead1();
+        lookahead.peek(kw::blocks);
         let key = if lookahead.peek(kw::reads) {
             input.parse::<kw::reads>()?;
             Key::Reads
