@@ -5,6 +5,8 @@
 //!
 //! This crate has no `build.rs`, so its regions have no PTX; `Runtime::cpu()` needs none.
 
+use taskweave::tile::reference::{self, Matrix};
+use taskweave::tile::{self, Alpha, Beta, Op, Rect};
 use taskweave::{Backend, Block, Error, Policy, Runtime, task, task_region};
 
 // ---------------------------------------------------------------------------------------------
@@ -83,8 +85,53 @@ fn falter(b: &Block, v: &mut [u32]) {
     g.sync();
 }
 
+/// `C = A·op(B) + C` on `m × n` (`k` inner, rows unpadded) shared by a gang of 4.
+#[task(reads = [a[..], b[..], c[..]], writes = c[..], blocks = 4)]
+#[allow(clippy::too_many_arguments)]
+fn gemm4(blk: &Block, c: &mut [f64], a: &[f64], b: &[f64], m: usize, n: usize, k: usize, bt: bool) {
+    let (op_b, (br, bc)) = if bt { (Op::T, (n, k)) } else { (Op::N, (k, n)) };
+    tile::gemm_gang(
+        blk,
+        c.mat_mut(Rect::new(0, m, n, n)),
+        a.mat(Rect::new(0, m, k, k)),
+        Op::N,
+        b.mat(Rect::new(0, br, bc, bc)),
+        op_b,
+        Alpha(1.0),
+        Beta(1.0),
+    );
+}
+
+/// The same shared by a gang of 3, whose parts are rows only.
+#[task(reads = [a[..], b[..], c[..]], writes = c[..], blocks = 3)]
+#[allow(clippy::too_many_arguments)]
+fn gemm3(blk: &Block, c: &mut [f64], a: &[f64], b: &[f64], m: usize, n: usize, k: usize, bt: bool) {
+    let (op_b, (br, bc)) = if bt { (Op::T, (n, k)) } else { (Op::N, (k, n)) };
+    tile::gemm_gang(
+        blk,
+        c.mat_mut(Rect::new(0, m, n, n)),
+        a.mat(Rect::new(0, m, k, k)),
+        Op::N,
+        b.mat(Rect::new(0, br, bc, bc)),
+        op_b,
+        Alpha(1.0),
+        Beta(1.0),
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Regions.
+
+task_region! {
+    #[allow(clippy::too_many_arguments)]
+    fn gang_gemm(c: &mut [f64], a: &[f64], b: &[f64], m: usize, n: usize, k: usize, bt: bool, three: bool) {
+        if three {
+            spawn!(gemm3(c, a, b, m, n, k, bt));
+        } else {
+            spawn!(gemm4(c, a, b, m, n, k, bt));
+        }
+    }
+}
 
 task_region! {
     fn quartered(out: &mut [u32], spans: usize) {
@@ -290,5 +337,60 @@ fn a_rank_that_panics_ends_the_run_with_an_error() {
         assert!(matches!(err, Error::TaskPanicked { .. }), "{text}");
         assert!(text.contains("falter"), "{text}");
         assert_eq!(v, vec![0; 3], "the arrays are left as they were");
+    }
+}
+
+#[test]
+fn a_gemm_shared_by_a_gang_matches_the_reference() {
+    for (m, n, k) in [(64, 64, 32), (48, 80, 16), (128, 32, 48)] {
+        for bt in [false, true] {
+            for three in [false, true] {
+                let a = Matrix::<f64>::random(m, k, 0, 1);
+                let b = if bt {
+                    Matrix::<f64>::random(n, k, 0, 2)
+                } else {
+                    Matrix::<f64>::random(k, n, 0, 3)
+                };
+                let mut c = Matrix::<f64>::random(m, n, 0, 4);
+                let op_b = if bt { Op::T } else { Op::N };
+                let want = reference::gemm(&c, &a, Op::N, &b, op_b, 1.0, 1.0);
+                let bound = reference::gemm_bound(&c, &a, Op::N, &b, op_b, 1.0, 1.0);
+                assert_eq!((a.rect.offset, b.rect.offset, c.rect.offset), (0, 0, 0));
+                gang_gemm(&mut c.data, &a.data, &b.data, m, n, k, bt, three)
+                    .shared_bytes(tile::scratch_need(64))
+                    .threads(64)
+                    .run(&Runtime::cpu_with(4))
+                    .unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+                let gamma = 2.0 * (k as f64 + 2.0) * f64::EPSILON;
+                reference::assert_close(
+                    &c,
+                    &want,
+                    &bound,
+                    gamma,
+                    &format!("{m}x{n}x{k} bt={bt} three={three}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gang_parts_cover_c_once() {
+    for size in 1..=9u32 {
+        for (m, n) in [(16, 16), (64, 256), (256, 256), (48, 32)] {
+            let mut hits = vec![0u32; m * n];
+            for rank in 0..size {
+                if let Some((rows, cols)) = tile::gang_part(m, n, rank, size) {
+                    assert!(rows.start % 16 == 0 && rows.end % 16 == 0, "{size} {m}x{n}");
+                    assert!(cols.start % 16 == 0 && cols.end % 16 == 0, "{size} {m}x{n}");
+                    for i in rows {
+                        for j in cols.clone() {
+                            hits[i * n + j] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(hits.iter().all(|&h| h == 1), "{size} ranks on {m}x{n}");
+        }
     }
 }

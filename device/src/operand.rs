@@ -163,6 +163,19 @@ impl<'a, T, const CHECKED: bool> MatRef<'a, T, CHECKED> {
     pub fn ptr(&self) -> *const T {
         self.array.wrapping_add(self.rect.offset)
     }
+    /// The `rows × cols` block at `(row, col)` of this operand, which must hold it: checked as
+    /// this one was, since it lies inside it.
+    #[inline(always)]
+    pub fn sub(&self, row: usize, col: usize, rows: usize, cols: usize) -> Self {
+        assert!(
+            row + rows <= self.rect.rows && col + cols <= self.rect.cols,
+            "a sub-block outside its operand"
+        );
+        Self {
+            rect: self.rect.sub(row, col, rows, cols),
+            ..*self
+        }
+    }
 }
 
 impl<'a, T, const CHECKED: bool> MatMut<'a, T, CHECKED> {
@@ -198,6 +211,20 @@ impl<'a, T, const CHECKED: bool> MatMut<'a, T, CHECKED> {
     /// `true` when `other` shares an element with this operand.
     pub fn overlaps<const C: bool>(&self, other: &MatRef<'_, T, C>) -> bool {
         core::ptr::eq(self.array.cast_const(), other.array) && self.rect.overlaps(&other.rect)
+    }
+    /// The `rows × cols` block at `(row, col)` of this operand, which must hold it: checked as
+    /// this one was, since it lies inside it. Taking it consumes the operand, so that two
+    /// written blocks of one operand are not live at once.
+    #[inline(always)]
+    pub fn into_sub(self, row: usize, col: usize, rows: usize, cols: usize) -> Self {
+        assert!(
+            row + rows <= self.rect.rows && col + cols <= self.rect.cols,
+            "a sub-block outside its operand"
+        );
+        Self {
+            rect: self.rect.sub(row, col, rows, cols),
+            ..self
+        }
     }
 }
 

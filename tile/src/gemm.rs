@@ -4,6 +4,7 @@
 //! | --- | --- | --- | --- |
 //! | [`gemm`] | `C = α·op(A)·op(B) + β·C` | one stage ([`Shape::stage_bytes`]), up to 4 | any multiple of 32 |
 //! | [`syrk`] | `C = α·op(A)·op(A)ᵀ + β·C` on one triangle | as `gemm` | as `gemm` |
+//! | [`gemm_gang`] | `gemm`, each block of a wide task's gang on its part of C | as `gemm` | as `gemm` |
 //!
 //! Every side must be a multiple of 16 from 16 to 256. With the default f64 shape and 128
 //! threads (a 64 × 64 block tile, 8-deep chunks), one stage is 10,496 bytes for row-major A and B
@@ -81,6 +82,72 @@ pub fn gemm_with<S: Shape, const CHECKED: bool>(
     // above in checked mode; the caller's word otherwise), and the sides are multiples of 16,
     // hence of every shape's chunk depth.
     unsafe { S::multiply_whole(block, Scratch::of(block), &p, Mask::All) };
+}
+
+/// [`gemm`] shared by the gang of a wide task (`#[task(blocks = K)]`): C is cut into a grid of
+/// `K` parts (two rows of parts for every column when `K` is a power of two, else one column of
+/// `K`), each a multiple of 16 on both sides, and each block of the gang multiplies its own part
+/// (a gang wider than C has parts leaves the rest idle). Every thread of every block of the gang
+/// calls it with the same operands. No gang barrier: the parts are disjoint, and the task's
+/// children see the whole result once the gang ends. Within a task that goes on to read other
+/// blocks' parts, call [`Gang::sync`](taskweave_device::Gang::sync) first.
+#[allow(clippy::too_many_arguments, reason = "BLAS's argument list")]
+#[inline(always)]
+pub fn gemm_gang<T: Tiled, const CHECKED: bool>(
+    block: &Block,
+    c: MatMut<'_, T, CHECKED>,
+    a: MatRef<'_, T, CHECKED>,
+    op_a: Op,
+    b: MatRef<'_, T, CHECKED>,
+    op_b: Op,
+    alpha: Alpha<T>,
+    beta: Beta<T>,
+) {
+    let gang = block.gang();
+    let Some((rows, cols)) = gang_part(c.rows(), c.cols(), gang.rank(), gang.size()) else {
+        return;
+    };
+    let k = match op_a {
+        Op::N => a.cols(),
+        Op::T => a.rows(),
+    };
+    let part_a = match op_a {
+        Op::N => a.sub(rows.start, 0, rows.len(), k),
+        Op::T => a.sub(0, rows.start, k, rows.len()),
+    };
+    let part_b = match op_b {
+        Op::N => b.sub(0, cols.start, k, cols.len()),
+        Op::T => b.sub(cols.start, 0, cols.len(), k),
+    };
+    let part_c = c.into_sub(rows.start, cols.start, rows.len(), cols.len());
+    gemm_with::<T::Shape, CHECKED>(block, part_c, part_a, op_a, part_b, op_b, alpha, beta);
+}
+
+/// The rows and columns of C (`m × n`, sides multiples of 16) that rank `rank` of a gang of
+/// `size` computes in [`gemm_gang`], or `None` when its part is empty.
+pub fn gang_part(
+    m: usize,
+    n: usize,
+    rank: u32,
+    size: u32,
+) -> Option<(core::ops::Range<usize>, core::ops::Range<usize>)> {
+    let size = size as usize;
+    // A grid of `grid_rows × grid_cols = size` parts, twice as many rows as columns (or as
+    // many) when `size` is a power of two; one column otherwise.
+    let (grid_rows, grid_cols) = if size.is_power_of_two() {
+        let cols = 1usize << (size.trailing_zeros() / 2);
+        (size / cols, cols)
+    } else {
+        (size, 1)
+    };
+    let (r, c) = (rank as usize / grid_cols, rank as usize % grid_cols);
+    // In units of 16 rows or columns, shared as evenly as they go.
+    let split = |len: usize, parts: usize, at: usize| {
+        let units = len / 16;
+        (units * at / parts * 16)..(units * (at + 1) / parts * 16)
+    };
+    let (rows, cols) = (split(m, grid_rows, r), split(n, grid_cols, c));
+    (!rows.is_empty() && !cols.is_empty()).then_some((rows, cols))
 }
 
 /// `C = α·op(A)·op(A)ᵀ + β·C` on the `uplo` triangle of the square `C` (the other triangle is

@@ -97,7 +97,7 @@ pub mod unroll;
 
 pub use factor::{getrf, potrf};
 pub use flags::{Alpha, Beta, Diag, Op, Side, Uplo};
-pub use gemm::{gemm, gemm_with, syrk, syrk_with};
+pub use gemm::{gang_part, gemm, gemm_gang, gemm_with, syrk, syrk_with};
 pub use lanes::{Lanes, Team};
 pub use numeric::{Bf16, Element, F16, round_tf32};
 pub use shapes::Tiled;

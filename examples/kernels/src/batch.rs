@@ -50,6 +50,31 @@ gemm_task!(f64, shapes::F64M16K8WideTile, gemm_one_f64_wide);
 gemm_task!(f32, <f32 as Tiled>::Shape, gemm_one_f32);
 gemm_task!(f32, shapes::Tf32Tile, gemm_one_tf32);
 
+macro_rules! gemm_gang_task {
+    ($blocks:literal, $task:ident) => {
+        /// `C[t] = A[t]·B[t] + β·C[t]`, shared by a gang of blocks.
+        #[task(reads = [a[at(t, bs)], b[at(t, bs)], c[at(t, bs)]], writes = c[at(t, bs)], blocks = $blocks)]
+        pub fn $task(blk: &Block, c: &mut [f64], a: &[f64], b: &[f64], beta: f64, t: usize, bs: usize) {
+            tile::gemm_gang(
+                blk,
+                c.mat_mut(square(t, bs)),
+                a.mat(square(t, bs)),
+                Op::N,
+                b.mat(square(t, bs)),
+                Op::N,
+                Alpha(1.0),
+                Beta(beta),
+            );
+        }
+    };
+}
+
+gemm_gang_task!(1, gemm_gang1_f64);
+gemm_gang_task!(2, gemm_gang2_f64);
+gemm_gang_task!(4, gemm_gang4_f64);
+gemm_gang_task!(8, gemm_gang8_f64);
+gemm_gang_task!(16, gemm_gang16_f64);
+
 macro_rules! panel_tasks {
     ($t:ty, $syrk:ident, $trsm:ident, $potrf:ident, $getrf:ident) => {
         /// `C[t] −= A[t]·A[t]ᵀ` on the lower triangle.
@@ -160,6 +185,26 @@ task_region! {
     pub fn batch_gemm_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, count: usize, bs: usize) {
         for t in 0..count {
             spawn!(gemm_one_f64(c, a, b, beta, t, bs));
+        }
+    }
+}
+
+task_region! {
+    /// `count` independent f64 tile GEMMs on the default shape, each shared by a gang of `gang`
+    /// blocks (1, 2, 4, 8 or 16; wide tasks, see `taskweave::tile::gemm_gang`), as
+    /// [`batch_gemm_f64`]. Panics at inspection on another width. Width 1 runs in the same kernel,
+    /// for a comparison that changes only the width.
+    #[allow(clippy::too_many_arguments)]
+    pub fn batch_gemm_gang_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, count: usize, bs: usize, gang: u32) {
+        for t in 0..count {
+            match gang {
+                1 => spawn!(gemm_gang1_f64(c, a, b, beta, t, bs)),
+                2 => spawn!(gemm_gang2_f64(c, a, b, beta, t, bs)),
+                4 => spawn!(gemm_gang4_f64(c, a, b, beta, t, bs)),
+                8 => spawn!(gemm_gang8_f64(c, a, b, beta, t, bs)),
+                16 => spawn!(gemm_gang16_f64(c, a, b, beta, t, bs)),
+                _ => panic!("batch_gemm_gang_f64 has no gang of {gang} blocks"),
+            }
         }
     }
 }

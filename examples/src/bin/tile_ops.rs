@@ -90,6 +90,10 @@ struct Cli {
     /// Shared scratch per block for the tile operations (bytes).
     #[arg(long, default_value_t = taskweave_kernels::gemm::SHARED_BYTES)]
     shared_bytes: u32,
+    /// Share each f64 GEMM (default shape) among a gang of this many blocks (1, 2, 4, 8 or 16:
+    /// wide tasks, in a region of their own); 0 runs the one-block region.
+    #[arg(long, default_value_t = 0)]
+    gang: u32,
     /// Tiles checked, spread over the batch.
     #[arg(long, default_value_t = 16)]
     check_tiles: usize,
@@ -114,6 +118,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     if !fits || (cli.op != OpArg::Gemm && cli.shape != ShapeArg::Default) {
         return Err("--shape tf32 goes with --prec f32 and the m*n8k* shapes with --prec f64, both with --op gemm only".into());
     }
+    let default_gemm =
+        cli.op == OpArg::Gemm && cli.prec == Prec::F64 && cli.shape == ShapeArg::Default;
+    if cli.gang > 0 && (!default_gemm || ![1, 2, 4, 8, 16].contains(&cli.gang)) {
+        return Err("--gang takes 1, 2, 4, 8 or 16, with the f64 GEMM on the default shape".into());
+    }
     let runtime = cli.run.runtime()?;
     println!("{}", runtime.describe());
     match cli.prec {
@@ -134,6 +143,7 @@ trait Batched: Element {
         op: u32,
         count: usize,
         bs: usize,
+        gang: u32,
     ) -> Region<'a>;
 }
 
@@ -147,8 +157,11 @@ impl Batched for f64 {
         op: u32,
         count: usize,
         bs: usize,
+        gang: u32,
     ) -> Region<'a> {
-        if op == batch::op::GEMM {
+        if op == batch::op::GEMM && gang > 0 {
+            batch::batch_gemm_gang_f64(c, a, b, beta, count, bs, gang)
+        } else if op == batch::op::GEMM {
             batch::batch_gemm_f64(c, a, b, beta, count, bs)
         } else if batch::op::is_gemm(op) {
             batch::batch_shapes_f64(c, a, b, beta, op, count, bs)
@@ -168,7 +181,9 @@ impl Batched for f32 {
         op: u32,
         count: usize,
         bs: usize,
+        gang: u32,
     ) -> Region<'a> {
+        let _ = gang;
         if batch::op::is_gemm(op) {
             batch::batch_gemm_f32(c, a, b, beta, op, count, bs)
         } else {
@@ -271,9 +286,14 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
             OpArg::Getrf => 2.0 / 3.0,
         };
     println!(
-        "{count} independent {bs}x{bs} {} {:?} tasks{}, {} threads per block, {} bytes of shared scratch",
+        "{count} independent {bs}x{bs} {} {:?} tasks{}{}, {} threads per block, {} bytes of shared scratch",
         T::NAME,
         cli.op,
+        if cli.gang > 0 {
+            format!(", each on a gang of {} blocks", cli.gang)
+        } else {
+            String::new()
+        },
         if cli.op == OpArg::Gemm {
             format!(" ({:?} shape, C = A·B + {}·C)", cli.shape, cli.beta)
         } else {
@@ -288,7 +308,7 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
     let mut walls = Vec::with_capacity(cli.reps);
     for rep in 0..=cli.reps {
         out.copy_from_slice(&made);
-        let region = T::region(&mut out, &a, &b, beta, operation(cli), count, bs);
+        let region = T::region(&mut out, &a, &b, beta, operation(cli), count, bs, cli.gang);
         let report = cli
             .run
             .apply(region.shared_bytes(cli.shared_bytes))
