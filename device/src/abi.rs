@@ -249,11 +249,11 @@ pub struct Counters {
     pub grr: u32,
     /// Padding to the next line.
     pub pad1: [u32; 31],
-    /// The wide task whose gang is forming, or [`gang::EMPTY`](crate::gang::EMPTY), as the host
-    /// starts it and every completed run leaves it.
-    pub gang: u32,
-    /// Padding to the next line.
-    pub pad2: [u32; 31],
+    /// The slots where wide tasks' gangs form ([`gang::Slots`](crate::gang::Slots)): the mask of
+    /// those in use, how many the run may use, then the slots, each a task or
+    /// [`gang::EMPTY`](crate::gang::EMPTY); every completed run leaves the mask zero and the slots
+    /// empty.
+    pub gang: [u32; crate::gang::LINE_WORDS],
 }
 
 impl Default for Counters {
@@ -263,8 +263,12 @@ impl Default for Counters {
             pad0: [0; 31],
             grr: 0,
             pad1: [0; 31],
-            gang: crate::gang::EMPTY,
-            pad2: [0; 31],
+            gang: {
+                let mut line = [crate::gang::EMPTY; crate::gang::LINE_WORDS];
+                line[crate::gang::MASK] = 0;
+                line[crate::gang::COUNT] = 1;
+                line
+            },
         }
     }
 }

@@ -278,6 +278,30 @@ impl AtomicU32 {
         }
     }
 
+    /// Sets the bits of `v`; returns the previous value.
+    #[inline(always)]
+    pub fn fetch_or(&self, v: u32, scope: Scope, order: Ordering) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        return ptx_rmw!(self, "or", "b32", v, scope, order);
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = scope;
+            self.value.fetch_or(v, host::rmw(order))
+        }
+    }
+
+    /// Keeps only the bits of `v`; returns the previous value.
+    #[inline(always)]
+    pub fn fetch_and(&self, v: u32, scope: Scope, order: Ordering) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        return ptx_rmw!(self, "and", "b32", v, scope, order);
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = scope;
+            self.value.fetch_and(v, host::rmw(order))
+        }
+    }
+
     /// Stores the maximum of the word and `v`; returns the previous value.
     #[inline(always)]
     pub fn fetch_max(&self, v: u32, scope: Scope, order: Ordering) -> u32 {

@@ -577,6 +577,9 @@ impl Inspection {
     /// The widest task kind the region spawned, with its blocks, if it has wide tasks: a run needs
     /// at least as many workers.
     pub fn widest_gang(&self) -> Option<(&'static str, u32)> {
+        if self.blocks.is_empty() {
+            return None;
+        }
         let mut spawned = vec![false; self.blocks.len()];
         for task in &self.tasks[..self.task_count()] {
             if let Some(s) = spawned.get_mut(task.kind as usize) {

@@ -14,15 +14,15 @@ use crate::inspect::Inspection;
 use crate::policy::{Policy, Start, StartOf};
 
 /// [`Counters`] as atomics, with the same layout: `completed` is word 0, `grr` word 32, the
-/// forming gang word 64.
+/// gang slots' line from word 64.
 #[repr(C, align(128))]
-pub(crate) struct CounterWords(pub [AtomicU32; 96]);
+pub(crate) struct CounterWords(pub [AtomicU32; 64 + gang::LINE_WORDS]);
 
 const _: () = assert!(size_of::<CounterWords>() == size_of::<Counters>());
 const _: () = assert!(std::mem::offset_of!(Counters, grr) == 32 * 4);
 const _: () = assert!(std::mem::offset_of!(Counters, gang) == GANG_WORD * 4);
 
-/// [`Counters::gang`]'s word.
+/// [`Counters::gang`]'s first word.
 const GANG_WORD: usize = 64;
 
 impl Clone for CounterWords {
@@ -103,7 +103,13 @@ impl Tables {
         queue::link_initial(&mut next, &mut head, &mut tail, n as u32, &list_refs);
         let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
         counters.0[32].store((dag.ready.len() % w) as u32, Ordering::Relaxed);
-        counters.0[GANG_WORD].store(gang::EMPTY, Ordering::Relaxed);
+        for slot in &counters.0[GANG_WORD + gang::FIRST..] {
+            slot.store(gang::EMPTY, Ordering::Relaxed);
+        }
+        // As many gangs may form at once as leave a worker free whatever they hold.
+        let widest = ins.widest_gang().map_or(1, |(_, blocks)| blocks);
+        counters.0[GANG_WORD + gang::COUNT]
+            .store(gang::slots_for(workers, widest), Ordering::Relaxed);
         Self {
             ran_by: vec![NOT_RUN; if row.records_ran_by { n } else { 0 }],
             pending,

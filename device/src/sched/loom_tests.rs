@@ -18,6 +18,7 @@ use super::affinity::{self, NO_PARENT, NOT_RUN};
 use super::deps::{self, SOLE_PARENT};
 use super::queue::{self, COUNTED, NIL, Queues};
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu, fence};
+use crate::gang;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
@@ -26,7 +27,14 @@ use std::vec::Vec;
 
 /// Runs `f` under loom with the preemption bound from `LOOM_MAX_PREEMPTIONS`, 3 by default.
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_long(1_000, f);
+}
+
+/// [`model`] for models whose threads spin (a free worker polling until every gang has ended, a
+/// gang barrier), whose executions take more than loom's default 1,000 branches.
+fn model_long(max_branches: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
+    builder.max_branches = max_branches;
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(3);
     }
@@ -947,5 +955,193 @@ fn loom_finish_gives_way_to_the_abort_flag() {
         let open = !aborted() && !gate.arrive() && gate.wait(aborted, thread::yield_now);
         assert!(!open);
         faulting.join().unwrap();
+    });
+}
+
+/// A region's gang words for the models of wide tasks (`crate::gang`): the slot line, and per task
+/// its join count (rank 0 taken by the poster), its arrival count, and payload cells.
+struct Gangs {
+    line: Vec<AtomicU32>,
+    joins: Vec<AtomicU32>,
+    arrivals: Vec<AtomicU32>,
+    /// Gangs ended, counted by the member whose end arrival was the last.
+    ended: AtomicU32,
+    /// The poster's input to the task (what it acquired from the task's parents).
+    input: Vec<Payload>,
+    /// Per task, what each rank wrote before the gang barrier, and after it.
+    before: Vec<[Payload; 2]>,
+    after: Vec<[Payload; 2]>,
+    /// Whether the bodies meet at the gang barrier.
+    barrier: bool,
+}
+
+impl Gangs {
+    /// `tasks` two-block tasks, gangs forming in `slots` slots at once, their bodies meeting at the
+    /// gang barrier or not.
+    fn new(tasks: u32, slots: u32, barrier: bool) -> Arc<Self> {
+        let cells = || [Payload(UnsafeCell::new(0)), Payload(UnsafeCell::new(0))];
+        Arc::new(Self {
+            line: (0..gang::LINE_WORDS)
+                .map(|i| {
+                    AtomicU32::new(match i {
+                        gang::MASK => 0,
+                        gang::COUNT => slots,
+                        _ => gang::EMPTY,
+                    })
+                })
+                .collect(),
+            joins: (0..tasks)
+                .map(|_| AtomicU32::new(gang::JOINS_START))
+                .collect(),
+            arrivals: (0..tasks).map(|_| AtomicU32::new(0)).collect(),
+            ended: AtomicU32::new(0),
+            input: (0..tasks).map(|_| Payload(UnsafeCell::new(0))).collect(),
+            before: (0..tasks).map(|_| cells()).collect(),
+            after: (0..tasks).map(|_| cells()).collect(),
+            barrier,
+        })
+    }
+
+    fn slots(&self) -> gang::Slots<'_> {
+        gang::Slots::new(&self.line)
+    }
+
+    /// Rank `rank` of the two-block task `task`, as the worker loop and `Gang::sync` run it: reads
+    /// the poster's input, writes its cell, meets the other rank at the barrier, reads the other's
+    /// cell, writes its second cell, arrives at the end; the member whose arrival ends the gang
+    /// reads both second cells (as it then releases the children, who read them) and counts the
+    /// gang. Returns whether this member ended the gang.
+    fn run(&self, task: u32, rank: u32) -> bool {
+        let (t, r) = (task as usize, rank as usize);
+        // SAFETY (every cell access): loom reports any access not ordered by happens-before.
+        let input = self.input[t].0.with(|p| unsafe { *p });
+        assert_eq!(
+            input,
+            10 + task,
+            "rank {rank} of task {task} ran before its input"
+        );
+        let rounds = u32::from(self.barrier);
+        if self.barrier {
+            self.before[t][r].0.with_mut(|p| unsafe { *p = 100 + rank });
+            gang::arrive(&self.arrivals[t]);
+            while !gang::passed(&self.arrivals[t], 2, 1) {
+                thread::yield_now();
+            }
+            let other = self.before[t][1 - r].0.with(|p| unsafe { *p });
+            assert_eq!(
+                other,
+                100 + (1 - rank),
+                "the barrier let rank {rank} through early"
+            );
+        }
+        self.after[t][r].0.with_mut(|p| unsafe { *p = 200 + rank });
+        let before = gang::arrive(&self.arrivals[t]);
+        let last = gang::last_to_end(before, 2, rounds);
+        if last {
+            for (k, cell) in self.after[t].iter().enumerate() {
+                assert_eq!(cell.0.with(|p| unsafe { *p }), 200 + k as u32);
+            }
+            self.ended.fetch_add(1, Gpu, Relaxed);
+        }
+        last
+    }
+
+    /// A worker as `pick_gang` runs it: join a forming gang first; else post the next wide task it
+    /// holds (`held`, in order; it writes each one's input first, standing for what it acquired
+    /// from the task's parents) and run rank 0; until `tasks` gangs have ended. Returns the ranks
+    /// it ran.
+    fn worker(&self, held: &[u32], tasks: u32) -> Vec<(u32, u32)> {
+        let mut held = held.iter().copied();
+        let mut next = held.next();
+        if let Some(task) = next {
+            self.input[task as usize]
+                .0
+                .with_mut(|p| unsafe { *p = 10 + task });
+        }
+        let mut ran = Vec::new();
+        while self.ended.load(Gpu, Relaxed) < tasks {
+            let joined = self
+                .slots()
+                .join(|g| gang::take_rank(&self.joins[g as usize], 2));
+            if let Some((g, rank)) = joined {
+                self.run(g, rank);
+                ran.push((g, rank));
+                continue;
+            }
+            if let Some(task) = next
+                && self.slots().post(task)
+            {
+                next = held.next();
+                if let Some(task) = next {
+                    self.input[task as usize]
+                        .0
+                        .with_mut(|p| unsafe { *p = 10 + task });
+                }
+                self.run(task, 0);
+                ran.push((task, 0));
+                continue;
+            }
+            thread::yield_now();
+        }
+        assert_eq!(next, None);
+        ran
+    }
+
+    /// Runs `held.len()` workers, worker `w` holding `held[w]`, to the end, and checks that every
+    /// rank of the `tasks` gangs ran once and that the slots end empty.
+    fn check(this: &Arc<Self>, held: &[&'static [u32]], tasks: u32) {
+        let others: Vec<_> = held[1..]
+            .iter()
+            .map(|&held| {
+                let g = this.clone();
+                thread::spawn(move || g.worker(held, tasks))
+            })
+            .collect();
+        let mut ran = this.worker(held[0], tasks);
+        for other in others {
+            ran.extend(other.join().unwrap());
+        }
+        ran.sort_unstable();
+        let want: Vec<(u32, u32)> = (0..tasks).flat_map(|t| [(t, 0), (t, 1)]).collect();
+        assert_eq!(ran, want);
+        assert_eq!(this.ended.load(Gpu, Relaxed), tasks);
+        assert_eq!(this.line[gang::MASK].load(Gpu, Relaxed), 0);
+        for slot in &this.line[gang::FIRST..] {
+            assert_eq!(slot.load(Gpu, Relaxed), gang::EMPTY);
+        }
+    }
+}
+
+/// i. One two-block task: the worker that holds it posts it and runs rank 0, the other joins as
+/// rank 1 and reads the poster's input (the slot's release and acquire carry it); the gang
+/// barrier orders each rank's write before the other's read; the end arrival that completes the
+/// count sees both ranks' last writes; exactly one member ends the gang; the slot and the mask end
+/// empty.
+#[test]
+fn loom_gang_forms_and_meets() {
+    model(|| Gangs::check(&Gangs::new(1, 1, true), &[&[0], &[]], 1));
+}
+
+/// i′. Two two-block tasks held by the two workers, with one slot (`slots_for(2, 2)`): both try to
+/// post, one gang forms at a time, and the worker whose post fails joins the forming gang before
+/// it posts its own (had it waited for its own post instead, both would wait forever). Every rank
+/// of both gangs runs once and both gangs end.
+#[test]
+fn loom_two_gangs_form_one_at_a_time() {
+    assert_eq!(gang::slots_for(2, 2), 1);
+    model_long(100_000, || {
+        Gangs::check(&Gangs::new(2, 1, true), &[&[0], &[1]], 2)
+    });
+}
+
+/// i″. One slot used twice: one worker holds two tasks whose bodies do not meet (no barrier),
+/// and posts the second as soon as its rank of the first is done, racing the other worker, who
+/// takes the first's last rank and empties the slot. The poster's CAS acquires the emptying
+/// store, so its bit is set after the joiner clears the old one: the second gang is never left
+/// with its bit clear (then nobody would join it, and the model would not end). Both gangs end.
+#[test]
+fn loom_a_slot_is_posted_into_again() {
+    model_long(100_000, || {
+        Gangs::check(&Gangs::new(2, 1, false), &[&[0, 1], &[]], 2)
     });
 }

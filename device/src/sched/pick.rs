@@ -80,7 +80,7 @@ pub(super) fn pick_gang<'a, 'w>(
     kept: u32,
     abort_word: u32,
 ) -> Leader<'w> {
-    let slot = rt.gang_slot();
+    let slots = rt.gang_slots();
     let mut link = me.get(words::PARKED);
     if link != command::NONE {
         me.set(words::PARKED, command::NONE);
@@ -97,15 +97,15 @@ pub(super) fn pick_gang<'a, 'w>(
     }
     let mut posts = 0u32;
     let (task, record, rank) = loop {
-        if let Some(g) = gang::forming(slot) {
-            let record = rt.record(g);
+        let joined = slots.join(|g| {
             let joins = &rt.gangs()[2 * g as usize + gang::JOINS];
-            if let Some(rank) = gang::join(slot, joins, width(record.kind)) {
-                if link != command::NONE {
-                    me.set(words::PARKED, link);
-                }
-                break (g, record, rank);
+            gang::take_rank(joins, width(rt.record(g).kind))
+        });
+        if let Some((g, rank)) = joined {
+            if link != command::NONE {
+                me.set(words::PARKED, link);
             }
+            break (g, rt.record(g), rank);
         }
         if link == command::NONE {
             let ahead = if policy::planned(rt.policy()) {
@@ -138,7 +138,7 @@ pub(super) fn pick_gang<'a, 'w>(
         if width(record.kind) == 1 {
             break (task, record, command::NONE);
         }
-        if gang::post(slot, task) {
+        if slots.post(task) {
             break (task, record, 0);
         }
         // Another gang is forming: this task is ready, and waits its turn (its counter, if it had
@@ -207,7 +207,7 @@ pub(super) trait Pick<'a>: Tables<'a> {
         let p = self.policy();
         let mut backoff = 0u32;
         loop {
-            if gangs && gang::forming(self.gang_slot()).is_some() {
+            if gangs && self.gang_slots().any() {
                 return command::NONE;
             }
             if let Some(link) = policy::pop_own(p, self, me) {
@@ -292,7 +292,7 @@ pub(super) trait Pick<'a>: Tables<'a> {
             if polls.is_multiple_of(IDLE_CHECK) && self.aborted() {
                 return (Waited::Aborted, polls);
             }
-            if gangs && gang::forming(self.gang_slot()).is_some() {
+            if gangs && self.gang_slots().any() {
                 return (Waited::Gang, polls);
             }
             // Short sleeps only: the wake-up adds to the hop's latency, and one poll is already an

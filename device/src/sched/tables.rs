@@ -80,13 +80,20 @@ pub trait Tables<'a> {
         }
     }
 
-    /// The slot where a gang forms ([`Counters::gang`]).
+    /// The slots where gangs form ([`Counters::gang`]).
     #[inline(always)]
-    fn gang_slot(&self) -> &'a AtomicU32 {
+    fn gang_slots(&self) -> crate::gang::Slots<'a> {
         const WORD: usize = core::mem::offset_of!(Counters, gang) / 4;
-        // SAFETY: `completed` is the first word of the region's `Counters`, which holds `gang`
-        // `WORD` words after it; the pointer is made from the table's address.
-        unsafe { &*(core::ptr::from_ref(self.completed()) as usize as *const AtomicU32).add(WORD) }
+        // SAFETY: `completed` is the first word of the region's `Counters`, which holds the
+        // `LINE_WORDS` words of `gang` from `WORD` words after it; the pointer is made from the
+        // table's address.
+        let line = unsafe {
+            core::slice::from_raw_parts(
+                (core::ptr::from_ref(self.completed()) as usize as *const AtomicU32).add(WORD),
+                crate::gang::LINE_WORDS,
+            )
+        };
+        crate::gang::Slots::new(line)
     }
 
     /// Task `task`'s kind and argument words.
