@@ -72,6 +72,8 @@
 #| device/src/atomic.rs | from_ptr | 2 | miri: A (levels), C (every scheduler counter)
 #| device/src/block.rs | new | 1 | miri: A, C (every task's block)
 #| device/src/block.rs | shared | 1 | miri: A, D
+#| device/src/block.rs | sync | 1 | miri: C (tests/wide_tasks.rs: the gang barrier)
+#| device/src/block.rs | with_gang | 1 | miri: C (tests/wide_tasks.rs)
 #| device/src/block.rs | shared_arrays_are_carved_from_the_scratch_in_order_and_aligned | 1 | miri: A
 #| device/src/block.rs | par_for_visits_each_index_once_as_usize_or_u32 | 2 | miri: A
 #| device/src/block.rs | asking_for_more_shared_memory_than_the_scratch_panics | 1 | miri: A
@@ -91,6 +93,8 @@
 #| device/src/sched/loom_tests.rs | write | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | read | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | worker | 7 | not: as impl Sync for Payload (the finish model's cells)
+#| device/src/sched/loom_tests.rs | worker | 2 | not: as impl Sync for Payload (the gang models' input cells)
+#| device/src/sched/loom_tests.rs | run | 5 | not: as impl Sync for Payload (the gang models' cells)
 #| device/src/sched/finish.rs | finish_run | 8 | not: nvptx64 (the workers' own reset; its gate is loom-checked by scripts/loom.sh)
 #| device/src/sched/mod.rs | at | 2 | miri: C (every scheduler table access)
 #| device/src/words.rs | current_task | 1 | not: nvptx64 (shared runtime words)
@@ -103,6 +107,8 @@
 #| device/src/sched/tables.rs | table | 2 | miri: A, B, C
 #| device/src/sched/tables.rs | from_desc | 2 | miri: A, B, C
 #| device/src/sched/tables.rs | task | 1 | miri: A (the level-by-level entry points)
+#| device/src/sched/tables.rs | gangs | 1 | miri: C (tests/wide_tasks.rs: the gang words after the counters)
+#| device/src/sched/tables.rs | gang_slots | 1 | miri: C (tests/wide_tasks.rs: the slot line, read at every pick of a region with wide tasks)
 #| device/src/sched/tables.rs | slot | 1 | not: nvptx64 (the block's table header in shared memory: ld.shared)
 #| device/src/sched/tables.rs | put | 1 | not: nvptx64 (as slot: st.shared)
 #| device/src/sched/tables.rs | slice | 1 | not: nvptx64 (as slot)
@@ -128,6 +134,7 @@
 #| device/src/sched/policy/priority.rs | keep | 1 | miri: C (the priority policy)
 #| device/src/sched/worker.rs | run_worker | 4 | miri: B, C (statistics)
 #| device/src/sched/worker.rs | run_body | 4 | miri: B, C (the trace's end: traces, tests/sm_aware.rs)
+#| device/src/sched/worker.rs | run_body | 1 | miri: C (tests/wide_tasks.rs: a gang member's block)
 #| device/src/sched/worker.rs | start_task | 2 | miri: C (the row's prefetch; traces, tests/sm_aware.rs)
 #| device/src/sched/worker.rs | end_task | 1 | miri: C (traces, tests/sm_aware.rs)
 #| device/src/shared.rs | dynamic | 1 | not: nvptx64 (dynamic shared memory)
@@ -370,7 +377,7 @@ cargo miri test -p taskweave-tile --lib -- "${skips[@]}"
 cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident::
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
     --test inferred_access --test sm_aware --test async_regions --test resident \
-    --test unsafe_task --test plans -- --test-threads=1
+    --test unsafe_task --test plans --test wide_tasks -- --test-threads=1
 cargo miri test -p taskweave-examples --test tiny -- --test-threads=1
 side_status=0
 wait "$side_pid" || side_status=$?

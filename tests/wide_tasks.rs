@@ -200,15 +200,31 @@ fn mixed_reference(v: &mut [u32], rounds: usize, block: usize) {
 // ---------------------------------------------------------------------------------------------
 // Tests.
 
+/// The policies each test runs under: all of them, or under Miri (scripts/miri.sh, which runs
+/// these tests for the gang's unsafe code) one dynamic and the static one, so that the
+/// interpreter takes seconds rather than minutes.
+fn policies() -> &'static [Policy] {
+    if cfg!(miri) {
+        &[Policy::Grr, Policy::Static]
+    } else {
+        &Policy::ALL
+    }
+}
+
 #[test]
 fn every_rank_of_every_gang_runs_once() {
-    for policy in Policy::ALL {
+    for &policy in policies() {
         for lanes in [1, 2] {
-            let mut out = vec![0u32; 8 * 37];
-            quartered(&mut out, 8)
+            if cfg!(miri) && lanes == 2 {
+                continue;
+            }
+            // Under Miri, fewer spans and no idle worker: every spin is interpreted.
+            let (spans, workers) = if cfg!(miri) { (2, 4) } else { (8, 5) };
+            let mut out = vec![0u32; spans * 37];
+            quartered(&mut out, spans)
                 .policy(policy)
                 .cpu_lanes(lanes)
-                .run(&Runtime::cpu_with(5))
+                .run(&Runtime::cpu_with(workers))
                 .unwrap_or_else(|e| panic!("{policy:?}: {e}"));
             for span in out.chunks(37) {
                 let share = 37usize.div_ceil(4);
@@ -221,7 +237,7 @@ fn every_rank_of_every_gang_runs_once() {
 
 #[test]
 fn the_gang_barrier_orders_the_ranks_writes() {
-    let gangs = 24;
+    let (gangs, workers) = if cfg!(miri) { (2, 3) } else { (24, 4) };
     let mut want = vec![0u64; 3 * gangs];
     for k in 0..gangs {
         for r in 0..3 {
@@ -231,23 +247,27 @@ fn the_gang_barrier_orders_the_ranks_writes() {
                 .sum();
         }
     }
-    for policy in Policy::ALL {
+    for &policy in policies() {
         let (mut a, mut c) = (vec![0u64; 3 * gangs], vec![0u64; 3 * gangs]);
         rotations(&mut a, &mut c, gangs)
             .policy(policy)
-            .run(&Runtime::cpu_with(4))
+            .run(&Runtime::cpu_with(workers))
             .unwrap_or_else(|e| panic!("{policy:?}: {e}"));
         assert_eq!(c, want, "{policy:?}");
     }
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the same steps as the tests above, for minutes under Miri"
+)]
 fn wide_tasks_beside_narrow_ones_give_the_sequential_result() {
     let (rounds, block) = (6, 5);
     let v0: Vec<u32> = (0..40u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     let mut want = v0.clone();
     mixed_reference(&mut want, rounds, block);
-    for policy in Policy::ALL {
+    for &policy in policies() {
         for workers in 2..=4 {
             for lanes in [1, 3] {
                 let mut v = v0.clone();
@@ -341,6 +361,10 @@ fn a_rank_that_panics_ends_the_run_with_an_error() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the tile GEMM takes minutes under Miri; its unsafe code is in group A"
+)]
 fn a_gemm_shared_by_a_gang_matches_the_reference() {
     for (m, n, k) in [(64, 64, 32), (48, 80, 16), (128, 32, 48)] {
         for bt in [false, true] {
@@ -375,6 +399,7 @@ fn a_gemm_shared_by_a_gang_matches_the_reference() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "safe arithmetic over a million cells")]
 fn gang_parts_cover_c_once() {
     for size in 1..=9u32 {
         for (m, n) in [(16, 16), (64, 256), (256, 256), (48, 32)] {
