@@ -85,39 +85,39 @@ fn falter(b: &Block, v: &mut [u32]) {
     g.sync();
 }
 
-/// `C = A·op(B) + C` on `m × n` (`k` inner, rows unpadded) shared by a gang of 4.
-#[task(reads = [a[..], b[..], c[..]], writes = c[..], blocks = 4)]
-#[allow(clippy::too_many_arguments)]
-fn gemm4(blk: &Block, c: &mut [f64], a: &[f64], b: &[f64], m: usize, n: usize, k: usize, bt: bool) {
-    let (op_b, (br, bc)) = if bt { (Op::T, (n, k)) } else { (Op::N, (k, n)) };
-    tile::gemm_gang(
-        blk,
-        c.mat_mut(Rect::new(0, m, n, n)),
-        a.mat(Rect::new(0, m, k, k)),
-        Op::N,
-        b.mat(Rect::new(0, br, bc, bc)),
-        op_b,
-        Alpha(1.0),
-        Beta(1.0),
-    );
+macro_rules! gemm_on_a_gang {
+    ($blocks:literal, $name:ident) => {
+        /// `C = A·op(B) + C` on `m × n` (`k` inner, rows unpadded) shared by a gang of `$blocks`
+        /// (4: a grid of parts; 3: parts of rows only).
+        #[task(reads = [a[..], b[..], c[..]], writes = c[..], blocks = $blocks)]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            blk: &Block,
+            c: &mut [f64],
+            a: &[f64],
+            b: &[f64],
+            m: usize,
+            n: usize,
+            k: usize,
+            bt: bool,
+        ) {
+            let (op_b, (br, bc)) = if bt { (Op::T, (n, k)) } else { (Op::N, (k, n)) };
+            tile::gemm_gang(
+                blk,
+                c.mat_mut(Rect::new(0, m, n, n)),
+                a.mat(Rect::new(0, m, k, k)),
+                Op::N,
+                b.mat(Rect::new(0, br, bc, bc)),
+                op_b,
+                Alpha(1.0),
+                Beta(1.0),
+            );
+        }
+    };
 }
 
-/// The same shared by a gang of 3, whose parts are rows only.
-#[task(reads = [a[..], b[..], c[..]], writes = c[..], blocks = 3)]
-#[allow(clippy::too_many_arguments)]
-fn gemm3(blk: &Block, c: &mut [f64], a: &[f64], b: &[f64], m: usize, n: usize, k: usize, bt: bool) {
-    let (op_b, (br, bc)) = if bt { (Op::T, (n, k)) } else { (Op::N, (k, n)) };
-    tile::gemm_gang(
-        blk,
-        c.mat_mut(Rect::new(0, m, n, n)),
-        a.mat(Rect::new(0, m, k, k)),
-        Op::N,
-        b.mat(Rect::new(0, br, bc, bc)),
-        op_b,
-        Alpha(1.0),
-        Beta(1.0),
-    );
-}
+gemm_on_a_gang!(4, gemm4);
+gemm_on_a_gang!(3, gemm3);
 
 // ---------------------------------------------------------------------------------------------
 // Regions.

@@ -41,6 +41,8 @@ pub(crate) struct Work {
     /// The DAG's widest level and its critical path, computed on first use.
     widest: OnceLock<usize>,
     critical_path: OnceLock<u32>,
+    /// [`Inspection::widest_gang`], computed on first use.
+    gang: OnceLock<Option<(&'static str, u32)>>,
 }
 
 impl Work {
@@ -61,6 +63,7 @@ impl Work {
             reset_on_device: std::env::var(RESET_ON_DEVICE_ENV).as_deref() != Ok("0"),
             widest: OnceLock::new(),
             critical_path: OnceLock::new(),
+            gang: OnceLock::new(),
         }
     }
 
@@ -71,6 +74,7 @@ impl Work {
         self.upgrade = None;
         self.widest = OnceLock::new();
         self.critical_path = OnceLock::new();
+        self.gang = OnceLock::new();
     }
 
     pub fn meta(&self) -> &RegionMeta {
@@ -158,6 +162,12 @@ impl Work {
         *self
             .widest
             .get_or_init(|| self.inspection.dag.max_level_width())
+    }
+
+    /// The widest task kind the region spawned and its blocks, if it has wide tasks
+    /// ([`Inspection::widest_gang`], one pass over the tasks, made once per call or plan).
+    pub fn widest_gang(&self) -> Option<(&'static str, u32)> {
+        *self.gang.get_or_init(|| self.inspection.widest_gang())
     }
 
     /// The tasks on the DAG's longest path.

@@ -222,7 +222,7 @@ pub(crate) fn execute(
     let entry = backend.entry();
     // The backends that launch one block per task cannot give a gang its blocks at once.
     if !matches!(backend, Backend::Persistent | Backend::Cpu)
-        && let Some((task, blocks)) = call.work.inspection().widest_gang()
+        && let Some((task, blocks)) = call.work.widest_gang()
     {
         return Err(Error::GangsUnsupported {
             region: call.work.meta().name,
@@ -267,14 +267,12 @@ pub(crate) fn execute(
 /// The workers a run of `work` needs at least: the blocks of its widest task (see
 /// [`taskweave_device::gang`]), or 1.
 pub(crate) fn gang_floor(work: &crate::work::Work) -> u32 {
-    work.inspection()
-        .widest_gang()
-        .map_or(1, |(_, blocks)| blocks)
+    work.widest_gang().map_or(1, |(_, blocks)| blocks)
 }
 
 /// An error unless `workers` can run `work`'s widest gang.
 pub(crate) fn check_gangs(work: &crate::work::Work, workers: u32) -> Result<(), Error> {
-    match work.inspection().widest_gang() {
+    match work.widest_gang() {
         Some((task, blocks)) if blocks > workers => Err(Error::GangTooWide {
             region: work.meta().name,
             task,
