@@ -324,13 +324,8 @@ fn a_gang_wider_than_the_workers_is_an_error() {
 }
 
 #[test]
-fn backends_of_one_block_per_task_refuse_wide_tasks() {
-    for backend in [
-        Backend::Barrier,
-        Backend::GridBarrier,
-        Backend::Graph,
-        Backend::Streams,
-    ] {
+fn backends_that_cannot_launch_a_gang_together_refuse_wide_tasks() {
+    for backend in [Backend::GridBarrier, Backend::Graph, Backend::Streams] {
         let mut out = vec![0u32; 8];
         let err = quartered(&mut out, 1)
             .backend(backend)
@@ -341,8 +336,18 @@ fn backends_of_one_block_per_task_refuse_wide_tasks() {
             matches!(err, Error::GangsUnsupported { blocks: 4, .. }),
             "{text}"
         );
-        assert!(text.contains("persistent or the CPU backend"), "{text}");
+        assert!(
+            text.contains("persistent, the barrier or the CPU"),
+            "{text}"
+        );
     }
+    // The barrier backend runs them (on a GPU; here it has none).
+    let mut out = vec![0u32; 8];
+    let err = quartered(&mut out, 1)
+        .backend(Backend::Barrier)
+        .run(&Runtime::cpu())
+        .expect_err("no GPU here");
+    assert!(matches!(err, Error::NoGpu { .. }), "{err}");
 }
 
 #[test]

@@ -45,12 +45,33 @@ pub struct TaskRecord {
 pub struct ListedTask {
     /// The task's index in the region.
     pub task: u32,
-    /// Its kind, as in its record.
+    /// Its kind, as in its record, in the bits below [`LISTED_RANK_SHIFT`]; above them, for an
+    /// entry of a wide task (`#[task(blocks = K)]`, one entry per block of its gang), the block's
+    /// rank. A one-block task's entry is its kind alone.
     pub kind: u32,
     /// Index of its first word in the argument table.
     pub args: u32,
     /// One past its last word (the next task's `args`).
     pub end: u32,
+}
+
+/// Where a listed entry keeps its block's rank in [`ListedTask::kind`]: the bits from this one
+/// up. A region has far fewer kinds than `2^16`, and a gang at most
+/// [`gang::MAX_WIDTH`](crate::gang::MAX_WIDTH) ranks.
+pub const LISTED_RANK_SHIFT: u32 = 16;
+
+impl ListedTask {
+    /// The entry's task kind.
+    #[inline(always)]
+    pub const fn kind(&self) -> u32 {
+        self.kind & ((1 << LISTED_RANK_SHIFT) - 1)
+    }
+
+    /// The entry's rank in its task's gang (0 for a one-block task).
+    #[inline(always)]
+    pub const fn rank(&self) -> u32 {
+        self.kind >> LISTED_RANK_SHIFT
+    }
 }
 
 /// One region array.

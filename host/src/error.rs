@@ -131,9 +131,10 @@ pub enum Error {
         /// The run's workers.
         workers: u32,
     },
-    /// A wide task (`#[task(blocks = K)]`) on a backend that launches one block per task.
+    /// A wide task (`#[task(blocks = K)]`) on a backend that does not launch a gang's blocks
+    /// together (grid barrier, graph, streams).
     #[error(
-        "region `{region}`: task `{task}` runs on {blocks} blocks (`#[task(blocks = {blocks})]`), which the `{backend}` backend cannot run: it launches one block per task; run the region on the persistent or the CPU backend"
+        "region `{region}`: task `{task}` runs on {blocks} blocks (`#[task(blocks = {blocks})]`), which the `{backend}` backend cannot run: it does not launch a gang's blocks together; run the region on the persistent, the barrier or the CPU backend"
     )]
     GangsUnsupported {
         /// The region.

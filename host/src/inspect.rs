@@ -574,6 +574,18 @@ impl Inspection {
         !self.blocks.is_empty()
     }
 
+    /// Every task's blocks (`#[task(blocks = K)]`), for the static plan to cost wide tasks by
+    /// their width ([`list_schedule_wide`](graph::list_schedule_wide)); empty when the region has
+    /// no wide tasks.
+    pub fn task_widths(&self) -> Vec<u32> {
+        if self.blocks.is_empty() {
+            return Vec::new();
+        }
+        (self.tasks[..self.task_count()].iter())
+            .map(|t| self.blocks.get(t.kind as usize).copied().unwrap_or(1))
+            .collect()
+    }
+
     /// The widest task kind the region spawned, with its blocks, if it has wide tasks: a run needs
     /// at least as many workers.
     pub fn widest_gang(&self) -> Option<(&'static str, u32)> {

@@ -105,10 +105,12 @@ impl Work {
         }
         let ready = Arc::new(Mutex::new(None));
         let (into, dag) = (ready.clone(), self.inspection.dag.clone());
+        let widths = crate::policy::plan_widths(&self.inspection);
         let spawned = std::thread::Builder::new()
             .name("taskweave-plan".into())
             .spawn(move || {
-                let start = crate::policy::planned_dag(&dag, workers, &Reserve::default(), None);
+                let start =
+                    crate::policy::planned_dag(&dag, workers, &Reserve::default(), None, &widths);
                 *into.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
             });
         if spawned.is_ok() {

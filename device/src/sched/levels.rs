@@ -12,7 +12,8 @@ use super::{Dispatch, Tables, WorkerView};
 use crate::abi::{FLAG_CHECKED, ListedTask, RegionDesc, TASK_DONE, TASK_RUNNING};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::*, Scope};
-use crate::block::Block;
+use crate::block::{Block, GangWords};
+use crate::gang;
 use Scope::{Gpu, System};
 
 /// A sense-reversing grid barrier over two words: an arrival count and a generation.
@@ -68,13 +69,17 @@ fn run_one<D: Dispatch>(
     scratch_bytes: usize,
     dispatch: &D,
 ) {
-    run_decoded(rt, task, rt.task(task), scratch, scratch_bytes, dispatch);
+    run_decoded(rt, task, 0, rt.task(task), scratch, scratch_bytes, dispatch);
 }
 
-/// Runs `task`, whose kind and arguments `rt.task(task)` gave as `decoded`.
+/// Runs `task`, whose kind and arguments `rt.task(task)` gave as `decoded`, as rank `rank` of its
+/// gang (0 for a one-block task). The blocks of a wide task's gang are one launch's, all resident
+/// at once (the host sizes the launch to fit); rank 0 alone marks and counts the task for the
+/// watchdog.
 pub(super) fn run_decoded<D: Dispatch>(
     rt: &WorkerView<'_>,
     task: u32,
+    rank: u32,
     (kind, args): (u32, &[u64]),
     scratch: *mut u8,
     scratch_bytes: usize,
@@ -88,11 +93,33 @@ pub(super) fn run_decoded<D: Dispatch>(
     unsafe { AtomicU32::from_ptr(crate::shared::runtime_words().add(crate::words::CURRENT)) }
         .store(task, Scope::Block, Relaxed);
     // SAFETY: the scratch is this block's own, as the callers guarantee.
-    let block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };
+    let mut block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };
+    // Where the gang's barrier tells this block's threads that the region was aborted: the block's
+    // runtime words on the GPU, a word of this thread's on the host (one thread per block there).
+    #[cfg(target_arch = "nvptx64")]
+    let words = crate::shared::runtime_words()
+        .cast_const()
+        .cast::<AtomicU32>();
+    #[cfg(not(target_arch = "nvptx64"))]
+    let host_words = AtomicU32::new(0);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let words = &raw const host_words;
+    if dispatch.gangs() && dispatch.width(kind) > 1 {
+        let gang = GangWords {
+            rank,
+            width: dispatch.width(kind),
+            arrivals: &rt.gangs()[2 * task as usize + gang::ARRIVALS],
+            abort: rt.abort().map_or(core::ptr::null(), core::ptr::from_ref),
+            words,
+        };
+        // SAFETY: the task's gang words and the region's flag live for the launch, the words for
+        // the body.
+        block = unsafe { block.with_gang(gang) };
+    }
     let state = rt
         .pending()
         .get(task as usize)
-        .filter(|_| arch::thread_idx() == 0);
+        .filter(|_| arch::thread_idx() == 0 && rank == 0);
     // Relaxed: read by the host watchdog alone, which names the tasks still running when the
     // completed count stops moving.
     if let Some(state) = state {
@@ -136,7 +163,7 @@ pub(super) unsafe fn listed_task(desc: &RegionDesc, entry: ListedTask) -> (u32, 
         };
         core::slice::from_raw_parts(start, len)
     };
-    (entry.kind, args)
+    (entry.kind(), args)
 }
 
 /// Runs task `list[block]` in block `block`.
@@ -158,7 +185,15 @@ pub unsafe fn run_listed<D: Dispatch>(
         let entry = *list.add(arch::block_idx() as usize);
         (entry, listed_task(desc, entry))
     };
-    run_decoded(&rt, entry.task, decoded, scratch, scratch_bytes, dispatch);
+    run_decoded(
+        &rt,
+        entry.task,
+        entry.rank(),
+        decoded,
+        scratch,
+        scratch_bytes,
+        dispatch,
+    );
 }
 
 /// Runs every level in one launch: `tasks[offsets[l]..offsets[l + 1]]` is level `l`.
@@ -376,6 +411,75 @@ mod tests {
     fn assert_done(tables: &Tables) {
         assert_eq!(tables.pending, [super::TASK_DONE; PARENTS.len()]);
         assert_eq!(tables.counters.completed, PARENTS.len() as u32);
+    }
+
+    /// A wide task's gang of blocks in one listed launch: each rank writes its element, meets
+    /// the others at the gang barrier, then reads theirs.
+    struct Ranks;
+
+    /// The gang's width.
+    const GANG: u32 = 4;
+
+    impl Dispatch for Ranks {
+        fn gangs(&self) -> bool {
+            true
+        }
+
+        fn width(&self, _: u32) -> u32 {
+            GANG
+        }
+
+        fn run(&self, block: &Block, _: u32, _: &[u64], arrays: &[ArrayDesc], _: bool) {
+            let out = arrays[0].ptr as *mut u64;
+            let gang = block.gang();
+            let rank = gang.rank() as usize;
+            // SAFETY: rank `r` alone writes `out[r]` before the barrier and `out[GANG + r]`
+            // after it; every rank reads the first `GANG` only after the barrier.
+            unsafe {
+                *out.add(rank) = rank as u64 + 1;
+                gang.sync();
+                let sum: u64 = (0..GANG as usize).map(|r| *out.add(r)).sum();
+                *out.add(GANG as usize + rank) = sum;
+            }
+        }
+    }
+
+    #[test]
+    fn one_listed_launch_runs_a_wide_task_on_its_gang() {
+        let mut out = [0u64; 2 * GANG as usize];
+        let mut tables = Tables::new(&mut out);
+        // One task, its dependence counter and its two gang words.
+        tables.pending = std::vec![0u32; 3];
+        let mut desc = tables.desc(GANG);
+        desc.n_tasks = 1;
+        desc.flags |= crate::abi::FLAG_GANGS;
+        let list: Vec<ListedTask> = (0..GANG)
+            .map(|rank| ListedTask {
+                kind: rank << crate::abi::LISTED_RANK_SHIFT,
+                ..tables.listed(0)
+            })
+            .collect();
+        assert_eq!(list[3].rank(), 3);
+        assert_eq!(list[3].kind(), 0);
+        std::thread::scope(|s| {
+            for block in 0..GANG {
+                let (desc, list) = (&desc, &list);
+                s.spawn(move || {
+                    enter_lane(lane(block, GANG));
+                    let mut scratch = [0u128; 1];
+                    // SAFETY: as in `one_launch_per_level_runs_one_task_per_block`; the gang's
+                    // blocks all run at once.
+                    unsafe {
+                        run_listed(desc, list.as_ptr(), scratch.as_mut_ptr().cast(), 16, &Ranks)
+                    };
+                });
+            }
+        });
+        // Rank 0 alone marks and counts the task; the gang's arrivals are its barrier's.
+        assert_eq!(tables.pending, [super::TASK_DONE, 0, GANG]);
+        assert_eq!(tables.counters.completed, 1);
+        drop(tables);
+        assert_eq!(out, [1, 2, 3, 4, 10, 10, 10, 10]);
     }
 
     #[test]

@@ -152,7 +152,15 @@ pub unsafe fn gpu_listed<D: Dispatch>(
     // with a report: a fault on a bad table would stop the kernel whatever came first.
     // SAFETY: forwarded from the caller.
     unsafe { bind_faults(desc) };
-    levels::run_decoded(&rt, entry.task, (kind, args), scratch, bytes, dispatch);
+    levels::run_decoded(
+        &rt,
+        entry.task,
+        entry.rank(),
+        (kind, args),
+        scratch,
+        bytes,
+        dispatch,
+    );
 }
 
 /// The body of every region's one-launch, grid-barrier-per-level kernel.

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use taskweave_device::abi::{LISTED_RANK_SHIFT, ListedTask};
 
 use super::layout;
 use super::stage::{Keep, Staged, bytes_of};
@@ -51,6 +52,64 @@ pub(super) fn level_lists(ins: &Inspection) -> (Vec<u32>, Vec<u32>) {
     (offsets, tasks)
 }
 
+/// The one-task kernels' entries for the levels `tasks[offsets[l]..offsets[l + 1]]`, and each
+/// launch's first entry and blocks, in launch order ([`cut_launches`]). A wide task
+/// (`#[task(blocks = K)]`) has one entry per block of its gang, its rank in the entry
+/// ([`ListedTask::rank`]).
+pub(super) fn listed_launches(
+    ins: &Inspection,
+    offsets: &[u32],
+    tasks: &[u32],
+    fit: u32,
+) -> (Vec<ListedTask>, Vec<(u32, u32)>) {
+    let widths = ins.task_widths();
+    let width = |t: u32| widths.get(t as usize).copied().unwrap_or(1);
+    let mut entries = Vec::with_capacity(tasks.len());
+    for entry in layout::listed(ins, tasks.iter().copied()) {
+        for rank in 0..width(entry.task) {
+            entries.push(ListedTask {
+                kind: entry.kind | rank << LISTED_RANK_SHIFT,
+                ..entry
+            });
+        }
+    }
+    let launches = cut_launches(offsets, tasks, &widths, fit);
+    (entries, launches)
+}
+
+/// Each launch's first entry and blocks for the levels `tasks[offsets[l]..offsets[l + 1]]`, where
+/// task `t` has `widths[t]` entries (`widths` empty: one each). Without wide tasks each level is
+/// one launch, whatever its size. With them, a gang's entries are all in one launch, and no launch
+/// holds more than `fit` blocks, so that every block of it is resident at once and a gang's
+/// barrier cannot wait for a block that no SM has room for. `fit` must be at least the widest
+/// gang.
+pub(super) fn cut_launches(
+    offsets: &[u32],
+    tasks: &[u32],
+    widths: &[u32],
+    fit: u32,
+) -> Vec<(u32, u32)> {
+    let width = |t: u32| widths.get(t as usize).copied().unwrap_or(1);
+    let mut launches = Vec::with_capacity(offsets.len());
+    let mut next = 0u32;
+    for level in offsets.windows(2) {
+        let (mut first, mut blocks) = (next, 0u32);
+        for &t in &tasks[level[0] as usize..level[1] as usize] {
+            let w = width(t);
+            if !widths.is_empty() && blocks + w > fit {
+                launches.push((first, blocks));
+                (first, blocks) = (next, 0);
+            }
+            blocks += w;
+            next += w;
+        }
+        if blocks > 0 {
+            launches.push((first, blocks));
+        }
+    }
+    launches
+}
+
 /// Runs the call's DAG level by level on `gpu`.
 pub(super) fn execute(
     gpu: &Gpu,
@@ -63,9 +122,16 @@ pub(super) fn execute(
     let (offsets, tasks) = level_lists(ins);
     let levels = offsets.len() - 1;
     let widest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(1);
+    let mut launches = Vec::new();
+    let mut listed_entries = Vec::new();
     let (function, shared) = match strategy {
         Strategy::Launches => {
             let picked = gpu.listed_kernel(meta, options, widest)?;
+            // A gang's blocks must all be resident at once: no launch with one is larger.
+            super::check_gangs(call.work, picked.resident)?;
+            let (listed, cut) = listed_launches(ins, &offsets, &tasks, picked.resident);
+            launches = cut;
+            listed_entries = listed;
             (picked.function, picked.shared)
         }
         Strategy::GridBarrier => {
@@ -78,7 +144,7 @@ pub(super) fn execute(
     // The grid barrier needs every block resident: its launch is admitted beside the others only
     // when they all fit (see `Residency`). One launch per level needs no such guarantee.
     let (workers, _admitted) = match strategy {
-        Strategy::Launches => (widest, None),
+        Strategy::Launches => (launches.iter().map(|l| l.1).max().unwrap_or(1), None),
         Strategy::GridBarrier => {
             let resident = gpu.resident_blocks(&function, meta.name, options, shared)?;
             let workers = options.workers.unwrap_or(resident).clamp(1, resident);
@@ -92,10 +158,7 @@ pub(super) fn execute(
     let offsets_ptr = staged.put(gpu, bytes_of(&offsets), "the level offsets")?;
     let tasks_ptr = match strategy {
         // One-task kernels read each task's record from its list entry.
-        Strategy::Launches => {
-            let listed = layout::listed(ins, tasks.iter().copied());
-            staged.put(gpu, bytes_of(&listed), "the level lists")?
-        }
+        Strategy::Launches => staged.put(gpu, bytes_of(&listed_entries), "the level lists")?,
         Strategy::GridBarrier => staged.put(gpu, bytes_of(&tasks), "the level lists")?,
     };
     let barrier_ptr = staged.put(gpu, &[0u8; 8], "the grid barrier")?;
@@ -119,9 +182,8 @@ pub(super) fn execute(
             || {
                 match strategy {
                     Strategy::Launches => {
-                        for level in 0..levels {
-                            let size = offsets[level + 1] - offsets[level];
-                            let list = tasks_ptr + u64::from(offsets[level]) * layout::LISTED;
+                        for (i, &(first, size)) in launches.iter().enumerate() {
+                            let list = tasks_ptr + u64::from(first) * layout::LISTED;
                             let mut launch = gpu.stream().launch_builder(&function);
                             launch.arg(&desc_ptr).arg(&list);
                             let config = LaunchConfig {
@@ -132,7 +194,7 @@ pub(super) fn execute(
                             // SAFETY: the kernel takes `(*const RegionDesc, *const ListedTask)`; `list`
                             // points at `size` staged entries.
                             unsafe { launch.launch(config) }
-                                .map_err(Error::cuda(format!("launching level {level}")))?;
+                                .map_err(Error::cuda(format!("launching level launch {i}")))?;
                         }
                     }
                     Strategy::GridBarrier => {
@@ -181,4 +243,37 @@ pub(super) fn execute(
     );
     staged.fill(&mut report, download);
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_launches;
+
+    #[test]
+    fn a_level_without_gangs_is_one_launch_of_any_size() {
+        let tasks: Vec<u32> = (0..10).collect();
+        assert_eq!(cut_launches(&[0, 7, 10], &tasks, &[], 4), [(0, 7), (7, 3)]);
+    }
+
+    #[test]
+    fn a_gang_stays_in_one_launch_and_no_launch_passes_the_fit() {
+        // Level 0: tasks 0 (1 block), 1 (4), 2 (1), 3 (4); level 1: task 4 (2).
+        let widths = [1, 4, 1, 4, 2];
+        let tasks = [0, 1, 2, 3, 4];
+        let launches = cut_launches(&[0, 4, 5], &tasks, &widths, 6);
+        assert_eq!(launches, [(0, 6), (6, 4), (10, 2)]);
+        // Every entry is launched once, in order.
+        let mut next = 0;
+        for &(first, blocks) in &launches {
+            assert_eq!(first, next);
+            assert!(blocks <= 6);
+            next += blocks;
+        }
+        assert_eq!(next, widths.iter().sum::<u32>());
+        // A fit of exactly the widest gang still launches each gang whole.
+        assert_eq!(
+            cut_launches(&[0, 4, 5], &tasks, &widths, 4),
+            [(0, 1), (1, 4), (5, 1), (6, 4), (10, 2)]
+        );
+    }
 }

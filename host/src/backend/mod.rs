@@ -220,9 +220,14 @@ pub(crate) fn execute(
 ) -> Result<Report, Error> {
     let backend = call.work.options().backend.unwrap_or(executor.own());
     let entry = backend.entry();
-    // The backends that launch one block per task cannot give a gang its blocks at once.
-    if !matches!(backend, Backend::Persistent | Backend::Cpu)
-        && let Some((task, blocks)) = call.work.widest_gang()
+    // The grid barrier strides its blocks over a level's tasks, and the graph and streams
+    // backends launch one block per task, several launches at once: none of them can give a gang
+    // its blocks at once. The barrier backend launches a gang's blocks together
+    // (`levels::listed_launches`).
+    if !matches!(
+        backend,
+        Backend::Persistent | Backend::Cpu | Backend::Barrier
+    ) && let Some((task, blocks)) = call.work.widest_gang()
     {
         return Err(Error::GangsUnsupported {
             region: call.work.meta().name,

@@ -87,6 +87,7 @@ pub use dag::{Dag, ParentCsr};
 pub(crate) use pipe::Tracking;
 pub use schedule::{
     Costs, Reserve, Schedule, list_schedule, list_schedule_costed, list_schedule_reserving,
+    list_schedule_wide,
 };
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub use tiles::TILE_PATH_VAR;

@@ -91,6 +91,37 @@ pub fn list_schedule_costed(
     reserve: &Reserve,
     costs: Option<&Costs>,
 ) -> Schedule {
+    list_schedule_wide(dag, workers, reserve, costs, &[])
+}
+
+/// [`list_schedule_costed`] where task `t` runs on `widths[t]` workers at once (a wide task,
+/// `#[task(blocks = K)]`; `widths` empty: every task on one). The task is placed as any other, on
+/// the worker that will post it; the model then also takes the `K − 1` other general workers that
+/// are free first, starts the task when the last of them is free, and keeps all `K` busy until it
+/// ends. At run time those are the workers that join the gang: the first to look for work once it
+/// is posted. Without this a plan counts a gang of 16 as one busy worker, and places tasks on the
+/// 15 others for the time they spend in the gang.
+///
+/// # Panics
+/// As [`list_schedule_costed`]; also if `widths` is neither empty nor one width per task.
+pub fn list_schedule_wide(
+    dag: &Dag,
+    workers: u32,
+    reserve: &Reserve,
+    costs: Option<&Costs>,
+    widths: &[u32],
+) -> Schedule {
+    modelled(dag, workers, reserve, costs, widths).0
+}
+
+/// [`list_schedule_wide`], and every task's finish in the model.
+fn modelled(
+    dag: &Dag,
+    workers: u32,
+    reserve: &Reserve,
+    costs: Option<&Costs>,
+    widths: &[u32],
+) -> (Schedule, Vec<u64>) {
     assert!(workers > 0, "a schedule needs a worker");
     let mut reserved = vec![false; workers as usize];
     for &w in reserve.chain.iter().chain(&reserve.idle) {
@@ -110,6 +141,10 @@ pub fn list_schedule_costed(
     if let Some(c) = costs {
         assert_eq!(c.task.len(), n, "one cost per task");
     }
+    assert!(
+        widths.is_empty() || widths.len() == n,
+        "one width per task, or none"
+    );
     let cost = |t: u32| costs.map_or(TASK, |c| c.task[t as usize].max(1));
     let hop = costs.map_or(HOP, |c| c.hop);
     let weighted = costs.map(|_| dag.bottom_levels_by(cost));
@@ -146,6 +181,7 @@ pub fn list_schedule_costed(
         .map(|w| Reverse((0, w)))
         .collect();
     let mut candidates = Vec::with_capacity(PARENT_CANDIDATES + 1);
+    let mut members: Vec<u32> = Vec::new();
     // The parents' finish times and workers, latest first.
     let mut latest: Vec<(u64, u32)> = Vec::new();
 
@@ -189,11 +225,23 @@ pub fn list_schedule_costed(
                 *idle.peek().expect("one entry per general worker is live");
             candidates.push(first_free);
         }
-        let (w, start) = candidates
+        let (w, mut start) = candidates
             .iter()
             .map(|&w| (w, free[w as usize].max(ready_on(w))))
             .min_by_key(|&(_, start)| start)
             .expect("at least the first free worker");
+        // A wide task's other members: the general workers free first, other than `w`.
+        members.clear();
+        let width = widths.get(t as usize).copied().unwrap_or(1);
+        while members.len() + 1 < width as usize {
+            let Some(Reverse((at, m))) = idle.pop() else {
+                break;
+            };
+            if free[m as usize] == at && m != w && !members.contains(&m) {
+                start = start.max(at);
+                members.push(m);
+            }
+        }
         let end = start + cost(t);
         worker[t as usize] = w;
         finish[t as usize] = end;
@@ -201,9 +249,13 @@ pub fn list_schedule_costed(
         if !on_chain {
             idle.push(Reverse((end, w)));
         }
+        for &m in &members {
+            free[m as usize] = end;
+            idle.push(Reverse((end, m)));
+        }
         lists[w as usize].push(t);
     }
-    Schedule { worker, lists }
+    (Schedule { worker, lists }, finish)
 }
 
 /// The tasks by decreasing rank, ties in spawn order: a counting sort, as ranks are at most the
@@ -318,6 +370,44 @@ pub(super) mod tests {
         }
         let rows: std::collections::HashSet<u32> = (0..t).map(|i| plan.worker[i * t]).collect();
         assert_eq!(rows.len(), t, "two rows share a worker");
+    }
+
+    /// A wide task keeps its members busy in the model: the narrow tasks beside it wait for it to
+    /// end, where without widths they run on the workers the gang takes.
+    #[test]
+    fn a_wide_task_occupies_its_width() {
+        // Task 0 is wide; tasks 1..=3 are narrow and independent of it.
+        let mut tracker = DepTracker::new(&[4]);
+        for i in 0..4 {
+            tracker.add_task(&[(0, i..i + 1, Access::Write)]).unwrap();
+        }
+        let dag = tracker.finish().unwrap();
+        let costs = Costs {
+            task: vec![100, 1, 1, 1],
+            hop: 1,
+        };
+        let reserve = Reserve::default();
+        let narrow = modelled(&dag, 4, &reserve, Some(&costs), &[]).1;
+        assert_eq!(narrow, [100, 1, 1, 1]);
+        let (plan, wide) = modelled(&dag, 4, &reserve, Some(&costs), &[4, 1, 1, 1]);
+        check(&dag, &plan);
+        assert_eq!(wide, [100, 101, 101, 101]);
+        // Two gangs of 2 on 4 workers run side by side; a third waits for one of them.
+        let mut tracker = DepTracker::new(&[3]);
+        for i in 0..3 {
+            tracker.add_task(&[(0, i..i + 1, Access::Write)]).unwrap();
+        }
+        let dag = tracker.finish().unwrap();
+        let costs = Costs {
+            task: vec![10, 10, 10],
+            hop: 1,
+        };
+        let (_, gangs) = modelled(&dag, 4, &reserve, Some(&costs), &[2, 2, 2]);
+        assert_eq!(gangs, [10, 10, 20]);
+        // A width past the workers takes them all, and the plan still places every task.
+        let (plan, all) = modelled(&dag, 2, &reserve, Some(&costs), &[4, 1, 1]);
+        check(&dag, &plan);
+        assert_eq!(all, [10, 20, 20]);
     }
 
     #[test]

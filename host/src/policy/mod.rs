@@ -96,7 +96,7 @@ macro_rules! policies {
 
 taskweave_device::with_policies!(policies);
 
-pub(crate) use r#static::planned_dag;
+pub(crate) use r#static::{planned_dag, widths as plan_widths};
 
 impl Default for Policy {
     /// Juggler's global round robin.

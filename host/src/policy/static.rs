@@ -12,7 +12,7 @@ use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue;
 
 use super::{Row, Start, StartOf};
-use crate::graph::{Costs, Dag, Reserve, list_schedule_costed};
+use crate::graph::{Costs, Dag, Reserve, list_schedule_wide};
 
 /// The row of [`Policy::Static`].
 pub(crate) const ROW: Row = Row {
@@ -22,22 +22,39 @@ pub(crate) const ROW: Row = Row {
     plans: true,
 };
 
-/// The plan ([`list_schedule_costed`], with the critical path's reserve and the tasks' costs) as
-/// queues, counters and CSR entries.
-fn planned(of: &StartOf<'_>) -> Start {
-    let costs = of.costs.and_then(|c| c.per_task(of.ins));
-    planned_dag(&of.ins.dag, of.workers, of.reserve, costs.as_ref())
+/// The environment variable that makes the plan cost every task as one block (`0`), for an A/B
+/// of [`list_schedule_wide`] on regions with wide tasks. Read once per process.
+pub(crate) const PLAN_WIDTHS_VAR: &str = "TASKWEAVE_PLAN_WIDTHS";
+
+/// The tasks' widths for the plan: [`Inspection::task_widths`](crate::inspect::Inspection::task_widths),
+/// or none when [`PLAN_WIDTHS_VAR`] is `0`.
+pub(crate) fn widths(ins: &crate::inspect::Inspection) -> Vec<u32> {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var(PLAN_WIDTHS_VAR).as_deref() != Ok("0")) {
+        ins.task_widths()
+    } else {
+        Vec::new()
+    }
 }
 
-/// The plan of `dag` for `workers` workers, `reserve` and the tasks' `costs`, as queues, counters
-/// and CSR entries.
+/// The plan ([`list_schedule_wide`], with the critical path's reserve, the tasks' costs and the
+/// wide tasks' widths) as queues, counters and CSR entries.
+fn planned(of: &StartOf<'_>) -> Start {
+    let costs = of.costs.and_then(|c| c.per_task(of.ins));
+    let widths = widths(of.ins);
+    planned_dag(&of.ins.dag, of.workers, of.reserve, costs.as_ref(), &widths)
+}
+
+/// The plan of `dag` for `workers` workers, `reserve`, the tasks' `costs` and `widths` (empty:
+/// one block each), as queues, counters and CSR entries.
 pub(crate) fn planned_dag(
     dag: &Dag,
     workers: u32,
     reserve: &Reserve,
     costs: Option<&Costs>,
+    widths: &[u32],
 ) -> Start {
-    let plan = list_schedule_costed(dag, workers, reserve, costs);
+    let plan = list_schedule_wide(dag, workers, reserve, costs, widths);
     let n = dag.task_count();
     let mut pending = vec![0u32; n];
     let mut children = Vec::with_capacity(dag.children.len());
