@@ -1,11 +1,10 @@
-//! One 64-tile's POTRF, GETRF, TRSM and GEMM update (f64 and f32) from the device crate's tile library, each timed
+//! One 64-tile's POTRF, GETRF, TRSM and GEMM update (f64 and f32) from the tile library (`taskweave-tile`), each timed
 //! inside the kernel (see README.md). Every thread of one block calls a kernel; thread 0 writes
 //! `[ns, cycles]` of the first call and of the second to `out[0..4]`.
 #![no_std]
 #![feature(abi_ptx, asm_experimental_arch)]
 use taskweave_device::Block;
-use taskweave_device::tile::flags::{Diag, Op, Side, Uplo};
-use taskweave_device::tile::operand::Rect;
+use taskweave_tile::{Alpha, Beta, Diag, Op, Rect, Side, Uplo};
 use taskweave_device::view::{Declared, Misses, ViewMut};
 
 /// `%globaltimer` (ns) and `%clock64` (SM cycles).
@@ -82,7 +81,7 @@ macro_rules! kernels {
                     let c = ops.mat_mut(Rect::new(o, 64, 64, ld));
                     let a = ops.mat(Rect::new(o + 64 * ld, 64, 64, ld));
                     let x = ops.mat(Rect::new(o + 128 * ld, 64, 64, ld));
-                    taskweave_device::tile::gemm(b, c, a, Op::N, x, Op::T, -1.0 as $t, 1.0 as $t);
+                    taskweave_tile::gemm(b, c, a, Op::N, x, Op::T, Alpha(-1.0 as $t), Beta(1.0 as $t));
                 })
             }
         }
@@ -95,10 +94,10 @@ macro_rules! kernels {
             // SAFETY: the caller's promise.
             unsafe {
                 timed(p, len, out, |b, v, o| {
-                    let _ = taskweave_device::tile::potrf(
+                    let _ = taskweave_tile::potrf(
                         b,
-                        Uplo::Lower,
                         v.mat_mut(Rect::new(o, 64, 64, ld)),
+                        Uplo::Lower,
                     );
                 })
             }
@@ -112,7 +111,7 @@ macro_rules! kernels {
             // SAFETY: the caller's promise.
             unsafe {
                 timed(p, len, out, |b, v, o| {
-                    let _ = taskweave_device::tile::getrf(b, v.mat_mut(Rect::new(o, 64, 64, ld)));
+                    let _ = taskweave_tile::getrf(b, v.mat_mut(Rect::new(o, 64, 64, ld)));
                 })
             }
         }
@@ -177,7 +176,7 @@ macro_rules! kernels {
 ///
 /// # Safety
 /// As for `timed`.
-unsafe fn solve<T: taskweave_device::tile::shapes::Tiled>(
+unsafe fn solve<T: taskweave_tile::Tiled>(
     p: *mut T,
     len: usize,
     ld: usize,
@@ -191,7 +190,7 @@ unsafe fn solve<T: taskweave_device::tile::shapes::Tiled>(
             let ops = v.operands();
             let a = ops.mat(Rect::new(o, 64, 64, ld));
             let x = ops.mat_mut(Rect::new(o + 64 * ld, 64, 64, ld));
-            taskweave_device::tile::trsm(b, side, uplo, op, diag, T::from_f64(alpha), a, x);
+            taskweave_tile::trsm(b, x, a, side, uplo, op, diag, Alpha(T::from_f64(alpha)));
         })
     }
 }
