@@ -83,12 +83,15 @@
 #| device/src/error.rs | panic | 1 | not: nvptx64 (the GPU panic handler)
 #| device/src/sched/levels.rs | run_decoded | 1 | miri: A
 #| device/src/sched/levels.rs | run_decoded | 1 | not: nvptx64 (the block's current-task word in shared memory)
+#| device/src/sched/levels.rs | run_decoded | 1 | miri: A (a listed wide task's gang words: one_listed_launch_runs_a_wide_task_on_its_gang)
 #| device/src/sched/levels.rs | listed_task | 2 | miri: A (through run_listed)
 #| device/src/sched/levels.rs | run_listed | 3 | miri: A
 #| device/src/sched/levels.rs | run_levels | 4 | miri: A
 #| device/src/sched/levels.rs | run | 1 | miri: A (the tests' dispatch)
+#| device/src/sched/levels.rs | run | 1 | miri: A (the gang test's dispatch: each rank's element, the gang barrier, the sum)
 #| device/src/sched/levels.rs | one_launch_with_a_grid_barrier_runs_the_levels_in_order | 1 | miri: A
 #| device/src/sched/levels.rs | one_launch_per_level_runs_one_task_per_block | 1 | miri: A
+#| device/src/sched/levels.rs | one_listed_launch_runs_a_wide_task_on_its_gang | 1 | miri: A
 #| device/src/sched/loom_tests.rs | impl Sync for Payload | 1 | not: compiled under cfg(loom) only; scripts/loom.sh checks these payloads with loom's own cell tracking
 #| device/src/sched/loom_tests.rs | write | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | read | 1 | not: as impl Sync for Payload
