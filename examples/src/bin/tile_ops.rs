@@ -319,6 +319,10 @@ fn measure<T: Batched>(cli: &Cli, runtime: &Runtime) -> Result<(), Box<dyn std::
             times.push(report.execute_time.as_secs_f64());
             walls.push(report.wall_time.as_secs_f64());
         }
+        // The last call's trace, when `--trace` asks for one.
+        if rep == cli.reps {
+            cli.run.write_trace(&report)?;
+        }
     }
     let t = median(&times);
     println!(
