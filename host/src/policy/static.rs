@@ -22,15 +22,21 @@ pub(crate) const ROW: Row = Row {
     plans: true,
 };
 
-/// The environment variable that makes the plan cost every task as one block (`0`), for an A/B
-/// of [`list_schedule_wide`] on regions with wide tasks. Read once per process.
+/// The environment variable that makes the plan cost a wide task by its width (`1`,
+/// [`list_schedule_wide`]); by default every task is costed as one block. Read once per process.
+///
+/// Off by default, as measured on the H200 (`bench/results/gangs-barrier-h200/`): with 32 gangs
+/// the two plans run as fast (three interleaved rounds), and with 132 gangs of 4 the widths' plan
+/// is 1.3x slower. It lists four gangs on each of 33 posters, and only a gang's poster can post
+/// its next one, where the unit plan gives every worker one gang and any idle worker posts a
+/// parked one: at most 30 gangs ran at once against 42 (the runs' traces).
 pub(crate) const PLAN_WIDTHS_VAR: &str = "TASKWEAVE_PLAN_WIDTHS";
 
-/// The tasks' widths for the plan: [`Inspection::task_widths`](crate::inspect::Inspection::task_widths),
-/// or none when [`PLAN_WIDTHS_VAR`] is `0`.
+/// The tasks' widths for the plan: [`Inspection::task_widths`](crate::inspect::Inspection::task_widths)
+/// when [`PLAN_WIDTHS_VAR`] is `1`, else none.
 pub(crate) fn widths(ins: &crate::inspect::Inspection) -> Vec<u32> {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *ON.get_or_init(|| std::env::var(PLAN_WIDTHS_VAR).as_deref() != Ok("0")) {
+    if *ON.get_or_init(|| std::env::var(PLAN_WIDTHS_VAR).as_deref() == Ok("1")) {
         ins.task_widths()
     } else {
         Vec::new()
