@@ -66,6 +66,10 @@ pub(super) fn listed_launches(
     let width = |t: u32| widths.get(t as usize).copied().unwrap_or(1);
     let mut entries = Vec::with_capacity(tasks.len());
     for entry in layout::listed(ins, tasks.iter().copied()) {
+        debug_assert!(
+            entry.kind < 1 << LISTED_RANK_SHIFT,
+            "a kind past the rank's bits"
+        );
         for rank in 0..width(entry.task) {
             entries.push(ListedTask {
                 kind: entry.kind | rank << LISTED_RANK_SHIFT,
@@ -193,8 +197,9 @@ pub(super) fn execute(
                             };
                             // SAFETY: the kernel takes `(*const RegionDesc, *const ListedTask)`; `list`
                             // points at `size` staged entries.
-                            unsafe { launch.launch(config) }
-                                .map_err(Error::cuda(format!("launching level launch {i}")))?;
+                            unsafe { launch.launch(config) }.map_err(Error::cuda(format!(
+                                "launching the levels' launch {i}"
+                            )))?;
                         }
                     }
                     Strategy::GridBarrier => {
