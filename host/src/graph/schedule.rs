@@ -102,6 +102,10 @@ pub fn list_schedule_costed(
 /// is posted. Without this a plan counts a gang of 16 as one busy worker, and places tasks on the
 /// 15 others for the time they spend in the gang.
 ///
+/// The static policy plans with the widths only when `TASKWEAVE_PLAN_WIDTHS=1`: on the H200 this
+/// plan was no faster with 32 gangs and 1.3x slower with 132, since it leaves each gang's next
+/// one to its poster alone (`bench/results/gangs-barrier-h200/`).
+///
 /// # Panics
 /// As [`list_schedule_costed`]; also if `widths` is neither empty nor one width per task.
 pub fn list_schedule_wide(
