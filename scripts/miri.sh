@@ -90,8 +90,7 @@
 #| device/src/sched/levels.rs | run | 1 | miri: A (the tests' dispatch)
 #| device/src/sched/levels.rs | run | 1 | miri: A (the gang test's dispatch: each rank's element, the gang barrier, the sum)
 #| device/src/sched/levels.rs | one_launch_with_a_grid_barrier_runs_the_levels_in_order | 1 | miri: A
-#| device/src/sched/levels.rs | one_launch_per_level_runs_one_task_per_block | 1 | miri: A
-#| device/src/sched/levels.rs | one_listed_launch_runs_a_wide_task_on_its_gang | 1 | miri: A
+#| device/src/sched/levels.rs | launch_listed | 1 | miri: A (both listed tests)
 #| device/src/sched/loom_tests.rs | impl Sync for Payload | 1 | not: compiled under cfg(loom) only; scripts/loom.sh checks these payloads with loom's own cell tracking
 #| device/src/sched/loom_tests.rs | write | 1 | not: as impl Sync for Payload
 #| device/src/sched/loom_tests.rs | read | 1 | not: as impl Sync for Payload

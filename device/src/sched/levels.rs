@@ -96,15 +96,16 @@ pub(super) fn run_decoded<D: Dispatch>(
     let mut block = unsafe { Block::new(task, arch::block_idx(), scratch, scratch_bytes) };
     // Where the gang's barrier tells this block's threads that the region was aborted: the block's
     // runtime words on the GPU, a word of this thread's on the host (one thread per block there).
-    #[cfg(target_arch = "nvptx64")]
-    let words = crate::shared::runtime_words()
-        .cast_const()
-        .cast::<AtomicU32>();
     #[cfg(not(target_arch = "nvptx64"))]
     let host_words = AtomicU32::new(0);
-    #[cfg(not(target_arch = "nvptx64"))]
-    let words = &raw const host_words;
     if dispatch.gangs() && dispatch.width(kind) > 1 {
+        // Found here, not for every task: `runtime_words` is an out-of-line call.
+        #[cfg(target_arch = "nvptx64")]
+        let words = crate::shared::runtime_words()
+            .cast_const()
+            .cast::<AtomicU32>();
+        #[cfg(not(target_arch = "nvptx64"))]
+        let words = &raw const host_words;
         let gang = GangWords {
             rank,
             width: dispatch.width(kind),
@@ -413,6 +414,31 @@ mod tests {
         assert_eq!(tables.counters.completed, PARENTS.len() as u32);
     }
 
+    /// One listed launch: a host thread per entry of `list`, all at once, each running
+    /// `run_listed` as its block; returns when every block has.
+    fn launch_listed<D: Dispatch + Sync>(desc: &RegionDesc, list: &[ListedTask], dispatch: &D) {
+        let blocks = list.len() as u32;
+        std::thread::scope(|s| {
+            for block in 0..blocks {
+                s.spawn(move || {
+                    enter_lane(lane(block, blocks));
+                    let mut scratch = [0u128; 1];
+                    // SAFETY: `desc` points to live tables, `list` has one entry per block built
+                    // from them, and the scratch is this block's own.
+                    unsafe {
+                        run_listed(
+                            desc,
+                            list.as_ptr(),
+                            scratch.as_mut_ptr().cast(),
+                            16,
+                            dispatch,
+                        )
+                    };
+                });
+            }
+        });
+    }
+
     /// A wide task's gang of blocks in one listed launch: each rank writes its element, meets
     /// the others at the gang barrier, then reads theirs.
     struct Ranks;
@@ -461,20 +487,8 @@ mod tests {
             .collect();
         assert_eq!(list[3].rank(), 3);
         assert_eq!(list[3].kind(), 0);
-        std::thread::scope(|s| {
-            for block in 0..GANG {
-                let (desc, list) = (&desc, &list);
-                s.spawn(move || {
-                    enter_lane(lane(block, GANG));
-                    let mut scratch = [0u128; 1];
-                    // SAFETY: as in `one_launch_per_level_runs_one_task_per_block`; the gang's
-                    // blocks all run at once.
-                    unsafe {
-                        run_listed(desc, list.as_ptr(), scratch.as_mut_ptr().cast(), 16, &Ranks)
-                    };
-                });
-            }
-        });
+        // The gang's blocks all run at once, as one launch's resident blocks do.
+        launch_listed(&desc, &list, &Ranks);
         // Rank 0 alone marks and counts the task; the gang's arrivals are its barrier's.
         assert_eq!(tables.pending, [super::TASK_DONE, 0, GANG]);
         assert_eq!(tables.counters.completed, 1);
@@ -490,21 +504,8 @@ mod tests {
             let list: Vec<ListedTask> = (level[0]..level[1]).map(|t| tables.listed(t)).collect();
             let blocks = list.len() as u32;
             let desc = tables.desc(blocks);
-            // The scope's end is the launch boundary: the next level starts after every block.
-            std::thread::scope(|s| {
-                for block in 0..blocks {
-                    let (desc, list) = (&desc, &list);
-                    s.spawn(move || {
-                        enter_lane(lane(block, blocks));
-                        let mut scratch = [0u128; 1];
-                        // SAFETY: `desc` points to live tables, `list` has one task per block,
-                        // and the scratch is this block's own.
-                        unsafe {
-                            run_listed(desc, list.as_ptr(), scratch.as_mut_ptr().cast(), 16, &Sum)
-                        };
-                    });
-                }
-            });
+            // The launch's end is the level boundary: the next level starts after every block.
+            launch_listed(&desc, &list, &Sum);
         }
         assert_done(&tables);
         drop(tables);
