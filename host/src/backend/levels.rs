@@ -63,9 +63,14 @@ pub(super) fn listed_launches(
     fit: u32,
 ) -> (Vec<ListedTask>, Vec<(u32, u32)>) {
     let widths = ins.task_widths();
-    let width = |t: u32| widths.get(t as usize).copied().unwrap_or(1);
+    let listed = layout::listed(ins, tasks.iter().copied());
+    let launches = cut_launches(offsets, tasks, &widths, fit);
+    if widths.is_empty() {
+        return (listed, launches);
+    }
+    let width = |t: u32| widths[t as usize];
     let mut entries = Vec::with_capacity(tasks.len());
-    for entry in layout::listed(ins, tasks.iter().copied()) {
+    for entry in listed {
         debug_assert!(
             entry.kind < 1 << LISTED_RANK_SHIFT,
             "a kind past the rank's bits"
@@ -77,7 +82,6 @@ pub(super) fn listed_launches(
             });
         }
     }
-    let launches = cut_launches(offsets, tasks, &widths, fit);
     (entries, launches)
 }
 
