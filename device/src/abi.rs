@@ -166,6 +166,9 @@ pub const FLAG_TRACE: u32 = 2;
 /// [`RegionDesc::flags`]: the region has wide tasks; `pending` holds their gang words (see
 /// [`crate::gang`]).
 pub const FLAG_GANGS: u32 = 4;
+/// The region is streamed: its tasks reach the workers in batches while they run, and its tables
+/// are sized to a capacity ([`crate::sched::stream`]).
+pub const FLAG_STREAM: u32 = 8;
 
 /// Everything the runtime needs to run one region. See the module docs for each table.
 #[repr(C)]
@@ -256,6 +259,17 @@ pub struct RegionDesc {
     /// With `finish`: `*mut u32` in the host's mapped pinned memory, set to 1 by the last worker
     /// to leave, once the tables are reset (the host clears it before each launch).
     pub done_out: u64,
+    /// With [`FLAG_STREAM`]: `*mut u32`, one cross-edge list head per task
+    /// ([`crate::sched::stream`]); `n_tasks` is then the tables' capacity.
+    pub stream_heads: u64,
+    /// With [`FLAG_STREAM`]: `*mut u32`, [`crate::sched::stream::EDGE_WORDS`] words per cross edge,
+    /// `stream_edges_len` edges.
+    pub stream_edges: u64,
+    /// With [`FLAG_STREAM`]: the cross edges `stream_edges` has room for.
+    pub stream_edges_len: u32,
+    /// With [`FLAG_STREAM`]: `*mut u32`, the region's task count once the last batch is published
+    /// ([`crate::sched::stream::UNKNOWN_TOTAL`] before).
+    pub stream_total: u64,
 }
 
 /// Counters every worker updates, each on its own 128-byte line so they do not contend.

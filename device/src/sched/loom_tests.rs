@@ -17,6 +17,7 @@
 use super::affinity::{self, NO_PARENT, NOT_RUN};
 use super::deps::{self, SOLE_PARENT};
 use super::queue::{self, COUNTED, NIL, Queues};
+use super::stream;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu, fence};
 use crate::gang;
 use loom::cell::UnsafeCell;
@@ -1143,5 +1144,162 @@ fn loom_two_gangs_form_one_at_a_time() {
 fn loom_a_slot_is_posted_into_again() {
     model_long(100_000, || {
         Gangs::check(&Gangs::new(2, 1, false), &[&[0, 1], &[]], 2)
+    });
+}
+
+/// A streamed region's cross-edge lists and total, as loom atomics (see [`stream`]).
+struct StreamWords {
+    heads: Vec<AtomicU32>,
+    edges: Vec<AtomicU32>,
+    total: AtomicU32,
+}
+
+impl StreamWords {
+    /// Lists for `n_tasks` tasks, all open, and `edges` as `(parent, child)`, none linked.
+    fn new(n_tasks: u32, edges: &[(u32, u32)]) -> Arc<Self> {
+        Arc::new(Self {
+            heads: (0..n_tasks).map(|_| AtomicU32::new(stream::OPEN)).collect(),
+            edges: edges
+                .iter()
+                .flat_map(|&(p, c)| [p, c, stream::OPEN])
+                .map(AtomicU32::new)
+                .collect(),
+            total: AtomicU32::new(stream::UNKNOWN_TOTAL),
+        })
+    }
+
+    fn stream(&self) -> stream::Stream<'_> {
+        stream::Stream {
+            heads: &self.heads,
+            edges: &self.edges,
+            total: &self.total,
+        }
+    }
+}
+
+/// A worker's end of a streamed task, as `release_streamed` does it after the body: the fence,
+/// the close of the task's list, the release of each child on it, the push of the freed ones
+/// into `to`'s queue (flagged counted: every streamed child is).
+fn close_and_push(t: &Tables, s: &StreamWords, task: u32, to: u32) {
+    fence(Gpu);
+    let stream = s.stream();
+    let mut e = stream.close(task);
+    while e != stream::OPEN {
+        let next = stream.next(e);
+        if let Some(child) = stream::release(&stream, &t.pending, e) {
+            t.queues().push_fenced(to, child | COUNTED);
+        }
+        e = next;
+    }
+}
+
+/// j. A batch published while a worker runs the batch before: task 0 (published) runs on one
+/// thread while the linker, another, writes task 1's record (its payload here), links its cross
+/// edge from task 0 and takes its guard (`pending[1]` = one parent + the guard). Whichever of the
+/// worker's close and the linker's link comes first, task 1 is pushed exactly once, and the
+/// worker that pops it sees both task 0's result (through the close or the counter) and the
+/// record the linker wrote; the list ends closed, the counter at zero.
+#[test]
+fn loom_a_batch_is_published_while_its_parent_runs() {
+    model(|| {
+        let t = Tables::new(2, &[&[0], &[]], &[0, 2]);
+        let s = StreamWords::new(2, &[(0, 1)]);
+        let parent = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                let got = pop_ready(&t, 0, 1);
+                assert_eq!(got, [(0, 0xFF00)]);
+                t.write(0, 100);
+                close_and_push(&t, &s, 0, 1);
+            })
+        };
+        let linker = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                t.write(1, 201);
+                if stream::link_and_open(&s.stream(), &t.pending, 1, 0..1) {
+                    t.queues().push_fenced(1, 1 | COUNTED);
+                }
+                s.stream().end(2);
+            })
+        };
+        // The consumer: worker 1 pops task 1 and reads what both wrote.
+        assert_eq!(pop_ready(&t, 1, 1), [(1, 201)]);
+        assert_eq!(t.read(0), 100);
+        parent.join().unwrap();
+        linker.join().unwrap();
+        assert_eq!(s.heads[0].load(Gpu, Relaxed), stream::CLOSED);
+        assert_eq!(t.pending[1].load(Gpu, Relaxed), 0);
+        assert_eq!(s.stream().total(), 2);
+        t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
+    });
+}
+
+/// j′. Two cross parents of one task finish while it is linked: the linker's edges race both
+/// closes; one parent may be closed before its link (counted off by `open`), the other linked and
+/// released by its close. The task is pushed once and its runner sees both parents' results.
+#[test]
+fn loom_a_task_with_two_cross_parents_is_freed_once() {
+    model(|| {
+        let t = Tables::new(3, &[&[0, 1], &[]], &[0, 0, 3]);
+        let s = StreamWords::new(3, &[(0, 2), (1, 2)]);
+        let parents = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                for (task, _) in pop_ready(&t, 0, 2) {
+                    t.write(task, 100 + task);
+                    close_and_push(&t, &s, task, 1);
+                }
+            })
+        };
+        let linker = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                if stream::link_and_open(&s.stream(), &t.pending, 2, 0..2) {
+                    t.queues().push_fenced(1, 2 | COUNTED);
+                }
+            })
+        };
+        assert_eq!(pop_ready(&t, 1, 1), [(2, 0xFF02)]);
+        assert_eq!((t.read(0), t.read(1)), (100, 101));
+        parents.join().unwrap();
+        linker.join().unwrap();
+        assert_eq!(t.pending[2].load(Gpu, Relaxed), 0);
+        t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
+    });
+}
+
+/// j″. Two cross edges from one parent, linked while it runs: the second link's `next` holds the
+/// first, and the close must read it (its swap acquires the links' CASes). Both children are
+/// pushed once, each after task 0's result.
+#[test]
+fn loom_a_parent_closes_a_list_of_two() {
+    model_long(10_000, || {
+        let t = Tables::new(3, &[&[0], &[]], &[0, 2, 2]);
+        let s = StreamWords::new(3, &[(0, 1), (0, 2)]);
+        let parent = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
+                t.write(0, 100);
+                close_and_push(&t, &s, 0, 1);
+            })
+        };
+        let linker = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                for (task, edge) in [(1u32, 0u32), (2, 1)] {
+                    if stream::link_and_open(&s.stream(), &t.pending, task, edge..edge + 1) {
+                        t.queues().push_fenced(1, task | COUNTED);
+                    }
+                }
+            })
+        };
+        let got = sorted(pop_ready(&t, 1, 2));
+        assert_eq!(got, [(1, 0xFF01), (2, 0xFF02)]);
+        assert_eq!(t.read(0), 100);
+        parent.join().unwrap();
+        linker.join().unwrap();
+        t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
     });
 }

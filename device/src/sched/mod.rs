@@ -28,6 +28,7 @@ pub mod queue;
 #[cfg(not(loom))]
 mod release;
 pub mod sm;
+pub mod stream;
 #[cfg(not(loom))]
 mod tables;
 #[cfg(not(loom))]

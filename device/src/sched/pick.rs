@@ -232,9 +232,10 @@ pub(super) trait Pick<'a>: Tables<'a> {
                 if self.aborted() {
                     return command::ABORT;
                 }
-                // Relaxed: `completed == n_tasks` means no task remains anywhere; nothing is read
-                // after.
-                if self.completed().load(Gpu, Relaxed) >= self.n_tasks() {
+                // Relaxed: `completed == total` means no task remains anywhere; nothing is read
+                // after. (A streamed region's total stays above every count until its last
+                // batch is published.)
+                if self.completed().load(Gpu, Relaxed) >= self.total() {
                     return command::DONE;
                 }
             }

@@ -5,6 +5,7 @@
 
 use super::leader::{Leader, row, running};
 use super::queue::COUNTED;
+use super::stream::{self, Stream};
 use super::tables::Tables;
 use super::{at, deps, policy};
 use crate::arch;
@@ -160,6 +161,27 @@ pub(super) fn release_wide<'a>(rt: &impl Tables<'a>, me: Leader, queued: bool) -
         i += threads;
     }
     kept
+}
+
+/// C and D for a streamed region's cross edges ([`stream`]), by the leader, after the CSR row's
+/// release: closes the finished task's list, releases every child on it (all counted), and pushes
+/// the freed ones where the policy sends a pushed child. Out of line: a region that does not
+/// stream never calls it.
+#[inline(never)]
+pub(super) fn release_streamed<'a>(rt: &impl Tables<'a>, stream: &Stream<'a>, me: Leader) {
+    let task = running(me.words);
+    // The body's release (the row's release may not have fenced: no counted child, no push).
+    fence(Gpu);
+    let mut e = stream.close(task);
+    while e != stream::OPEN {
+        let next = stream.next(e);
+        if let Some(child) = stream::release(stream, rt.pending(), e) {
+            let base = policy::base(rt.policy(), rt, 1, &me);
+            let to = rt.target(base, 0, child, task, me.worker());
+            rt.queues().push_fenced(to, child | COUNTED);
+        }
+        e = next;
+    }
 }
 
 /// The wide fan-out's placement, by the leader: which of the `freed` children in the list it

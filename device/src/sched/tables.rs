@@ -12,8 +12,9 @@
 
 use super::at;
 use super::queue::Queues;
+use super::stream::{EDGE_WORDS, Stream};
 use crate::abi::{
-    ArrayDesc, Counters, FLAG_GANGS, RegionDesc, TaskRecord, TraceRecord, WorkerStats,
+    ArrayDesc, Counters, FLAG_GANGS, FLAG_STREAM, RegionDesc, TaskRecord, TraceRecord, WorkerStats,
 };
 use crate::atomic::AtomicU32;
 
@@ -60,6 +61,24 @@ pub trait Tables<'a> {
     fn current(&self) -> &'a [AtomicU32];
     /// One trace record per task, or null.
     fn trace(&self) -> *mut TraceRecord;
+
+    /// A streamed region's cross-edge lists and total ([`FLAG_STREAM`], see
+    /// [`stream`](super::stream)); `None` otherwise, and always on the GPU's persistent kernel,
+    /// which does not stream yet.
+    #[inline(always)]
+    fn stream(&self) -> Option<Stream<'a>> {
+        None
+    }
+
+    /// The count of completed tasks at which the region ends: its tasks, or a streamed region's
+    /// total once the host has published it.
+    #[inline(always)]
+    fn total(&self) -> u32 {
+        match self.stream() {
+            Some(stream) => stream.total(),
+            None => self.n_tasks(),
+        }
+    }
 
     /// The gang words of a region with wide tasks ([`FLAG_GANGS`]): two per task, after the
     /// dependence counters (see [`crate::gang`]); empty otherwise.
@@ -139,6 +158,7 @@ pub struct WorkerView<'a> {
     stats: *mut WorkerStats,
     current: &'a [AtomicU32],
     trace: *mut TraceRecord,
+    stream: Option<Stream<'a>>,
 }
 
 // SAFETY: the raw `stats` and `trace` tables are written at distinct indices by distinct workers.
@@ -196,6 +216,14 @@ impl<'a> WorkerView<'a> {
                 stats: desc.stats as *mut WorkerStats,
                 current: table(desc.current, w),
                 trace: desc.trace as *mut TraceRecord,
+                stream: (desc.flags & FLAG_STREAM != 0).then(|| Stream {
+                    heads: table(desc.stream_heads, n),
+                    edges: table(
+                        desc.stream_edges,
+                        desc.stream_edges_len as usize * EDGE_WORDS,
+                    ),
+                    total: AtomicU32::from_ptr(desc.stream_total as *mut u32),
+                }),
             }
         }
     }
@@ -281,6 +309,10 @@ impl<'a> Tables<'a> for WorkerView<'a> {
     #[inline(always)]
     fn trace(&self) -> *mut TraceRecord {
         self.trace
+    }
+    #[inline(always)]
+    fn stream(&self) -> Option<Stream<'a>> {
+        self.stream
     }
 }
 

@@ -3,7 +3,7 @@
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, pick, pick_gang};
 use super::policy;
-use super::release::{LEADER_FANOUT, release_narrow, release_wide};
+use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
 use super::tables::Tables;
 use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE};
 use crate::arch;
@@ -152,6 +152,9 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
             }
         } else {
             kept = release_wide(rt, me, queued);
+        }
+        if leader && let Some(stream) = rt.stream() {
+            release_streamed(rt, &stream, me);
         }
         if leader {
             end_task(rt, me);
