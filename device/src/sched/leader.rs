@@ -159,8 +159,9 @@ pub(super) fn row<'a>(rt: &impl Tables<'a>, words: Words) -> &'a [u32] {
         words.load(words::ROW) as usize,
         words.load(words::ROW_END) as usize,
     );
-    // SAFETY: the record's bounds come from `offsets`, whose entries index `children`.
-    unsafe { rt.children().get_unchecked(row..end) }
+    // SAFETY: the record's bounds come from `offsets`, whose entries index `children`; the row is
+    // published with its task.
+    unsafe { rt.children().range(row..end) }
 }
 
 /// The running task (after the barrier that starts it).

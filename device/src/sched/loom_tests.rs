@@ -1184,6 +1184,9 @@ fn close_and_push(t: &Tables, s: &StreamWords, task: u32, to: u32) {
     fence(Gpu);
     let stream = s.stream();
     let mut e = stream.close(task);
+    if e != stream::OPEN {
+        fence(Gpu);
+    }
     while e != stream::OPEN {
         let next = stream.next(e);
         if let Some(child) = stream::release(&stream, &t.pending, e) {
@@ -1197,8 +1200,9 @@ fn close_and_push(t: &Tables, s: &StreamWords, task: u32, to: u32) {
 /// thread while the linker, another, writes task 1's record (its payload here), links its cross
 /// edge from task 0 and takes its guard (`pending[1]` = one parent + the guard). Whichever of the
 /// worker's close and the linker's link comes first, task 1 is pushed exactly once, and the
-/// worker that pops it sees both task 0's result (through the close or the counter) and the
-/// record the linker wrote; the list ends closed, the counter at zero.
+/// worker that pops it sees the record the linker wrote as soon as it has the link (the closing
+/// worker fences again before it pushes: without that fence this model reports a data race), and
+/// task 0's result after its acquire; the list ends closed, the counter at zero.
 #[test]
 fn loom_a_batch_is_published_while_its_parent_runs() {
     model(|| {
@@ -1223,8 +1227,16 @@ fn loom_a_batch_is_published_while_its_parent_runs() {
                 s.stream().end(2);
             })
         };
-        // The consumer: worker 1 pops task 1 and reads what both wrote.
-        assert_eq!(pop_ready(&t, 1, 1), [(1, 201)]);
+        // The consumer: worker 1 pops task 1 and, as `Pick::take` does, reads its record (the
+        // payload the linker wrote) before it acquires the counter, then what the parent wrote.
+        let link = loop {
+            match t.queues().pop(1) {
+                Some(link) => break link,
+                None => thread::yield_now(),
+            }
+        };
+        assert_eq!(t.read(1), 201);
+        assert_eq!(take(&t, link), 1);
         assert_eq!(t.read(0), 100);
         parent.join().unwrap();
         linker.join().unwrap();

@@ -42,7 +42,7 @@ pub use crate::words::{self, command};
 #[cfg(target_arch = "nvptx64")]
 pub use tables::BlockTables;
 #[cfg(not(loom))]
-pub use tables::{Tables, WorkerView};
+pub use tables::{Table, Tables, WorkerView};
 #[cfg(not(loom))]
 pub use worker::{Dispatch, run_worker};
 

@@ -4,7 +4,7 @@
 use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record};
 use super::queue::{self, COUNTED};
 use super::tables::Tables;
-use super::{at, deps, policy};
+use super::{deps, policy};
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::*};
 use crate::gang;
@@ -170,15 +170,15 @@ pub(super) trait Pick<'a>: Tables<'a> {
         debug_assert!(t < self.n_tasks() as usize);
         let (tasks, offsets) = (self.tasks(), self.offsets());
         // SAFETY: `tasks` and `offsets` have `n_tasks + 1` entries, and `task < n_tasks` comes
-        // from the queues or the CSR.
+        // from the queues or the CSR; the task is published, and so are the bounds after it.
         unsafe {
-            let this = *at(tasks, t);
+            let this = tasks.get(t);
             Record {
                 kind: this.kind,
                 args: this.args,
-                args_end: at(tasks, t + 1).args,
-                row: *at(offsets, t),
-                row_end: *at(offsets, t + 1),
+                args_end: tasks.args(t + 1),
+                row: offsets.get(t),
+                row_end: offsets.get(t + 1),
             }
         }
     }

@@ -173,6 +173,12 @@ pub(super) fn release_streamed<'a>(rt: &impl Tables<'a>, stream: &Stream<'a>, me
     // The body's release (the row's release may not have fenced: no counted child, no push).
     fence(Gpu);
     let mut e = stream.close(task);
+    if e != stream::OPEN {
+        // The close acquired the host's writes of the children's batches: this fence makes the
+        // pushes below release them too, for a worker that pops a child reads its record before
+        // it acquires the child's counter (`Pick::take`).
+        fence(Gpu);
+    }
     while e != stream::OPEN {
         let next = stream.next(e);
         if let Some(child) = stream::release(stream, rt.pending(), e) {

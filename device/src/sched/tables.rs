@@ -10,7 +10,6 @@
 //!    loop into a register.
 //! 3. The worker loop is written once against [`Tables`], which both implement.
 
-use super::at;
 use super::queue::Queues;
 use super::stream::{EDGE_WORDS, Stream};
 use crate::abi::{
@@ -28,15 +27,15 @@ pub trait Tables<'a> {
     /// The region's `FLAG_*` bits.
     fn flags(&self) -> u32;
     /// Each task's kind and first argument word, `n_tasks + 1` records.
-    fn tasks(&self) -> &'a [TaskRecord];
+    fn tasks(&self) -> Table<'a, TaskRecord>;
     /// The argument words.
-    fn args(&self) -> &'a [u64];
+    fn args(&self) -> Table<'a, u64>;
     /// The region's arrays (on the GPU, the block's shared copy when it has one).
     fn arrays(&self) -> &'a [ArrayDesc];
     /// The CSR row offsets, `n_tasks + 1`.
-    fn offsets(&self) -> &'a [u32];
+    fn offsets(&self) -> Table<'a, u32>;
     /// The CSR children.
-    fn children(&self) -> &'a [u32];
+    fn children(&self) -> Table<'a, u32>;
     /// Unfinished parents per task.
     fn pending(&self) -> &'a [AtomicU32];
     /// Critical-path bottom levels.
@@ -124,13 +123,102 @@ pub trait Tables<'a> {
         // SAFETY: `tasks` has `n_tasks + 1` records whose `args` are non-decreasing offsets into
         // `args`, and `task < n_tasks` comes from the queues or CSR.
         unsafe {
-            let record = *at(tasks, t);
-            let end = at(tasks, t + 1).args as usize;
-            (
-                record.kind,
-                self.args().get_unchecked(record.args as usize..end),
-            )
+            let record = tasks.get(t);
+            let end = tasks.args(t + 1) as usize;
+            (record.kind, self.args().range(record.args as usize..end))
         }
+    }
+}
+
+/// A table the workers only read, reached entry by entry: no reference covers the whole of it,
+/// for a streamed region's host appends to it while they run (see [`stream`](super::stream)).
+/// A reference is made only to a range already published, which nobody writes again.
+#[derive(Clone, Copy)]
+pub struct Table<'a, T> {
+    ptr: *const T,
+    len: usize,
+    life: core::marker::PhantomData<&'a [T]>,
+}
+
+impl<'a, T: Copy> Table<'a, T> {
+    /// The table of a slice.
+    #[inline(always)]
+    pub fn of(slice: &'a [T]) -> Self {
+        Self {
+            ptr: slice.as_ptr(),
+            len: slice.len(),
+            life: core::marker::PhantomData,
+        }
+    }
+
+    /// The table of `len` entries at `addr` (none when `len == 0`).
+    ///
+    /// # Safety
+    /// `addr` must be valid for reads of `len` entries of `T` for `'a`.
+    #[inline(always)]
+    pub unsafe fn from_raw(addr: u64, len: usize) -> Self {
+        Self {
+            ptr: if len == 0 {
+                core::ptr::NonNull::dangling().as_ptr()
+            } else {
+                addr as *const T
+            },
+            len,
+            life: core::marker::PhantomData,
+        }
+    }
+
+    /// Its entries.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has none.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Entry `i`, unchecked in release builds.
+    ///
+    /// # Safety
+    /// `i < len`, and entry `i` is published (nobody writes it any more).
+    #[inline(always)]
+    pub unsafe fn get(&self, i: usize) -> T {
+        debug_assert!(
+            i < self.len,
+            "scheduler table index {i} out of {}",
+            self.len
+        );
+        // SAFETY: the caller's promise.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Entries `range`, unchecked in release builds.
+    ///
+    /// # Safety
+    /// `range` lies within the table and is published.
+    #[inline(always)]
+    pub unsafe fn range(&self, range: core::ops::Range<usize>) -> &'a [T] {
+        debug_assert!(range.start <= range.end && range.end <= self.len);
+        // SAFETY: the caller's promise.
+        unsafe { core::slice::from_raw_parts(self.ptr.add(range.start), range.end - range.start) }
+    }
+}
+
+impl Table<'_, TaskRecord> {
+    /// The first argument word of record `i` (a field read alone: the host may be writing the
+    /// kind, of the first task of a batch not yet published, while a worker reads the `args` of
+    /// that record as the end of the task before).
+    ///
+    /// # Safety
+    /// As for [`Table::get`], for the field.
+    #[inline(always)]
+    pub unsafe fn args(&self, i: usize) -> u32 {
+        debug_assert!(i < self.len);
+        // SAFETY: the caller's promise; no reference to the record is made.
+        unsafe { (*self.ptr.add(i)).args }
     }
 }
 
@@ -139,11 +227,11 @@ pub struct WorkerView<'a> {
     n_tasks: u32,
     policy: u32,
     flags: u32,
-    tasks: &'a [TaskRecord],
-    args: &'a [u64],
+    tasks: Table<'a, TaskRecord>,
+    args: Table<'a, u64>,
     arrays: &'a [ArrayDesc],
-    offsets: &'a [u32],
-    children: &'a [u32],
+    offsets: Table<'a, u32>,
+    children: Table<'a, u32>,
     pending: &'a [AtomicU32],
     rank: &'a [u32],
     affine: &'a [u32],
@@ -187,21 +275,20 @@ impl<'a> WorkerView<'a> {
         let per_task = |ptr: u64| if ptr == 0 { 0 } else { n };
         // SAFETY: each table's length is the documented one; the caller vouches for the pointers.
         unsafe {
-            let offsets: &[u32] = table(desc.offsets, n + 1);
-            let edges = offsets.last().copied().unwrap_or(0) as usize;
+            // Entry by entry (see `Table`): the last offset and record bound the CSR and the
+            // argument words.
+            let offsets: Table<u32> = Table::from_raw(desc.offsets, n + 1);
+            let tasks: Table<TaskRecord> = Table::from_raw(desc.tasks, n + 1);
             let counters = desc.counters as *mut Counters;
             Self {
                 n_tasks: desc.n_tasks,
                 policy: desc.policy,
                 flags: desc.flags,
-                tasks: table(desc.tasks, n + 1),
-                args: table(
-                    desc.args,
-                    table::<TaskRecord>(desc.tasks, n + 1)[n].args as usize,
-                ),
+                tasks,
+                args: Table::from_raw(desc.args, tasks.args(n) as usize),
                 arrays: table(desc.arrays, desc.n_arrays as usize),
                 offsets,
-                children: table(desc.children, edges),
+                children: Table::from_raw(desc.children, offsets.get(n) as usize),
                 pending: table(desc.pending, n),
                 rank: table(desc.rank, n),
                 affine: table(desc.affine, per_task(desc.affine)),
@@ -243,11 +330,11 @@ impl<'a> Tables<'a> for WorkerView<'a> {
         self.flags
     }
     #[inline(always)]
-    fn tasks(&self) -> &'a [TaskRecord] {
+    fn tasks(&self) -> Table<'a, TaskRecord> {
         self.tasks
     }
     #[inline(always)]
-    fn args(&self) -> &'a [u64] {
+    fn args(&self) -> Table<'a, u64> {
         self.args
     }
     #[inline(always)]
@@ -255,11 +342,11 @@ impl<'a> Tables<'a> for WorkerView<'a> {
         self.arrays
     }
     #[inline(always)]
-    fn offsets(&self) -> &'a [u32] {
+    fn offsets(&self) -> Table<'a, u32> {
         self.offsets
     }
     #[inline(always)]
-    fn children(&self) -> &'a [u32] {
+    fn children(&self) -> Table<'a, u32> {
         self.children
     }
     #[inline(always)]
@@ -325,7 +412,7 @@ mod gpu {
     use core::marker::PhantomData;
     use core::mem::offset_of;
 
-    use super::{Tables, WorkerView};
+    use super::{Table, Tables, WorkerView};
     use crate::abi::{ArrayDesc, RegionDesc, TaskRecord, TraceRecord, WorkerStats};
     use crate::atomic::AtomicU32;
     use crate::sched::queue::Queues;
@@ -343,6 +430,14 @@ mod gpu {
             debug_assert!(u32::try_from(table.len()).is_ok());
             Self {
                 addr: table.as_ptr() as u64,
+                len: table.len() as u64,
+            }
+        }
+
+        fn of_table<T: Copy>(table: Table<'_, T>) -> Self {
+            debug_assert!(u32::try_from(table.len()).is_ok());
+            Self {
+                addr: table.ptr as u64,
                 len: table.len() as u64,
             }
         }
@@ -414,8 +509,8 @@ mod gpu {
     unsafe fn publish_tables(desc: &RegionDesc, copied: bool) {
         // SAFETY: forwarded.
         let rt = unsafe { WorkerView::from_desc(desc) };
-        put!(tasks, Slot::of(rt.tasks));
-        put!(args, Slot::of(rt.args));
+        put!(tasks, Slot::of_table(rt.tasks));
+        put!(args, Slot::of_table(rt.args));
         let arrays = Slot::of(rt.arrays);
         put!(
             arrays,
@@ -428,8 +523,8 @@ mod gpu {
                 arrays
             }
         );
-        put!(offsets, Slot::of(rt.offsets));
-        put!(children, Slot::of(rt.children));
+        put!(offsets, Slot::of_table(rt.offsets));
+        put!(children, Slot::of_table(rt.children));
         put!(pending, Slot::of(rt.pending));
     }
 
@@ -572,24 +667,24 @@ mod gpu {
             slot::<{ offset_of!(Header, flags) }>().0 as u32
         }
         #[inline(always)]
-        fn tasks(&self) -> &'a [TaskRecord] {
-            slice!(tasks)
+        fn tasks(&self) -> Table<'a, TaskRecord> {
+            Table::of(slice!(tasks))
         }
         #[inline(always)]
-        fn args(&self) -> &'a [u64] {
-            slice!(args)
+        fn args(&self) -> Table<'a, u64> {
+            Table::of(slice!(args))
         }
         #[inline(always)]
         fn arrays(&self) -> &'a [ArrayDesc] {
             slice!(arrays)
         }
         #[inline(always)]
-        fn offsets(&self) -> &'a [u32] {
-            slice!(offsets)
+        fn offsets(&self) -> Table<'a, u32> {
+            Table::of(slice!(offsets))
         }
         #[inline(always)]
-        fn children(&self) -> &'a [u32] {
-            slice!(children)
+        fn children(&self) -> Table<'a, u32> {
+            Table::of(slice!(children))
         }
         #[inline(always)]
         fn pending(&self) -> &'a [AtomicU32] {

@@ -208,7 +208,7 @@ unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
     );
     // SAFETY: the record's bounds come from the tables, whose `args` entries are non-decreasing
     // offsets into `args`.
-    let args = unsafe { rt.args().get_unchecked(args..args_end) };
+    let args = unsafe { rt.args().range(args..args_end) };
     // SAFETY: the scratch is this block's, as the caller guarantees.
     let mut block = unsafe { Block::new(task, worker, scratch, scratch_bytes) };
     if rank != command::NONE {
