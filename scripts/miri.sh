@@ -11,7 +11,8 @@
 #   B. taskweave-host's unit tests, by name: the CPU backend on a hand-built region and the
 #      backends' parts that need no GPU (`backend::`: the host image of the GPU tables), the
 #      recorder's limits (`inspect::`), the GPU helpers that need no GPU (`gpu::`: PTX targets, the
-#      chunks and pipeline of the pinned transfers), resident arrays (`resident::`);
+#      chunks and pipeline of the pinned transfers), resident arrays (`resident::`), and a streamed
+#      region on the CPU backend (`stream::`, one test);
 #   C. cross-crate: every CPU-backend test, threads sharing a runtime, inferred accesses (with fewer
 #      property cases under `cfg(miri)`), SM-aware workers and the affinity and priority policies'
 #      tables (fewer policies and rounds under `cfg(miri)`), submitted regions, resident arrays, an
@@ -109,6 +110,10 @@
 #| device/src/sched/tables.rs | table | 2 | miri: A, B, C
 #| device/src/sched/tables.rs | from_desc | 2 | miri: A, B, C
 #| device/src/sched/tables.rs | task | 1 | miri: A (the level-by-level entry points)
+#| device/src/sched/tables.rs | from_raw | 1 | miri: A, B, C (every worker view's tables read entry by entry)
+#| device/src/sched/tables.rs | get | 2 | miri: A, B, C (as from_raw: a task's record, its CSR bounds)
+#| device/src/sched/tables.rs | args | 2 | miri: A, B, C (as from_raw: a record's first argument word, read alone; B's streamed test reads the bound of a batch the host is appending to)
+#| device/src/sched/tables.rs | range | 2 | miri: A, B, C (as from_raw: a task's argument words and CSR row)
 #| device/src/sched/tables.rs | gangs | 1 | miri: C (tests/wide_tasks.rs: the gang words after the counters)
 #| device/src/sched/tables.rs | gang_slots | 1 | miri: C (tests/wide_tasks.rs: the slot line, read at every pick of a region with wide tasks)
 #| device/src/sched/tables.rs | slot | 1 | not: nvptx64 (the block's table header in shared memory: ld.shared)
@@ -296,8 +301,8 @@
 #| host/src/backend/arena.rs | arm | 1 | not: driver (the mapped done word)
 #| host/src/backend/arena.rs | done | 1 | not: driver (the mapped done word)
 #| host/src/backend/arena.rs | record_and_stats | 1 | not: driver (mapped pinned memory the kernel wrote)
-#| host/src/backend/cpu.rs | execute | 3 | miri: B, C
-#| host/src/backend/cpu.rs | run | 1 | miri: B (the test's dispatch)
+#| host/src/backend/cpu.rs | execute | 2 | miri: B, C
+#| host/src/backend/cpu.rs | run | 5 | miri: B, C (the worker pool: the workers' view of the tables, each lane's worker loop, the watchdog's read of the running tasks; and the test's dispatch)
 #| host/src/backend/cuda_graph.rs | impl Send for Cached | 1 | not: driver (a CUDA graph)
 #| host/src/backend/cuda_graph.rs | drop | 1 | not: driver
 #| host/src/backend/cuda_graph.rs | build | 4 | not: driver
@@ -347,6 +352,14 @@
 #| host/src/resident.rs | cuda_view | 1 | not: driver (the arm of an array on the GPU; one in host memory has no cudarc view)
 #| host/src/resident.rs | cuda_view_mut | 1 | not: driver (as cuda_view)
 #| host/src/resident.rs | into_cuda | 1 | not: driver (as cuda_view)
+#| host/src/stream.rs | drop | 1 | miri: B (stream::tests::batches_are_fed_while_the_body_records)
+#| host/src/stream.rs | impl <T: Send> Send for Raw<T> | 1 | miri: B (as above)
+#| host/src/stream.rs | impl <T: Sync> Sync for Raw<T> | 1 | miri: B (as above)
+#| host/src/stream.rs | publish | 3 | miri: B (as above: the task records written while the workers run)
+#| host/src/stream.rs | run | 1 | miri: B (as above: the test's dispatch)
+#| host/src/stream.rs | run_cpu | 2 | miri: B (as above)
+#| host/src/stream.rs | run_rest | 1 | not: reached only by a region past its tables' capacity, in property tests too slow to interpret (natively: stream::tests::a_region_past_the_capacity_runs_its_rest_apart); the same pool as run_cpu's
+#| host/src/stream.rs | set | 1 | miri: B (as above)
 #| host/src/submit.rs | detach | 1 | miri: C (submitted regions' copies of their host arrays)
 #| host/src/submit.rs | impl Send for Job | 1 | miri: C (jobs handed to the helper threads)
 #| host/src/submit.rs | finish | 2 | miri: C
@@ -376,7 +389,8 @@ side_pid=$!
 trap 'kill "$side_pid" 2>/dev/null || true; rm -f "$side_log"' EXIT
 cargo miri test -p taskweave-device --lib
 cargo miri test -p taskweave-tile --lib -- "${skips[@]}"
-cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident::
+cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident:: \
+    stream::tests::batches_are_fed_while_the_body_records
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
     --test inferred_access --test sm_aware --test async_regions --test resident \
     --test unsafe_task --test plans --test wide_tasks -- --test-threads=1

@@ -219,7 +219,49 @@ pub struct Recorder {
     max_tasks: u32,
     /// The most argument words: `u32::MAX`, as the task table's offsets are `u32`.
     max_args: u64,
+    /// A streamed region's feed, handed each batch of tasks as soon as their edges are known.
+    feeding: Option<Feeding>,
 }
+
+/// A batch of recorded tasks, with their edges, handed to a streamed region's [`Feed`].
+pub(crate) struct Batch<'r> {
+    /// The region id of the batch's first task.
+    pub first: u32,
+    /// The batch's task records, then the record after them (its `args` the end of the batch's
+    /// argument words; its kind not yet known).
+    pub records: &'r [TaskRecord],
+    /// Every argument word recorded so far.
+    pub args: &'r [u64],
+    /// The edges into the batch's tasks, `(child, parent)`, grouped by array (a parent may repeat
+    /// for a child).
+    pub edges: &'r [(u32, u32)],
+}
+
+/// Where a streamed region's batches go (see [`Recorder::with_feed`]).
+pub(crate) trait Feed {
+    /// Takes the next batch: its tasks follow the last batch's.
+    fn batch(&mut self, batch: Batch<'_>);
+}
+
+/// A recorder's feed and how far it fed.
+struct Feeding {
+    feed: Box<dyn Feed>,
+    /// Tasks handed over so far.
+    fed: usize,
+    /// The task count at which the next batch goes.
+    next_at: usize,
+    /// How many tasks the next batch holds.
+    size: usize,
+    /// Per array, how far the tracker's edges were read.
+    cursors: Vec<usize>,
+    edges: Vec<(u32, u32)>,
+}
+
+/// The first batch of a streamed region: small, so that the workers start early. Each next batch
+/// is twice as large, up to [`MAX_BATCH`].
+const FIRST_BATCH: usize = 64;
+/// The largest batch.
+const MAX_BATCH: usize = 8192;
 
 /// What the last inspection of each region recorded: its tasks, argument words and tile-path
 /// tables, by region name. The next inspection of the region reserves as much up front: a
@@ -237,6 +279,11 @@ fn sizes() -> std::sync::MutexGuard<'static, std::collections::HashMap<&'static 
     static SIZES: OnceLock<std::sync::Mutex<std::collections::HashMap<&'static str, Sizes>>> =
         OnceLock::new();
     (SIZES.get_or_init(Default::default).lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How many tasks the last inspection of region `region` in this process recorded (0: none).
+pub(crate) fn size_hint(region: &str) -> usize {
+    sizes().get(region).map_or(0, |s| s.tasks)
 }
 
 impl Recorder {
@@ -274,7 +321,62 @@ impl Recorder {
             ranges: None,
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
+            feeding: None,
         }
+    }
+
+    /// Hands `feed` each batch of recorded tasks as soon as their edges are known: while every
+    /// writable array keeps to the tile path (see `graph::DepTracker::edges_known`). Once one
+    /// leaves it, nothing more is fed: the rest of the region's tasks are the caller's to hand on
+    /// when it is finished ([`Recorder::fed`] says how many were fed). Before the first task.
+    pub(crate) fn with_feed(mut self, feed: Box<dyn Feed>) -> Self {
+        self.tracking.stay_inline();
+        self.feeding = Some(Feeding {
+            feed,
+            fed: 0,
+            next_at: FIRST_BATCH,
+            size: FIRST_BATCH,
+            cursors: Vec::new(),
+            edges: Vec::new(),
+        });
+        self
+    }
+
+    /// Feeds the tasks recorded since the last batch, if their edges are known; else stops
+    /// feeding for good.
+    #[cold]
+    pub(crate) fn feed(&mut self) {
+        let Some(feeding) = &mut self.feeding else {
+            return;
+        };
+        let tracker = self.tracking.on_this_thread().filter(|t| t.edges_known());
+        let (Some(tracker), true) = (tracker, self.tasks.len() > feeding.fed) else {
+            if self.tasks.len() > feeding.fed {
+                feeding.next_at = usize::MAX;
+            }
+            return;
+        };
+        tracker.new_edges(&mut feeding.cursors, &mut feeding.edges);
+        // The record after the batch: where its argument words end.
+        self.tasks.push(TaskRecord {
+            kind: u32::MAX,
+            args: self.args.len() as u32,
+        });
+        feeding.feed.batch(Batch {
+            first: feeding.fed as u32,
+            records: &self.tasks[feeding.fed..],
+            args: &self.args,
+            edges: &feeding.edges,
+        });
+        self.tasks.pop();
+        feeding.fed = self.tasks.len();
+        feeding.size = (feeding.size * 2).min(MAX_BATCH);
+        feeding.next_at = feeding.fed + feeding.size;
+    }
+
+    /// Tasks handed to the feed so far (see [`Recorder::with_feed`]).
+    pub(crate) fn fed(&self) -> usize {
+        self.feeding.as_ref().map_or(0, |f| f.fed)
     }
 
     /// Keeps each task's ranges, for [`Inspection::affine_parents`]. Only the affinity policy
@@ -438,6 +540,11 @@ impl Recorder {
         });
         self.args.extend_from_slice(words);
         self.locations.push(location);
+        if let Some(feeding) = &self.feeding
+            && self.tasks.len() >= feeding.next_at
+        {
+            self.feed();
+        }
         Ok(())
     }
 

@@ -37,6 +37,7 @@ mod report;
 mod resident;
 mod runtime;
 mod sm;
+mod stream;
 mod submit;
 mod symbols;
 mod tables;

@@ -59,6 +59,9 @@ pub struct Options {
     pub critical_sms: u32,
     /// Threads per emulated block on the CPU backend.
     pub cpu_lanes: u32,
+    /// Stream the call: start its tasks while the body still records them (see
+    /// [`Region::stream`](crate::Region::stream)).
+    pub stream: bool,
     /// Bytes of shared scratch per block, for `Block::shared` and the tile library; `None`: the
     /// default ([`Options::default_scratch`]).
     pub shared_bytes: Option<u32>,
@@ -87,6 +90,7 @@ impl Default for Options {
             sm_set: None,
             critical_sms: 0,
             cpu_lanes: 1,
+            stream: false,
             shared_bytes: None,
             trace: false,
             watchdog: Duration::from_secs(10),

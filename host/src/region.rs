@@ -261,6 +261,22 @@ impl<'a> Region<'a> {
         self
     }
 
+    /// Streams the call (default off): its tasks start on the workers while the body still
+    /// records them, a batch at a time, instead of after the whole region is inspected. A region
+    /// called once then waits for its body and the last of its tasks, not for both one after the
+    /// other. The results are the same as without streaming, and a body that fails or panics
+    /// leaves the region's arrays as they were.
+    ///
+    /// Streams on the CPU backend, for regions without wide tasks, trace or SM-aware workers,
+    /// under the policies that do not plan ahead; a call that cannot stream runs as it would
+    /// without (see [`Report::streamed`]). Batches go while every array the region writes keeps
+    /// to whole tiles of one size, whose edges are known as each task is recorded; the rest of
+    /// the region goes when its body returns.
+    pub fn stream(mut self, on: bool) -> Self {
+        self.options.stream = on;
+        self
+    }
+
     /// Threads per emulated block on the CPU backend (default 1).
     pub fn cpu_lanes(mut self, lanes: u32) -> Self {
         self.options.cpu_lanes = lanes.max(1);
@@ -334,6 +350,49 @@ impl<'a> Region<'a> {
             edit(&mut inspection);
         }
         Ok(inspection)
+    }
+
+    /// Runs the region streamed on the CPU backend's `workers` threads (see [`Region::stream`]);
+    /// `capacity` sets the tables' task capacity (tests; `None`: the default), `keep_edges` keeps
+    /// every edge it fed (tests).
+    pub(crate) fn run_streamed(
+        mut self,
+        workers: u32,
+        capacity: Option<usize>,
+        keep_edges: bool,
+    ) -> Result<crate::stream::Streamed, Error> {
+        let body = self.body.take();
+        let (meta, options) = (self.meta, self.options.clone());
+        let hint = capacity.unwrap_or(crate::inspect::size_hint(meta.name) + 1);
+        let arrays = std::mem::take(&mut self.arrays);
+        let infos: Vec<_> = arrays.iter().map(|b| b.info).collect();
+        let at_least = capacity.is_none();
+        crate::stream::run_cpu(
+            meta,
+            options,
+            &arrays,
+            workers,
+            (hint, at_least),
+            keep_edges,
+            |feed| {
+                let start = Instant::now();
+                let mut recorder = Recorder::new(meta.name, meta.kinds, infos)
+                    .with_args(meta.args)
+                    .with_blocks(meta.dispatch)
+                    .with_feed(feed);
+                if self.options.run_policy().row().needs_ranges {
+                    recorder = recorder.with_ranges();
+                }
+                if let Some(body) = body {
+                    body(&mut recorder)?;
+                }
+                // What went while the body ran; then what it recorded since.
+                let early = recorder.fed();
+                recorder.feed();
+                let fed = recorder.fed();
+                Ok((recorder.finish(start)?, fed, early))
+            },
+        )
     }
 
     /// The region's plan, and its arrays: the body inspected once.
@@ -416,6 +475,11 @@ impl<'a> Region<'a> {
                 runtime.keep_plan(key.clone(), plan);
             }
             return report.map(|r| r.since(start));
+        }
+        if let Some(workers) = runtime.cpu_workers()
+            && crate::stream::streams(&self.meta, &self.options, &self.arrays)
+        {
+            return Ok(self.run_streamed(workers, None, false)?.report);
         }
         let (mut plan, arrays, prestaged, loading) = self.into_plan_uploading(runtime)?;
         let spent = (plan.inspection().time, plan.inspection().edges_time);

@@ -62,6 +62,9 @@ pub struct Report {
     /// [`Runtime::cache_plans`](crate::Runtime::cache_plans)). Such a call inspects nothing
     /// unless the plan verifies ([`Plan::verify`](crate::Plan::verify)).
     pub reused: bool,
+    /// Whether the call streamed: its tasks ran while its body still recorded them
+    /// ([`Region::stream`](crate::Region::stream)).
+    pub streamed: bool,
     /// One record per worker.
     pub worker_stats: Vec<WorkerStats>,
     /// One record per task, when tracing was on.
@@ -171,6 +174,7 @@ impl Report {
                 ..Phases::default()
             },
             reused: call.reused,
+            streamed: false,
             task_kinds: trace.is_some().then(|| {
                 ins.tasks[..ins.task_count()]
                     .iter()
@@ -399,6 +403,7 @@ mod tests {
             host_time: Duration::ZERO,
             phases: Phases::default(),
             reused: false,
+            streamed: false,
             worker_stats: Vec::new(),
             trace: Some(trace),
             kinds: &["a", "b", "c"],

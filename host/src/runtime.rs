@@ -296,6 +296,14 @@ impl Runtime {
         }
     }
 
+    /// The worker threads of a CPU runtime; `None` on a GPU runtime.
+    pub(crate) fn cpu_workers(&self) -> Option<u32> {
+        match &self.engine {
+            Engine::Cpu { workers } => Some(*workers),
+            _ => None,
+        }
+    }
+
     /// Runs `call` on the backend its options name, or the runtime's own.
     pub(crate) fn execute(
         &self,

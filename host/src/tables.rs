@@ -25,6 +25,21 @@ const _: () = assert!(std::mem::offset_of!(Counters, gang) == GANG_WORD * 4);
 /// [`Counters::gang`]'s first word.
 const GANG_WORD: usize = 64;
 
+impl CounterWords {
+    /// The counters as a run starts: none completed, the round-robin cursor at `grr`, the gang
+    /// slots empty, as many usable as leave a worker free whatever gangs of `widest` blocks hold.
+    pub fn fresh(workers: u32, grr: u32, widest: u32) -> Box<Self> {
+        let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
+        counters.0[32].store(grr, Ordering::Relaxed);
+        for slot in &counters.0[GANG_WORD + gang::FIRST..] {
+            slot.store(gang::EMPTY, Ordering::Relaxed);
+        }
+        counters.0[GANG_WORD + gang::COUNT]
+            .store(gang::slots_for(workers, widest), Ordering::Relaxed);
+        counters
+    }
+}
+
 impl Clone for CounterWords {
     fn clone(&self) -> Self {
         Self(std::array::from_fn(|i| {
@@ -101,15 +116,8 @@ impl Tables {
         let mut head = vec![0; w];
         let mut tail = vec![0; w];
         queue::link_initial(&mut next, &mut head, &mut tail, n as u32, &list_refs);
-        let counters = Box::new(CounterWords(std::array::from_fn(|_| AtomicU32::new(0))));
-        counters.0[32].store((dag.ready.len() % w) as u32, Ordering::Relaxed);
-        for slot in &counters.0[GANG_WORD + gang::FIRST..] {
-            slot.store(gang::EMPTY, Ordering::Relaxed);
-        }
-        // As many gangs may form at once as leave a worker free whatever they hold.
         let widest = ins.widest_gang().map_or(1, |(_, blocks)| blocks);
-        counters.0[GANG_WORD + gang::COUNT]
-            .store(gang::slots_for(workers, widest), Ordering::Relaxed);
+        let counters = CounterWords::fresh(workers, (dag.ready.len() % w) as u32, widest);
         Self {
             ran_by: vec![NOT_RUN; if row.records_ran_by { n } else { 0 }],
             pending,

@@ -35,9 +35,9 @@ pub fn default_workers() -> u32 {
 }
 
 /// A task failure caught on a lane.
-struct Caught {
-    task: u32,
-    message: String,
+pub(crate) struct Caught {
+    pub task: u32,
+    pub message: String,
 }
 
 /// The region's dispatch table, made panic-safe for one worker.
@@ -209,95 +209,25 @@ pub(super) fn execute(
         },
         ..tables.desc(inspection, options.desc(workers, arrays.len()))
     };
-    silence_task_panics();
     let failure = Mutex::new(None);
-    let mut running = Vec::new();
-    let block_words: Vec<Vec<taskweave_device::atomic::AtomicU32>> = (0..workers)
-        .map(|_| {
-            (0..shared::RUNTIME_WORDS)
-                .map(|_| taskweave_device::atomic::AtomicU32::new(0))
-                .collect()
-        })
-        .collect();
-    let mut scratch: Vec<Vec<u128>> = (0..workers)
-        .map(|_| vec![0u128; options.cpu_scratch().div_ceil(16) as usize])
-        .collect();
     let start = Instant::now();
     let mut stalled = None;
+    let mut running = Vec::new();
     if n > 0 {
-        // SAFETY: every table `desc` points to lives until the scope below has joined all workers.
-        let rt = unsafe { WorkerView::from_desc(&desc) };
-        std::thread::scope(|scope| {
-            let mut handles = Vec::new();
-            for (worker, (block_words, scratch)) in
-                block_words.iter().zip(scratch.iter_mut()).enumerate()
-            {
-                let worker = worker as u32;
-                let sm = sms
-                    .as_ref()
-                    .map_or(worker % default_workers(), |l| l.sm_of(worker));
-                let group = (lanes > 1).then(|| LaneGroup::new(lanes));
-                let block_words = block_words.as_slice();
-                // Shared by the worker's lanes, as a block's shared memory is.
-                let scratch = scratch.as_mut_ptr() as usize;
-                for lane in 0..lanes {
-                    let group = group.clone();
-                    let rt = &rt;
-                    let failure = &failure;
-                    let abort = &abort;
-                    let dispatch = meta.dispatch;
-                    let bytes = options.cpu_scratch() as usize;
-                    let gpu_threads = options.threads;
-                    handles.push(scope.spawn(move || {
-                        enter_lane(Lane {
-                            thread: lane,
-                            block_dim: lanes,
-                            block: worker,
-                            grid_dim: workers,
-                            sm,
-                            group: group.clone(),
-                            gpu_threads,
-                        });
-                        let catching = Catching {
-                            inner: dispatch,
-                            failure,
-                            abort,
-                            words: block_words,
-                            group: group.as_deref(),
-                        };
-                        // SAFETY: `block_words` and `scratch` belong to this worker's lanes alone.
-                        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-                            run_worker(
-                                rt,
-                                worker,
-                                block_words,
-                                scratch as *mut u8,
-                                bytes,
-                                &catching,
-                            )
-                        }));
-                    }));
-                }
-            }
-            stalled = watch(&tables, &abort, &handles, options.watchdog);
-            if let Some(waited) = stalled {
-                running = current
-                    .iter()
-                    .map(|c| c.load(Ordering::Relaxed))
-                    .filter(|&t| (t as usize) < n)
-                    .collect();
-                let names: Vec<String> = running
-                    .iter()
-                    .map(|&t| inspection.task_ref(t).to_string())
-                    .collect();
-                // A CPU task cannot be interrupted: say what we wait for instead of hanging mutely.
-                eprintln!(
-                    "taskweave: region `{}` stalled for {waited:?}; aborted, waiting for running tasks to return: {}",
-                    inspection.region,
-                    names.join("; ")
-                );
-            }
-        });
+        let pool = Pool {
+            desc: &desc,
+            sms: sms.as_ref(),
+            lanes,
+            options,
+            dispatch: meta.dispatch,
+            failure: &failure,
+            abort: &abort,
+        };
+        // SAFETY: every table `desc` points to lives until the workers are joined.
+        (stalled, running) = unsafe { pool.run(|| tables.completed(), || ()) }.1;
+        if let Some(waited) = stalled {
+            stalled_message(inspection, waited, &running);
+        }
     }
     let execute_time = start.elapsed();
 
@@ -338,21 +268,142 @@ pub(super) fn execute(
     ))
 }
 
+/// The worker threads of one run: what each lane needs to run [`run_worker`].
+pub(crate) struct Pool<'p> {
+    pub desc: &'p RegionDesc,
+    pub sms: Option<&'p SmLayout>,
+    pub lanes: u32,
+    pub options: &'p crate::options::Options,
+    pub dispatch: &'p dyn Dispatch,
+    pub failure: &'p Mutex<Option<Caught>>,
+    pub abort: &'p AtomicU32,
+}
+
+impl Pool<'_> {
+    /// Starts the workers on the tables of `desc`, runs `during` on the calling thread meanwhile,
+    /// then watches them until they end (raising the abort flag when `completed` stops moving for
+    /// the watchdog's timeout). Returns what `during` returned, and, when the watchdog aborted,
+    /// how long it waited and the tasks the workers were running.
+    ///
+    /// # Safety
+    /// Every table `desc` points to must live, and be written only as the scheduler's protocol
+    /// allows, until this returns.
+    pub(crate) unsafe fn run<R>(
+        &self,
+        completed: impl Fn() -> u32,
+        during: impl FnOnce() -> R,
+    ) -> (R, (Option<Duration>, Vec<u32>)) {
+        silence_task_panics();
+        let workers = self.desc.n_workers;
+        let lanes = self.lanes;
+        let block_words: Vec<Vec<taskweave_device::atomic::AtomicU32>> = (0..workers)
+            .map(|_| {
+                (0..shared::RUNTIME_WORDS)
+                    .map(|_| taskweave_device::atomic::AtomicU32::new(0))
+                    .collect()
+            })
+            .collect();
+        let mut scratch: Vec<Vec<u128>> = (0..workers)
+            .map(|_| vec![0u128; self.options.cpu_scratch().div_ceil(16) as usize])
+            .collect();
+        // SAFETY: the caller's promise.
+        let rt = unsafe { WorkerView::from_desc(self.desc) };
+        let current = self.desc.current as *const AtomicU32;
+        std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for (worker, (block_words, scratch)) in
+                block_words.iter().zip(scratch.iter_mut()).enumerate()
+            {
+                let worker = worker as u32;
+                let sm = self
+                    .sms
+                    .map_or(worker % default_workers(), |l| l.sm_of(worker));
+                let group = (lanes > 1).then(|| LaneGroup::new(lanes));
+                let block_words = block_words.as_slice();
+                // Shared by the worker's lanes, as a block's shared memory is.
+                let scratch = scratch.as_mut_ptr() as usize;
+                for lane in 0..lanes {
+                    let group = group.clone();
+                    let rt = &rt;
+                    let (failure, abort, dispatch) = (self.failure, self.abort, self.dispatch);
+                    let bytes = self.options.cpu_scratch() as usize;
+                    let gpu_threads = self.options.threads;
+                    handles.push(scope.spawn(move || {
+                        enter_lane(Lane {
+                            thread: lane,
+                            block_dim: lanes,
+                            block: worker,
+                            grid_dim: workers,
+                            sm,
+                            group: group.clone(),
+                            gpu_threads,
+                        });
+                        let catching = Catching {
+                            inner: dispatch,
+                            failure,
+                            abort,
+                            words: block_words,
+                            group: group.as_deref(),
+                        };
+                        // SAFETY: `block_words` and `scratch` belong to this worker's lanes alone.
+                        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+                            run_worker(
+                                rt,
+                                worker,
+                                block_words,
+                                scratch as *mut u8,
+                                bytes,
+                                &catching,
+                            )
+                        }));
+                    }));
+                }
+            }
+            let during = during();
+            let stalled = watch(&completed, self.abort, &handles, self.options.watchdog);
+            let running = match stalled {
+                // SAFETY: `current` has one word per worker, alive until the scope ends.
+                Some(_) => (0..workers as usize)
+                    .map(|w| unsafe { (*current.add(w)).load(Ordering::Relaxed) })
+                    .filter(|&t| t != u32::MAX)
+                    .collect(),
+                None => Vec::new(),
+            };
+            (during, (stalled, running))
+        })
+    }
+}
+
+/// Says what a stalled run waits for: a CPU task cannot be interrupted, so the call names the
+/// tasks it waits to return rather than hanging mutely.
+fn stalled_message(inspection: &crate::inspect::Inspection, waited: Duration, running: &[u32]) {
+    let names: Vec<String> = running
+        .iter()
+        .filter(|&&t| (t as usize) < inspection.task_count())
+        .map(|&t| inspection.task_ref(t).to_string())
+        .collect();
+    eprintln!(
+        "taskweave: region `{}` stalled for {waited:?}; aborted, waiting for running tasks to return: {}",
+        inspection.region,
+        names.join("; ")
+    );
+}
+
 /// Waits for the workers, raising the abort flag when no task completes for `timeout`. Returns how
 /// long it waited when it had to abort.
 fn watch<T>(
-    tables: &Tables,
+    completed: &impl Fn() -> u32,
     abort: &AtomicU32,
     handles: &[std::thread::ScopedJoinHandle<'_, T>],
     timeout: Duration,
 ) -> Option<Duration> {
-    let mut last = tables.completed();
+    let mut last = completed();
     let mut since = Instant::now();
     let mut tick = Duration::from_micros(50);
     while !handles.iter().all(|h| h.is_finished()) {
         std::thread::sleep(tick);
         tick = (tick * 2).min(Duration::from_millis(5));
-        let now = tables.completed();
+        let now = completed();
         if now != last {
             last = now;
             since = Instant::now();

@@ -14,7 +14,7 @@
 
 mod arena;
 mod barrier;
-mod cpu;
+pub(crate) mod cpu;
 mod cuda_graph;
 mod grid_barrier;
 mod layout;

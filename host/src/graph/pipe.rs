@@ -114,6 +114,21 @@ impl Tracking {
         }
     }
 
+    /// Keeps the tracker on the calling thread for good: a streamed region reads the edges as it
+    /// goes. Before the first task only.
+    pub(crate) fn stay_inline(&mut self) {
+        debug_assert_eq!(self.tasks, 0);
+        self.pipe_after = u32::MAX;
+    }
+
+    /// The tracker, while it is on the calling thread.
+    pub(crate) fn on_this_thread(&self) -> Option<&DepTracker> {
+        match &self.state {
+            State::Inline(tracker) => Some(tracker),
+            State::Piped(_) => None,
+        }
+    }
+
     /// The tracker, while it is on the calling thread.
     #[cfg(test)]
     pub(crate) fn inline(&mut self) -> Option<&mut DepTracker> {

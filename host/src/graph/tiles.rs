@@ -197,6 +197,22 @@ impl Tiles {
         sink.end();
     }
 
+    /// The edges found since `cursor` (an index into the sink's children, moved to the end) as
+    /// `(child, parent)` region ids, appended to `out`.
+    pub(super) fn edges_since(&self, cursor: &mut usize, out: &mut Vec<(u32, u32)>) {
+        let children = &self.sink.children;
+        let mut start = match *cursor {
+            0 => 0,
+            c => children[c - 1].1 as usize,
+        };
+        for &(child, end) in &children[*cursor..] {
+            let end = end as usize;
+            out.extend(self.sink.parents[start..end].iter().map(|&p| (child, p)));
+            start = end;
+        }
+        *cursor = children.len();
+    }
+
     /// The edges found, or the limit they passed.
     pub(super) fn edges(self) -> Result<JobEdges, LimitExceeded> {
         if self.sink.overflowed {

@@ -199,6 +199,28 @@ impl DepTracker {
         Ok(task)
     }
 
+    /// Whether the edges of every task added so far are known now: no writable array has left
+    /// the tile path (the general path finds its edges only when the region is finished). What a
+    /// streamed region needs to publish a batch ([`DepTracker::new_edges`]).
+    pub(crate) fn edges_known(&self) -> bool {
+        (self.arrays.iter().zip(&self.paths))
+            .all(|(array, path)| array.read_only || matches!(path, Path::Unseen | Path::Tiles(_)))
+    }
+
+    /// The edges the tile path found since the last call, as `(child, parent)` region ids, into
+    /// `out` (cleared first); `cursors` holds, per array, how far earlier calls read. Only while
+    /// [`DepTracker::edges_known`]: a child's edges from several arrays come one array after the
+    /// other, and may repeat a parent.
+    pub(crate) fn new_edges(&self, cursors: &mut Vec<usize>, out: &mut Vec<(u32, u32)>) {
+        out.clear();
+        cursors.resize(self.paths.len(), 0);
+        for (path, cursor) in self.paths.iter().zip(cursors.iter_mut()) {
+            if let Path::Tiles(tiles) = path {
+                tiles.edges_since(cursor, out);
+            }
+        }
+    }
+
     /// Removes the ranges of `task`, the last, which was refused.
     #[cold]
     fn forget(&mut self, task: u32) {
