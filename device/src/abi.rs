@@ -265,11 +265,13 @@ pub struct RegionDesc {
     /// With [`FLAG_STREAM`]: `*mut u32`, [`crate::sched::stream::EDGE_WORDS`] words per cross edge,
     /// `stream_edges_len` edges.
     pub stream_edges: u64,
-    /// With [`FLAG_STREAM`]: the cross edges `stream_edges` has room for.
-    pub stream_edges_len: u32,
     /// With [`FLAG_STREAM`]: `*mut u32`, the region's task count once the last batch is published
     /// ([`crate::sched::stream::UNKNOWN_TOTAL`] before).
     pub stream_total: u64,
+    /// With [`FLAG_STREAM`]: the cross edges `stream_edges` has room for.
+    pub stream_edges_len: u32,
+    /// Unused: keeps the descriptor free of padding bytes, which the host copies as they are.
+    pub stream_pad: u32,
 }
 
 /// Counters every worker updates, each on its own 128-byte line so they do not contend.
