@@ -360,6 +360,7 @@
 #| host/src/stream.rs | run_cpu | 2 | miri: B (as above)
 #| host/src/stream.rs | run_rest | 1 | not: reached only by a region past its tables' capacity, in property tests too slow to interpret (natively: stream::tests::a_region_past_the_capacity_runs_its_rest_apart); the same pool as run_cpu's
 #| host/src/stream.rs | set | 1 | miri: B (as above)
+#| host/src/stream.rs | zeroed | 1 | miri: B (as above: the counters and cross edges, zeroed by the allocator)
 #| host/src/submit.rs | detach | 1 | miri: C (submitted regions' copies of their host arrays)
 #| host/src/submit.rs | impl Send for Job | 1 | miri: C (jobs handed to the helper threads)
 #| host/src/submit.rs | finish | 2 | miri: C

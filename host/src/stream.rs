@@ -94,7 +94,19 @@ unsafe impl<T: Send> Send for Raw<T> {}
 unsafe impl<T: Sync> Sync for Raw<T> {}
 
 fn atomics(len: usize, value: u32) -> Box<[AtomicU32]> {
+    if value == 0 {
+        // Zeroed by the allocator: a large table's pages are touched only where it is written.
+        return zeroed(len);
+    }
     (0..len).map(|_| AtomicU32::new(value)).collect()
+}
+
+/// `len` atomics, zero.
+fn zeroed(len: usize) -> Box<[AtomicU32]> {
+    let words: Box<[u32]> = vec![0u32; len].into_boxed_slice();
+    // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32` (`repr(transparent)`
+    // over the host's atomic, itself over a `u32`).
+    unsafe { Box::from_raw(Box::into_raw(words) as *mut [AtomicU32]) }
 }
 
 /// A batch that does not fit the tables.
