@@ -2,10 +2,13 @@
 //! them) against inspected first and run after, on the CPU backend: the tiled Cholesky and LU of
 //! the tile library, each checked against the sequential reference, and a wavefront and a chain of
 //! one-element tasks with empty bodies (`taskweave_kernels::dags`, checked by their own checks),
-//! where recording costs as much as running; the two calls' results are compared bit for bit. Every call inspects (the plan cache is off), as a region called once
-//! does; the two kinds of call alternate, after one warm-up of each. Prints, per case, the median
-//! wall time per call, the inspection (body, recording and edges) and the execute time, and the
-//! ratio of the walls.
+//! where recording costs as much as running; the calls' results are compared bit for bit.
+//!
+//! Four kinds of call: inspected and streamed on the runtime's `W` workers, then on `W − 1`, which
+//! leaves a core to the thread that records (a streamed call's body runs beside its workers). Every call inspects (the plan cache is off), as a region called once
+//! does; the kinds of call alternate, after one warm-up of each. Prints, per case, the median
+//! wall time per call and the inspected calls' inspection (body, recording and edges), the
+//! streamed wall over the inspected one on as many workers, and the kind with the least wall.
 //!
 //! `cargo run --release --bin stream_bench -- --reps 7 --workers 16`
 
@@ -56,16 +59,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cli.reps
     );
     println!(
-        "{:<16} {:>7} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>8} {:>6}",
+        "{:<16} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
         "case",
         "tasks",
-        "insp wall",
+        "W ins",
         "inspect",
-        "execute",
-        "strm wall",
+        "W strm",
+        "ratio",
+        "W-1 ins",
         "inspect",
-        "execute",
-        "strm/ins",
+        "W-1 strm",
+        "ratio",
+        "best",
         "check"
     );
     for case in &cli.cases {
@@ -100,7 +105,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             region.cache(false)
         }
-        let call = |stream: bool| -> Result<(Report, Vec<f64>), taskweave::Error> {
+        let call = |stream: bool, fewer: bool| -> Result<(Report, Vec<f64>), taskweave::Error> {
+            // The streamed call leaves a core to the recording thread by itself.
+            fn set(region: Region<'_>, fewer: Option<u32>) -> Region<'_> {
+                match fewer {
+                    Some(workers) => region.workers(workers),
+                    None => region,
+                }
+            }
+            let fewer = fewer.then_some(workers.saturating_sub(1).max(1));
             let mut a = start.clone();
             let report = match which {
                 "wavefront" | "chain" => {
@@ -109,20 +122,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "wavefront" => dags::wavefront(&mut g, nb, 0),
                         _ => dags::chain(&mut g, 0),
                     };
-                    let report = region.cache(false).stream(stream).run(&rt)?;
+                    let report = set(region.cache(false).stream(stream), fewer).run(&rt)?;
                     a = g.iter().map(|&v| f64::from(v)).collect();
                     report
                 }
-                _ => region(which, &mut a, nb, bs).stream(stream).run(&rt)?,
+                _ => set(region(which, &mut a, nb, bs).stream(stream), fewer).run(&rt)?,
             };
             Ok((report, a))
         };
-        let mut kinds: [Vec<Report>; 2] = [Vec::new(), Vec::new()];
-        let mut results: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut kinds: [Vec<Report>; 4] = Default::default();
+        let mut results: [Vec<f64>; 4] = Default::default();
         for rep in 0..=cli.reps {
-            for (k, stream) in [false, true].into_iter().enumerate() {
-                let (report, a) = call(stream)?;
+            for (k, (stream, fewer)) in [(false, false), (true, false), (false, true), (true, true)]
+                .into_iter()
+                .enumerate()
+            {
+                let (report, a) = call(stream, fewer)?;
                 assert_eq!(report.streamed, stream, "{case}: streamed as asked");
+                let want = if fewer {
+                    workers.saturating_sub(1).max(1)
+                } else {
+                    workers
+                };
+                assert_eq!(report.workers, want, "{case}: the workers asked for");
                 if rep > 0 {
                     kinds[k].push(report);
                 }
@@ -130,30 +152,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let check = match which {
-            "cholesky" => host::check_cholesky(&start, &results[1], nb, bs).passed(),
-            "lu" => host::check_lu(&start, &results[1], nb, bs).passed(),
+            "cholesky" => host::check_cholesky(&start, &results[2], nb, bs).passed(),
+            "lu" => host::check_lu(&start, &results[2], nb, bs).passed(),
             _ => {
-                let g: Vec<u32> = results[1].iter().map(|&v| v as u32).collect();
+                let g: Vec<u32> = results[2].iter().map(|&v| v as u32).collect();
                 match which {
                     "wavefront" => dags::check_wavefront(&g, nb),
                     _ => dags::check_chain(&g),
                 }
             }
         };
-        let same = results[0] == results[1];
+        let same = results.iter().all(|r| *r == results[0]);
         let med = |k: usize, f: fn(&Report) -> Duration| median(kinds[k].iter().map(f).collect());
         let wall = |k| med(k, |r| r.wall_time);
+        let ratio = |k: usize| wall(k + 1).as_secs_f64() / wall(k).as_secs_f64();
+        let best = (0..4).min_by_key(|&k| wall(k)).unwrap_or(0);
         println!(
-            "{:<16} {:>7} {:>10.2} {:>9.2} {:>9.2} {:>10.2} {:>9.2} {:>9.2} {:>8.2} {:>6}",
+            "{:<16} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8} {:>6}",
             case,
             kinds[0][0].tasks,
             ms(wall(0)),
             ms(med(0, |r| r.inspect_time)),
-            ms(med(0, |r| r.execute_time)),
             ms(wall(1)),
-            ms(med(1, |r| r.inspect_time)),
-            ms(med(1, |r| r.execute_time)),
-            wall(1).as_secs_f64() / wall(0).as_secs_f64(),
+            ratio(0),
+            ms(wall(2)),
+            ms(med(2, |r| r.inspect_time)),
+            ms(wall(3)),
+            ratio(2),
+            ["W ins", "W strm", "W-1 ins", "W-1 strm"][best],
             if check && same { "PASS" } else { "FAIL" },
         );
         if !check || !same {
@@ -161,7 +187,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "inspect: the body, recording and edges (in a streamed call, while the workers run); execute: from the workers' start to their end (a streamed call's starts before its body does)."
+        "W ins, W strm: the median wall of inspected and streamed calls on the runtime's W workers; W-1: on one fewer; inspect: the inspected calls' inspection (body, recording, edges); ratio: streamed wall over inspected; best: the kind with the least wall."
     );
     Ok(())
 }
