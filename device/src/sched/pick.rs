@@ -16,6 +16,9 @@ use crate::words::command;
 const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
 /// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
 const MAX_BACKOFF_NS: u32 = 256;
+/// The longest idle sleep while a streamed region's host is still recording (see
+/// [`Pick::acquire`]).
+const STREAM_BACKOFF_NS: u32 = 16_384;
 /// Polls of a task's counter without sleeping before [`Pick::wait`] starts backing off: a poll
 /// is an L2 round trip already, and a sleep adds to the hop (64 rather than 4 took 1% off a
 /// wavefront of ~1 us tasks on the H100, and did not slow the workloads).
@@ -243,7 +246,13 @@ pub(super) trait Pick<'a>: Tables<'a> {
             if backoff > 0 {
                 arch::nanosleep(backoff);
             }
-            backoff = (backoff * 2).clamp(32, MAX_BACKOFF_NS);
+            // While a streamed region's host still records, an idle worker waits for the next
+            // batch rather than for a task: it backs off further, off the recording thread's core.
+            let most = match self.stream() {
+                Some(stream) if stream.total() == super::stream::UNKNOWN_TOTAL => STREAM_BACKOFF_NS,
+                _ => MAX_BACKOFF_NS,
+            };
+            backoff = (backoff * 2).clamp(32, most);
         }
     }
 
