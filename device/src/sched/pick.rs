@@ -17,8 +17,9 @@ const IDLE_CHECK: u32 = if cfg!(target_arch = "nvptx64") { 8 } else { 1 };
 /// The longest idle sleep: short, since it adds directly to the latency of a dependence hop.
 const MAX_BACKOFF_NS: u32 = 256;
 /// The longest idle sleep while a streamed region's host is still recording (see
-/// [`Pick::acquire`]).
+/// [`Pick::acquire`]), and the empty rounds of a wait before it starts.
 const STREAM_BACKOFF_NS: u32 = 16_384;
+const STREAM_PATIENCE: u32 = 1024;
 /// Polls of a task's counter without sleeping before [`Pick::wait`] starts backing off: a poll
 /// is an L2 round trip already, and a sleep adds to the hop (64 rather than 4 took 1% off a
 /// wavefront of ~1 us tasks on the H100, and did not slow the workloads).
@@ -209,6 +210,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
     fn acquire(&self, me: &mut Leader, gangs: bool) -> u32 {
         let p = self.policy();
         let mut backoff = 0u32;
+        // Empty rounds of this wait.
+        let mut idle = 0u32;
         loop {
             if gangs && self.gang_slots().any() {
                 return command::NONE;
@@ -246,10 +249,16 @@ pub(super) trait Pick<'a>: Tables<'a> {
             if backoff > 0 {
                 arch::nanosleep(backoff);
             }
-            // While a streamed region's host still records, an idle worker waits for the next
-            // batch rather than for a task: it backs off further, off the recording thread's core.
+            // While a streamed region's host still records, a worker idle for long waits for the
+            // next batch rather than for a task: it backs off further, off the recording thread's
+            // core. Short waits keep the short backoff, so that a batch is taken up at once.
+            idle += 1;
             let most = match self.stream() {
-                Some(stream) if stream.total() == super::stream::UNKNOWN_TOTAL => STREAM_BACKOFF_NS,
+                Some(stream)
+                    if idle > STREAM_PATIENCE && stream.total() == super::stream::UNKNOWN_TOTAL =>
+                {
+                    STREAM_BACKOFF_NS
+                }
                 _ => MAX_BACKOFF_NS,
             };
             backoff = (backoff * 2).clamp(32, most);
