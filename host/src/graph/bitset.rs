@@ -55,7 +55,7 @@ impl BitSet {
     }
 
     /// Removes `i`.
-    #[cfg(test)]
+    #[inline]
     pub(super) fn remove(&mut self, i: usize) {
         let w = i >> 6;
         self.words[w] &= !(1 << (i & 63));

@@ -66,6 +66,15 @@ impl Endpoints {
         }
     }
 
+    /// Sizes an empty table for about `expected` distinct ends, so that numbering them rehashes
+    /// nothing; a table that holds ends already keeps its size.
+    #[cold]
+    pub(super) fn reserve(&mut self, expected: usize) {
+        if self.values.is_empty() && expected * 2 > self.table.len() {
+            *self = Endpoints::new(self.base, expected);
+        }
+    }
+
     /// Ordered slots over `bits` bits of range for a table of `size`.
     fn ordered(bits: u32, size: usize) -> Slots {
         Slots::Ordered {

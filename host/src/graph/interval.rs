@@ -192,14 +192,25 @@ impl Runs {
         let task = sink.task();
         self.split(a);
         self.split(b);
+        // The run before `s` within `a..b` and its state before this read: a run in the same
+        // state ends up in the same state, so it joins that run instead of taking a reader entry
+        // of its own (runs a write cut apart, or never touched, are often equal).
+        let mut prev = (a, NONE, NONE);
         let mut s = a;
         while s < b {
             let seg = &mut self.segs[s as usize];
-            if seg.writer != NONE {
-                sink.add(seg.writer, EdgeKind::Raw);
+            let (end, writer, readers) = (seg.end, seg.writer, seg.readers);
+            if s > a && writer == prev.1 && readers == prev.2 {
+                self.starts.remove(s as usize);
+                self.segs[prev.0 as usize].end = end;
+            } else {
+                if writer != NONE {
+                    sink.add(writer, EdgeKind::Raw);
+                }
+                seg.readers = arena.push(readers, task);
+                prev = (s, writer, readers);
             }
-            seg.readers = arena.push(seg.readers, task);
-            s = seg.end;
+            s = end;
         }
     }
 
@@ -293,8 +304,33 @@ mod tests {
                 (2, 3, None, vec![0]),
             ]
         );
-        // One entry per run read: the second read extended the first's list of rank 1.
-        assert_eq!(arena.len(), 4);
+        // The first read's three runs were alike, so they joined under one reader entry (cut
+        // apart again by the second read); the second read took one more.
+        assert_eq!(arena.len(), 2);
+    }
+
+    #[test]
+    fn a_read_joins_alike_runs_and_keeps_unlike_ones_apart() {
+        let mut arena = ReaderArena::default();
+        let mut runs = Runs::new(7);
+        let mut sink = sink(0);
+        sink.begin(0);
+        runs.write(2, 3, EdgeKind::Waw, &arena, &mut sink);
+        sink.end();
+        sink.begin(1);
+        runs.read(0, 6, &mut arena, &mut sink);
+        sink.end();
+        // Ranks 0 and 1 were alike, and 3 to 5; rank 2 had a writer.
+        assert_eq!(
+            runs.dump(&arena),
+            [
+                (0, 2, None, vec![1]),
+                (2, 3, Some(0), vec![1]),
+                (3, 6, None, vec![1]),
+            ]
+        );
+        assert_eq!(arena.len(), 3);
+        assert_eq!(sink.parents, [0]);
     }
 
     #[test]
@@ -309,13 +345,15 @@ mod tests {
         sink.begin(1);
         runs.write(1, 4, EdgeKind::Waw, &arena, &mut sink);
         sink.end();
+        // The read joined ranks 2 and 3 (alike, never touched); the write leaves its two runs
+        // apart.
         assert_eq!(
             runs.dump(&arena)[..4],
             [
                 (0, 1, None, vec![]),
                 (1, 2, Some(1), vec![]),
-                (2, 3, Some(1), vec![]),
-                (3, 4, Some(1), vec![]),
+                (2, 4, Some(1), vec![]),
+                (4, 5, None, vec![]),
             ]
         );
         sink.begin(2);

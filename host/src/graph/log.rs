@@ -3,6 +3,7 @@
 
 use super::compress::Endpoints;
 use super::job::Rec;
+use super::tiles::TileSizes;
 
 /// The ranges recorded for one array, their ends numbered as they come.
 #[derive(Clone, Debug)]
@@ -15,4 +16,16 @@ pub(super) struct ArrayLog {
     /// No task may write the array (see
     /// [`DepTracker::mark_read_only`](super::DepTracker::mark_read_only)).
     pub read_only: bool,
+}
+
+impl ArrayLog {
+    /// Reserves, as the array takes the general path, room for what an earlier inspection of the
+    /// region recorded on it. Once per array: out of the recording's hot loop.
+    #[cold]
+    #[inline(never)]
+    pub fn reserve(&mut self, hint: TileSizes) {
+        self.recs
+            .reserve(hint.recs().saturating_sub(self.recs.len()));
+        self.ends.reserve(hint.ends());
+    }
 }

@@ -30,9 +30,10 @@ fn enabled() -> bool {
 /// array of a hundred million one-element "tiles" goes to the general path instead.
 const MAX_TILES: usize = 1 << 22;
 
-/// How much one array's tile path recorded: what the next inspection of the region reserves up
-/// front ([`Tiles::reserve`]), so that its tables are not grown by doubling (each doubling copies
-/// the table and touches its pages again).
+/// How much one array recorded: what the next inspection of the region reserves up front
+/// ([`Tiles::reserve`] on the tile path; the records and the table of distinct ends on the
+/// general path), so that its tables are not grown by doubling (each doubling copies the table,
+/// or rehashes it, and touches its pages again).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TileSizes {
     recs: usize,
@@ -40,6 +41,29 @@ pub(crate) struct TileSizes {
     edges: usize,
     children: usize,
     readers: usize,
+    /// Distinct range ends, on the general path.
+    ends: usize,
+}
+
+impl TileSizes {
+    /// What an array on the general path recorded: `recs` ranges with `ends` distinct ends.
+    pub(super) fn general(recs: usize, ends: usize) -> Self {
+        TileSizes {
+            recs,
+            ends,
+            ..TileSizes::default()
+        }
+    }
+
+    /// Ranges recorded.
+    pub(super) fn recs(self) -> usize {
+        self.recs
+    }
+
+    /// Distinct range ends, on the general path.
+    pub(super) fn ends(self) -> usize {
+        self.ends
+    }
 }
 
 /// One tile's state: its last writer and the readers since, as the job's local ids.
@@ -122,6 +146,7 @@ impl Tiles {
             edges: self.sink.parents.len(),
             children: self.sink.children.len(),
             readers: self.arena.len(),
+            ends: 0,
         }
     }
 

@@ -152,7 +152,10 @@ impl DepTracker {
                         tiles.reserve(self.hints[slot as usize]);
                         Path::Tiles(Box::new(tiles))
                     }
-                    None => Path::General,
+                    None => {
+                        array.reserve(self.hints[slot as usize]);
+                        Path::General
+                    }
                 };
             }
             if let Path::Tiles(tiles) = path {
@@ -176,6 +179,7 @@ impl DepTracker {
                 let Path::Tiles(tiles) = std::mem::replace(path, Path::General) else {
                     unreachable!("on the tile path")
                 };
+                array.ends.reserve(self.hints[slot as usize].ends());
                 array.recs = tiles.into_recs(&mut array.ends);
                 self.touched.retain(|&(s, _)| s != slot as usize);
             }
@@ -250,19 +254,20 @@ impl DepTracker {
         self.tasks = MAX_TASKS - left;
     }
 
-    /// What each array's tile path recorded so far, for [`DepTracker::reserve`] in the next
-    /// inspection of the same region.
+    /// What each array recorded so far, for [`DepTracker::reserve`] in the next inspection of the
+    /// same region.
     pub(crate) fn sizes(&self) -> Vec<TileSizes> {
-        (self.paths.iter())
-            .map(|p| match p {
+        (self.paths.iter().zip(&self.arrays))
+            .map(|(p, array)| match p {
                 Path::Tiles(tiles) => tiles.sizes(),
-                Path::Unseen | Path::General => TileSizes::default(),
+                Path::General => TileSizes::general(array.recs.len(), array.ends.values().len()),
+                Path::Unseen => TileSizes::default(),
             })
             .collect()
     }
 
     /// Reserves what an earlier inspection of the same region recorded ([`DepTracker::sizes`]),
-    /// array by array, when each array takes the tile path. Sizes for other arrays are ignored.
+    /// array by array, when each array takes its path.
     pub(crate) fn reserve(&mut self, sizes: &[TileSizes]) {
         for (hint, &size) in self.hints.iter_mut().zip(sizes) {
             *hint = size;
