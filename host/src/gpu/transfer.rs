@@ -394,7 +394,7 @@ fn share(len: usize, part: usize, parts: usize) -> (usize, usize) {
 enum Stage {
     /// On the calling thread, before the chunk's host copy.
     Before,
-    /// Part `.0` of `.1` of the host copy, on one thread each.
+    /// Piece `.0` of `.1` of the host copy, on whichever thread claims it.
     Copy(usize, usize),
     /// On the calling thread, after the host copy.
     After,
@@ -423,14 +423,21 @@ fn copy_threads(total: usize) -> usize {
 /// The fewest bytes worth a thread of their own (spawning one costs tens of microseconds).
 const PER_THREAD: usize = 2 << 20;
 
+/// Pieces of each chunk's host copy per copying thread (see [`pipeline`]).
+const PIECES_PER_THREAD: usize = 4;
+
 /// Runs `step` for chunks `0..chunks` in order on `threads` threads (the calling thread and
-/// `threads - 1` helpers): `Before` on the calling thread, then the host copy split over all
-/// threads, then `After` on the calling thread. The first error stops the work and is returned.
+/// `threads - 1` helpers): `Before` on the calling thread, then the host copy in
+/// [`PIECES_PER_THREAD`] pieces per thread, which the threads claim, then `After` on the calling
+/// thread. The first error stops the work and is returned.
 ///
-/// The threads meet through two counters rather than barriers: the helpers copy their part of
-/// chunk `k` as soon as its `Before` is done (they do not wait for chunk `k - 1`'s `After`), and
-/// the calling thread runs `After` once every part is in. A barrier wakes its sleepers through
-/// the kernel, twice per chunk; here a waiting thread polls, yielding its core.
+/// The threads meet through counters rather than barriers: the helpers copy pieces of chunk `k`
+/// as soon as its `Before` is done (they do not wait for chunk `k - 1`'s `After`), and the
+/// calling thread runs `After` once every piece is in. A barrier wakes its sleepers through the
+/// kernel, twice per chunk; here a waiting thread polls, yielding its core. The pieces are
+/// claimed, not dealt: a thread the OS has not scheduled yet holds no piece, where a part of its
+/// own would hold up the chunk until it runs (with as many threads as cores, that was one copy in
+/// several, ten times slower than the rest).
 fn pipeline(
     chunks: usize,
     threads: usize,
@@ -446,9 +453,11 @@ fn pipeline(
         }
         return Ok(());
     }
-    // `ready`: the chunks whose `Before` is done; `copied[k]`: the parts of chunk `k` done (a
-    // failed part counts, so that nobody waits for it).
+    // `ready`: the chunks whose `Before` is done; `claimed[k]`: the pieces of chunk `k` taken;
+    // `copied[k]`: those done (a failed piece counts, so that nobody waits for it).
+    let pieces = threads * PIECES_PER_THREAD;
     let ready = AtomicUsize::new(0);
+    let claimed: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
     let copied: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
     let failed = AtomicBool::new(false);
     let first: Mutex<Option<Error>> = Mutex::new(None);
@@ -478,22 +487,27 @@ fn pipeline(
             }
         }
     };
-    let copy_part = |k: usize, part: usize| {
-        if alive() {
-            step(k, Stage::Copy(part, threads)).unwrap_or_else(fail);
+    // Copies pieces of chunk `k` until none is left to claim.
+    let copy_pieces = |k: usize| loop {
+        let piece = claimed[k].fetch_add(1, Ordering::Relaxed);
+        if piece >= pieces {
+            return;
         }
-        // Release: the copy's bytes are written before `After` sees the count.
+        if alive() {
+            step(k, Stage::Copy(piece, pieces)).unwrap_or_else(fail);
+        }
+        // Release: the piece's bytes are written before `After` sees the count.
         copied[k].fetch_add(1, Ordering::Release);
     };
     std::thread::scope(|scope| {
-        for part in 1..threads {
-            let (ready, wait, copy_part) = (&ready, &wait, &copy_part);
+        for _ in 1..threads {
+            let (ready, wait, copy_pieces) = (&ready, &wait, &copy_pieces);
             scope.spawn(move || {
                 for k in 0..chunks {
                     if !wait(&|| ready.load(Ordering::Acquire) > k) {
                         return;
                     }
-                    copy_part(k, part);
+                    copy_pieces(k);
                 }
             });
         }
@@ -506,8 +520,8 @@ fn pipeline(
                 break;
             }
             ready.store(k + 1, Ordering::Release);
-            copy_part(k, 0);
-            if !wait(&|| parts_in.load(Ordering::Acquire) == threads) || !alive() {
+            copy_pieces(k);
+            if !wait(&|| parts_in.load(Ordering::Acquire) == pieces) || !alive() {
                 break;
             }
             if let Err(e) = step(k, Stage::After) {
@@ -600,6 +614,26 @@ mod tests {
             }
             assert_eq!(next, len);
         }
+    }
+
+    #[test]
+    fn every_piece_of_every_chunk_is_copied_once_whichever_thread_claims_it() {
+        let (chunks, threads) = (7, 5);
+        let seen = Mutex::new(Vec::new());
+        pipeline(chunks, threads, |k, stage| {
+            if let Stage::Copy(piece, pieces) = stage {
+                assert_eq!(pieces, threads * PIECES_PER_THREAD);
+                seen.lock().unwrap().push((k, piece));
+            }
+            Ok(())
+        })
+        .unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        let all: Vec<(usize, usize)> = (0..chunks)
+            .flat_map(|k| (0..threads * PIECES_PER_THREAD).map(move |p| (k, p)))
+            .collect();
+        assert_eq!(seen, all);
     }
 
     #[test]
