@@ -20,9 +20,7 @@ pub(super) struct ArrayLog {
 
 impl ArrayLog {
     /// Reserves, as the array takes the general path, room for what an earlier inspection of the
-    /// region recorded on it. Once per array: out of the recording's hot loop.
-    #[cold]
-    #[inline(never)]
+    /// region recorded on it.
     pub fn reserve(&mut self, hint: TileSizes) {
         self.recs
             .reserve(hint.recs().saturating_sub(self.recs.len()));

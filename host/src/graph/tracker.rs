@@ -59,6 +59,36 @@ enum Path {
     General,
 }
 
+/// The path of an array whose first non-empty range is `range`: the tile path when tiles of its
+/// size fit, sized from what the last inspection recorded there. Once per array: kept out of the
+/// recording's hot loop, which the compiler then inlines where it is called.
+#[cold]
+#[inline(never)]
+fn first_path(array: &mut ArrayLog, range: &Range<usize>, limits: Limits, hint: TileSizes) -> Path {
+    match Tiles::new(array.len, range, limits) {
+        Some(mut tiles) => {
+            tiles.reserve(hint);
+            Path::Tiles(Box::new(tiles))
+        }
+        None => {
+            array.reserve(hint);
+            Path::General
+        }
+    }
+}
+
+/// Moves an array from the tile path (`path`) to the general one, its ranges so far numbered
+/// there. Once per array, out of the hot loop as [`first_path`] is.
+#[cold]
+#[inline(never)]
+fn leave_tiles(path: &mut Path, array: &mut ArrayLog, hint: TileSizes) {
+    let Path::Tiles(tiles) = std::mem::replace(path, Path::General) else {
+        unreachable!("on the tile path")
+    };
+    array.ends.reserve(hint.ends());
+    array.recs = tiles.into_recs(&mut array.ends);
+}
+
 impl DepTracker {
     /// A tracker for arrays whose element counts are `array_lens` (`array_lens[a]` for slot `a`).
     pub fn new(array_lens: &[usize]) -> Self {
@@ -147,16 +177,7 @@ impl DepTracker {
             }
             let path = &mut self.paths[slot as usize];
             if let Path::Unseen = path {
-                *path = match Tiles::new(array.len, &range, self.limits) {
-                    Some(mut tiles) => {
-                        tiles.reserve(self.hints[slot as usize]);
-                        Path::Tiles(Box::new(tiles))
-                    }
-                    None => {
-                        array.reserve(self.hints[slot as usize]);
-                        Path::General
-                    }
-                };
+                *path = first_path(array, &range, self.limits, self.hints[slot as usize]);
             }
             if let Path::Tiles(tiles) = path {
                 if let Some(tile) = tiles.tile(&range) {
@@ -176,11 +197,7 @@ impl DepTracker {
                     continue;
                 }
                 // The pattern breaks: the array's ranges so far go to the general path.
-                let Path::Tiles(tiles) = std::mem::replace(path, Path::General) else {
-                    unreachable!("on the tile path")
-                };
-                array.ends.reserve(self.hints[slot as usize].ends());
-                array.recs = tiles.into_recs(&mut array.ends);
+                leave_tiles(path, array, self.hints[slot as usize]);
                 self.touched.retain(|&(s, _)| s != slot as usize);
             }
             if array.recs.len() >= MAX_RANGES {
