@@ -271,7 +271,7 @@ const MAX_BATCH: usize = 8192;
 struct Sizes {
     tasks: usize,
     args: usize,
-    tiles: Vec<graph::TileSizes>,
+    arrays: Vec<graph::ArraySizes>,
 }
 
 /// [`Sizes`] of the regions inspected so far in this process.
@@ -295,7 +295,7 @@ impl Recorder {
         let lens: Vec<usize> = arrays.iter().map(|a| a.len).collect();
         let mut tracker = DepTracker::new(&lens);
         let last = sizes().get(region).cloned().unwrap_or_default();
-        tracker.reserve(&last.tiles);
+        tracker.reserve(&last.arrays);
         // A `&[T]` parameter reaches tasks only as `&[T]`: no task writes it.
         for (slot, array) in arrays.iter().enumerate() {
             if !array.writable {
@@ -561,7 +561,7 @@ impl Recorder {
         let recorded = Sizes {
             tasks: self.tasks.len(),
             args: self.args.len(),
-            tiles: tracker.sizes(),
+            arrays: tracker.sizes(),
         };
         sizes().insert(self.region, recorded);
         self.tasks.push(TaskRecord {

@@ -3,7 +3,7 @@
 
 use super::compress::Endpoints;
 use super::job::Rec;
-use super::tiles::TileSizes;
+use super::tiles::ArraySizes;
 
 /// The ranges recorded for one array, their ends numbered as they come.
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ pub(super) struct ArrayLog {
 impl ArrayLog {
     /// Reserves, as the array takes the general path, room for what an earlier inspection of the
     /// region recorded on it.
-    pub fn reserve(&mut self, hint: TileSizes) {
+    pub fn reserve(&mut self, hint: ArraySizes) {
         self.recs
             .reserve(hint.recs().saturating_sub(self.recs.len()));
         self.ends.reserve(hint.ends());

@@ -90,8 +90,8 @@ pub use schedule::{
     list_schedule_wide,
 };
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
+pub(crate) use tiles::ArraySizes;
 pub use tiles::TILE_PATH_VAR;
-pub(crate) use tiles::TileSizes;
 pub use tracker::{DepTracker, MAX_EDGES};
 
 /// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`

@@ -35,7 +35,7 @@ const MAX_TILES: usize = 1 << 22;
 /// general path), so that its tables are not grown by doubling (each doubling copies the table,
 /// or rehashes it, and touches its pages again).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct TileSizes {
+pub(crate) struct ArraySizes {
     recs: usize,
     tasks: usize,
     edges: usize,
@@ -45,13 +45,13 @@ pub(crate) struct TileSizes {
     ends: usize,
 }
 
-impl TileSizes {
+impl ArraySizes {
     /// What an array on the general path recorded: `recs` ranges with `ends` distinct ends.
     pub(super) fn general(recs: usize, ends: usize) -> Self {
-        TileSizes {
+        ArraySizes {
             recs,
             ends,
-            ..TileSizes::default()
+            ..ArraySizes::default()
         }
     }
 
@@ -139,8 +139,8 @@ impl Tiles {
     }
 
     /// What this array recorded, to size the next inspection's.
-    pub(super) fn sizes(&self) -> TileSizes {
-        TileSizes {
+    pub(super) fn sizes(&self) -> ArraySizes {
+        ArraySizes {
             recs: self.recs.len(),
             tasks: self.sink.tasks(),
             edges: self.sink.parents.len(),
@@ -151,7 +151,7 @@ impl Tiles {
     }
 
     /// Reserves room for what an earlier inspection of the region recorded here.
-    pub(super) fn reserve(&mut self, sizes: TileSizes) {
+    pub(super) fn reserve(&mut self, sizes: ArraySizes) {
         self.recs.reserve(sizes.recs);
         self.sink.reserve(sizes.tasks, sizes.edges, sizes.children);
         self.arena.reserve(sizes.readers);

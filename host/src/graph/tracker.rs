@@ -16,7 +16,7 @@ use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
 use super::log::ArrayLog;
 use super::split::{self, Split};
-use super::tiles::{TileSizes, Tiles};
+use super::tiles::{ArraySizes, Tiles};
 use super::{Access, LimitExceeded};
 
 /// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
@@ -43,9 +43,9 @@ pub struct DepTracker {
     /// Tasks recorded.
     tasks: u32,
     limits: Limits,
-    /// What an earlier inspection recorded on each array's tile path, reserved when the array
-    /// takes that path ([`DepTracker::reserve`]).
-    hints: Vec<TileSizes>,
+    /// What an earlier inspection recorded on each array, reserved when the array takes its path
+    /// ([`DepTracker::reserve`]).
+    hints: Vec<ArraySizes>,
 }
 
 /// How the tracker finds an array's edges.
@@ -64,7 +64,12 @@ enum Path {
 /// recording's hot loop, which the compiler then inlines where it is called.
 #[cold]
 #[inline(never)]
-fn first_path(array: &mut ArrayLog, range: &Range<usize>, limits: Limits, hint: TileSizes) -> Path {
+fn first_path(
+    array: &mut ArrayLog,
+    range: &Range<usize>,
+    limits: Limits,
+    hint: ArraySizes,
+) -> Path {
     match Tiles::new(array.len, range, limits) {
         Some(mut tiles) => {
             tiles.reserve(hint);
@@ -81,7 +86,7 @@ fn first_path(array: &mut ArrayLog, range: &Range<usize>, limits: Limits, hint: 
 /// there. Once per array, out of the hot loop as [`first_path`] is.
 #[cold]
 #[inline(never)]
-fn leave_tiles(path: &mut Path, array: &mut ArrayLog, hint: TileSizes) {
+fn leave_tiles(path: &mut Path, array: &mut ArrayLog, hint: ArraySizes) {
     let Path::Tiles(tiles) = std::mem::replace(path, Path::General) else {
         unreachable!("on the tile path")
     };
@@ -105,7 +110,7 @@ impl DepTracker {
                 .collect(),
             paths: vec![Path::Unseen; array_lens.len()],
             touched: Vec::new(),
-            hints: vec![TileSizes::default(); array_lens.len()],
+            hints: vec![ArraySizes::default(); array_lens.len()],
             tasks: 0,
             limits: Limits {
                 edges: MAX_EDGES,
@@ -273,19 +278,19 @@ impl DepTracker {
 
     /// What each array recorded so far, for [`DepTracker::reserve`] in the next inspection of the
     /// same region.
-    pub(crate) fn sizes(&self) -> Vec<TileSizes> {
+    pub(crate) fn sizes(&self) -> Vec<ArraySizes> {
         (self.paths.iter().zip(&self.arrays))
             .map(|(p, array)| match p {
                 Path::Tiles(tiles) => tiles.sizes(),
-                Path::General => TileSizes::general(array.recs.len(), array.ends.values().len()),
-                Path::Unseen => TileSizes::default(),
+                Path::General => ArraySizes::general(array.recs.len(), array.ends.values().len()),
+                Path::Unseen => ArraySizes::default(),
             })
             .collect()
     }
 
     /// Reserves what an earlier inspection of the same region recorded ([`DepTracker::sizes`]),
     /// array by array, when each array takes its path.
-    pub(crate) fn reserve(&mut self, sizes: &[TileSizes]) {
+    pub(crate) fn reserve(&mut self, sizes: &[ArraySizes]) {
         for (hint, &size) in self.hints.iter_mut().zip(sizes) {
             *hint = size;
         }
