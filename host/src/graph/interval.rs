@@ -111,7 +111,8 @@ struct Seg {
 /// state of the run starting at `s` (other entries are stale). Every rank starts as a run of its
 /// own, so a range's ends are run starts on its first use and need no cut. A write over more than
 /// [`COLLAPSE`] runs makes them one; a write over fewer leaves them apart (so that the reads of a
-/// tile's rows that follow a write of the whole tile, on a stencil, cut nothing). The last rank
+/// tile's rows that follow a write of the whole tile, on a stencil, cut nothing). A read joins the
+/// runs it covers that are in the same state, which then share one reader entry. The last rank
 /// is always a run start, so every run has a next. Task ids are the job's local ones.
 #[derive(Debug)]
 pub(super) struct Runs {
