@@ -95,6 +95,12 @@ impl Endpoints {
         }
     }
 
+    /// The table's slots (a test sees whether it was rebuilt).
+    #[cfg(test)]
+    pub(super) fn slots(&self) -> usize {
+        self.table.len()
+    }
+
     /// Each end by number.
     pub(super) fn values(&self) -> &[usize] {
         &self.values

@@ -375,6 +375,44 @@ mod tests {
     use super::*;
     use crate::graph::EdgeKind::{self, Raw, War, Waw};
 
+    #[test]
+    fn a_general_path_sized_by_the_last_inspection_grows_nothing_and_finds_the_same_edges() {
+        // Ranges of many lengths at many offsets: the general path, with thousands of ends.
+        let tasks: Vec<(u32, Range<usize>, Access)> = (0..3000usize)
+            .map(|i| {
+                let start = (i * 7919) % 60_000;
+                let access = if i % 3 == 0 {
+                    Access::Write
+                } else {
+                    Access::Read
+                };
+                (0, start..start + 1 + (i * 31) % 500, access)
+            })
+            .collect();
+        let inspect = |hints: Option<&[ArraySizes]>| {
+            let mut tracker = DepTracker::new(&[61_000]);
+            if let Some(hints) = hints {
+                tracker.reserve(hints);
+            }
+            // The first range takes the tile path (a tile of its length), the second leaves it.
+            tracker.add_task(&tasks[..1]).unwrap();
+            tracker.add_task(&tasks[1..2]).unwrap();
+            assert!(matches!(tracker.paths[0], Path::General));
+            let slots = tracker.arrays[0].ends.slots();
+            for task in tasks.chunks(1).skip(2) {
+                tracker.add_task(task).unwrap();
+            }
+            let grew = tracker.arrays[0].ends.slots() != slots;
+            (tracker.sizes(), grew, tracker.finish().unwrap())
+        };
+        let (sizes, grew, dag) = inspect(None);
+        assert!(grew, "without a hint the table of ends grows");
+        assert!(sizes[0].ends() > 1000 && sizes[0].recs() == tasks.len());
+        let (_, grew, hinted) = inspect(Some(&sizes));
+        assert!(!grew, "sized from the last inspection, it is never rebuilt");
+        assert_eq!(hinted, dag);
+    }
+
     /// Edges as `(parent, child, kind)` in CSR order.
     fn edges(dag: &Dag) -> Vec<(u32, u32, EdgeKind)> {
         (0..dag.task_count() as u32)
