@@ -32,7 +32,7 @@ use taskweave_device::sched::deps::SOLE_PARENT;
 use taskweave_device::sched::queue::{COUNTED, NIL, Queues};
 use taskweave_device::sched::stream::{self, EDGE_WORDS, Stream};
 
-use crate::backend::cpu::{Caught, Pool};
+use crate::backend::cpu::{Caught, Pool, failed};
 use crate::call::{Binding, Call};
 use crate::error::Error;
 use crate::inspect::{Batch, Feed, Inspection};
@@ -41,7 +41,7 @@ use crate::options::{Backend, Options};
 use crate::plan::Plan;
 use crate::policy::Policy;
 use crate::report::Report;
-use crate::tables::CounterWords;
+use crate::tables::{CounterWords, table_ptr};
 
 /// The fewest tasks a streamed call's tables hold (the last inspection of the region may ask
 /// for more).
@@ -204,7 +204,6 @@ impl StreamTables {
     /// `base` (the run's options, see `Options::desc`) with these tables filled in, the region
     /// streamed; the caller fills in the per-run buffers.
     fn desc(&self, base: RegionDesc) -> RegionDesc {
-        let maybe = |t: &[AtomicU32]| if t.is_empty() { 0 } else { t.as_ptr() as u64 };
         RegionDesc {
             n_tasks: self.capacity as u32,
             flags: base.flags | FLAG_STREAM,
@@ -219,12 +218,8 @@ impl StreamTables {
             tail: self.tail.as_ptr() as u64,
             lock: self.lock.as_ptr() as u64,
             counters: self.counters.0.as_ptr() as u64,
-            affine: if self.affine.is_empty() {
-                0
-            } else {
-                self.affine.as_ptr() as u64
-            },
-            ran_by: maybe(&self.ran_by),
+            affine: table_ptr(self.affine.as_ptr(), self.affine.len()),
+            ran_by: table_ptr(self.ran_by.as_ptr(), self.ran_by.len()),
             stream_heads: self.heads.as_ptr() as u64,
             stream_edges: self.edges.as_ptr() as u64,
             stream_edges_len: (self.edges.len() / EDGE_WORDS) as u32,
@@ -537,28 +532,12 @@ pub(crate) fn run_cpu(
         Ok(Ok(done)) => done,
     };
     let n = inspection.task_count();
-    if let Some(caught) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+    let caught = failure.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(error) = failed(&inspection, caught, stalled, running, || {
+        tables.lock().map_or(0, |t| t.completed()) as usize
+    }) {
         restore();
-        return Err(Error::TaskPanicked {
-            task: inspection.task_ref(caught.task),
-            message: caught.message,
-            restored: true,
-        });
-    }
-    if let Some(waited) = stalled {
-        restore();
-        let done = tables.lock().map_or(0, |t| t.completed()) as usize;
-        return Err(Error::Stalled {
-            region: inspection.region,
-            waited,
-            unfinished: n.saturating_sub(done),
-            tasks: n,
-            first: running
-                .into_iter()
-                .take(8)
-                .map(|t| inspection.task_ref(t))
-                .collect(),
-        });
+        return Err(error);
     }
     let mut tables = Arc::into_inner(tables)
         .expect("the feed is dropped with the body")
@@ -950,20 +929,25 @@ mod tests {
         }
     }
 
+    /// `count` steps over `tiles` whole tiles: step `t` writes tile `t % tiles` and reads tile
+    /// `t * stride % tiles`.
+    fn tiled_steps(count: usize, tiles: usize, stride: usize) -> Vec<Step> {
+        (0..count)
+            .map(|t| Step {
+                write: t % tiles,
+                read: (t * stride % tiles) * TILE,
+                len: TILE,
+            })
+            .collect()
+    }
+
     /// A body that panics after some of its tasks ran: the panic reaches the caller, and the
     /// array is as it was.
     #[test]
     fn a_body_that_panics_mid_stream_leaves_its_array_as_it_was() {
-        let steps: Vec<Step> = (0..300)
-            .map(|t| Step {
-                write: t % 5,
-                read: (t * 3 % 5) * TILE,
-                len: TILE,
-            })
-            .collect();
+        let steps = tiled_steps(300, 5, 3);
         let start: Vec<u64> = (0..(5 * TILE) as u64).collect();
         let mut x = start.clone();
-        let before = RAN.load(Ordering::Relaxed);
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             RAN.store(0, Ordering::Relaxed);
             region(&mut x, &steps, Some(200), true)
@@ -980,20 +964,13 @@ mod tests {
             "tasks ran before the panic"
         );
         assert_eq!(x, start, "the array is restored");
-        let _ = before;
     }
 
     /// A body that fails with a bad range after some of its tasks ran: the error names it, and
     /// the array is as it was.
     #[test]
     fn a_body_that_fails_mid_stream_leaves_its_array_as_it_was() {
-        let steps: Vec<Step> = (0..300)
-            .map(|t| Step {
-                write: t % 5,
-                read: (t * 3 % 5) * TILE,
-                len: TILE,
-            })
-            .collect();
+        let steps = tiled_steps(300, 5, 3);
         let start: Vec<u64> = (0..(5 * TILE) as u64).collect();
         let mut x = start.clone();
         let error = region(&mut x, &steps, Some(250), false)
@@ -1008,13 +985,7 @@ mod tests {
     /// while it records, and the rest when it returns.
     #[test]
     fn batches_are_fed_while_the_body_records() {
-        let steps: Vec<Step> = (0..130)
-            .map(|t| Step {
-                write: t % 7,
-                read: (t * 2 % 7) * TILE,
-                len: TILE,
-            })
-            .collect();
+        let steps = tiled_steps(130, 7, 2);
         let mut x: Vec<u64> = (0..(7 * TILE) as u64).collect();
         let start = x.clone();
         let streamed = region(&mut x, &steps, None, false)

@@ -175,6 +175,6 @@ impl Tables {
 }
 
 /// The address of a table the device uses only under some policies: 0 when it is empty.
-fn table_ptr(ptr: *const u32, len: usize) -> u64 {
+pub(crate) fn table_ptr<T>(ptr: *const T, len: usize) -> u64 {
     if len == 0 { 0 } else { ptr as u64 }
 }

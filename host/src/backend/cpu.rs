@@ -231,30 +231,12 @@ pub(super) fn execute(
     }
     let execute_time = start.elapsed();
 
-    if let Some(caught) = failure
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-    {
+    let caught = (failure.into_inner()).unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(error) = failed(inspection, caught, stalled, running, || {
+        tables.completed() as usize
+    }) {
         restore();
-        return Err(Error::TaskPanicked {
-            task: inspection.task_ref(caught.task),
-            message: caught.message,
-            restored: true,
-        });
-    }
-    if let Some(waited) = stalled {
-        restore();
-        return Err(Error::Stalled {
-            region: inspection.region,
-            waited,
-            unfinished: n - tables.completed() as usize,
-            tasks: n,
-            first: running
-                .into_iter()
-                .take(8)
-                .map(|t| inspection.task_ref(t))
-                .collect(),
-        });
+        return Err(error);
     }
     Ok(Report::new(
         call,
@@ -376,6 +358,35 @@ impl Pool<'_> {
 
 /// Says what a stalled run waits for: a CPU task cannot be interrupted, so the call names the
 /// tasks it waits to return rather than hanging mutely.
+/// How a run of `inspection`'s tasks failed, if it did: a task that panicked (`caught`), else a
+/// stall of `stalled` with the workers `running` those tasks and `done` tasks finished. The
+/// caller has restored the arrays.
+pub(crate) fn failed(
+    inspection: &crate::inspect::Inspection,
+    caught: Option<Caught>,
+    stalled: Option<Duration>,
+    running: Vec<u32>,
+    done: impl FnOnce() -> usize,
+) -> Option<Error> {
+    if let Some(caught) = caught {
+        return Some(Error::TaskPanicked {
+            task: inspection.task_ref(caught.task),
+            message: caught.message,
+            restored: true,
+        });
+    }
+    let n = inspection.task_count();
+    stalled.map(|waited| Error::Stalled {
+        region: inspection.region,
+        waited,
+        unfinished: n.saturating_sub(done()),
+        tasks: n,
+        first: (running.into_iter().take(8))
+            .map(|t| inspection.task_ref(t))
+            .collect(),
+    })
+}
+
 fn stalled_message(inspection: &crate::inspect::Inspection, waited: Duration, running: &[u32]) {
     let names: Vec<String> = running
         .iter()
