@@ -11,8 +11,7 @@
 //!    chunk `k`, chunks `k + 1 …` are in flight. An operand whose rows are not 16-byte aligned is
 //!    copied element by element instead. A chunk is stored [`KMajor`] when the operand is
 //!    contiguous along `k` in global memory and [`MnMajor`] otherwise, each padded so that the
-//!    atoms' fragment loads are conflict-free. A short f64 `K` (at most [`WHOLE_K`]) that the
-//!    scratch holds whole is copied at once instead, with one wait and one barrier per block tile.
+//!    atoms' fragment loads are conflict-free.
 //! 3. **Accumulators** live in registers for the whole `K` loop; each thread holds only its own
 //!    lanes' registers, indexed by constants once the loops unroll (no local memory).
 //! 4. **Epilogue.** Each accumulator element goes to C with `α` and `β` (C is not read when
@@ -32,15 +31,6 @@ use taskweave_device::Block;
 
 /// The most pipeline stages the engine uses.
 pub const MAX_STAGES: u32 = 4;
-
-/// The deepest `K` the engine stages whole (f64 only): when the scratch holds a block tile's rows
-/// of A and columns of B for all of `K`, every chunk is copied at once and the block waits and
-/// meets its barrier once per block tile, instead of once per `KC`-deep chunk. In hand-written
-/// CUDA C on the H200 that is what runs a batch of 64-tile updates fastest (16.5 TFLOP/s at β = 1
-/// against 15.0 with 16-deep chunks in three stages; cuBLAS 15.0) and one tile in 2.97 µs against
-/// 4.01 (`bench/results/gemm-floor-h200/`). Past 64 the copies of a whole `K` no longer hide
-/// behind anything, and a pipeline wins.
-pub const WHOLE_K: u32 = 64;
 
 /// A matrix in global memory: element `(i, j)` at `ptr[i * ld + j]`, or at `ptr[j * ld + i]` when
 /// `trans` (then the stored matrix is `cols × rows`).
@@ -630,35 +620,6 @@ where
         let e = per_chunk::<A::Elem>();
         let a_share = Share::new(&team, MA::K_CONTIGUOUS, g.bm, KC, e);
         let b_share = Share::new(&team, MB::K_CONTIGUOUS, g.bn, KC, e);
-        // All of `K` in one slot, when it is short and the scratch holds it (see [`WHOLE_K`]):
-        // the two tiles, each `K` deep, and the chunks each thread copies into them.
-        let full = if chunks > 1 && k <= WHOLE_K && bytes == 8 {
-            let (a_all, a_all_bytes) = chunk_layout(MA::K_CONTIGUOUS, g.bm, k, PK, PM, bytes);
-            let (b_all, b_all_bytes) = chunk_layout(MB::K_CONTIGUOUS, g.bn, k, PK, PM, bytes);
-            let lines_fit = |k_major: bool, rows: u32| {
-                team.threads()
-                    .is_multiple_of(if k_major { k } else { rows } / e)
-            };
-            (a_all_bytes + b_all_bytes <= scratch.bytes()
-                && lines_fit(MA::K_CONTIGUOUS, g.bm)
-                && lines_fit(MB::K_CONTIGUOUS, g.bn))
-            .then(|| {
-                // SAFETY: both tiles lie within `a_all_bytes + b_all_bytes <= scratch.bytes()`.
-                let tiles = unsafe {
-                    (
-                        scratch.tile::<A::Elem, MA>(0, a_all),
-                        scratch.tile::<A::Elem, MB>(a_all_bytes, b_all),
-                    )
-                };
-                let shares = (
-                    Share::new(&team, MA::K_CONTIGUOUS, g.bm, k, e),
-                    Share::new(&team, MB::K_CONTIGUOUS, g.bn, k, e),
-                );
-                (tiles, shares)
-            })
-        } else {
-            None
-        };
 
         let mut i0 = 0;
         while i0 < m {
@@ -695,64 +656,41 @@ where
                             .stage(&b_share, &tb, (j0, cols), chunk * KC, b_aligned);
                     }
                 };
-                // One call of `init`, of `step` and of `finish` for both ways of staging: a
-                // second call site made LLVM take `init`'s arrays out of line, and every
-                // product ran 1.4-2.2x slower on the H200 (`bench/results/whole-k-h200/`).
-                if let Some(((ta, tb), (a_all, b_all))) = &full {
-                    // SAFETY: rows below `rows` and `cols` lie inside A and B (the caller's
-                    // promise), and the tiles are free: their last readers passed a barrier since.
-                    unsafe {
-                        self.a.stage(a_all, ta, (i0, rows), 0, a_aligned);
-                        self.b.stage(b_all, tb, (j0, cols), 0, b_aligned);
+                for s in 0..stages - 1 {
+                    if s < chunks {
+                        issue(s);
                     }
                     smem::commit();
-                } else {
-                    for s in 0..stages - 1 {
-                        if s < chunks {
-                            issue(s);
-                        }
-                        smem::commit();
-                    }
                 }
                 let mut acc = self.init(r0, c0, pre, keep, whole, pairs);
                 let mut drain = 0;
                 for chunk in 0..chunks {
-                    let (ta, tb) = if let Some(((ta, tb), _)) = &full {
-                        // Everything was copied at once: one wait and one barrier.
-                        if chunk == 0 {
-                            smem::wait::<0>();
-                            block.sync();
-                        }
-                        (ta.offset_k(chunk * KC), tb.offset_k(chunk * KC))
-                    } else {
-                        if stages == 1 {
-                            block.sync();
-                            issue(chunk);
-                            smem::commit();
-                        }
-                        // Chunk `chunk` is the oldest group but `stages - 2` younger ones.
-                        match stages {
-                            1 | 2 => smem::wait::<0>(),
-                            3 => smem::wait::<1>(),
-                            _ => smem::wait::<2>(),
-                        }
+                    if stages == 1 {
                         block.sync();
-                        if stages > 1 {
-                            if chunk + stages - 1 < chunks {
-                                issue(chunk + stages - 1);
-                            }
-                            smem::commit();
+                        issue(chunk);
+                        smem::commit();
+                    }
+                    // Chunk `chunk` is the oldest group but `stages - 2` younger ones.
+                    match stages {
+                        1 | 2 => smem::wait::<0>(),
+                        3 => smem::wait::<1>(),
+                        _ => smem::wait::<2>(),
+                    }
+                    block.sync();
+                    if stages > 1 {
+                        if chunk + stages - 1 < chunks {
+                            issue(chunk + stages - 1);
                         }
-                        let slot = drain;
-                        drain = if drain + 1 == stages { 0 } else { drain + 1 };
-                        tiles(slot)
-                    };
+                        smem::commit();
+                    }
                     if !idle {
+                        let (ta, tb) = tiles(drain);
                         // SAFETY: the warp tile lies in the block tile the slot holds.
                         unsafe {
                             Self::step(&mut acc, &ta, &tb, wi * Self::WM, wj * Self::WN, scale)
                         };
                     }
+                    drain = if drain + 1 == stages { 0 } else { drain + 1 };
                 }
                 if !idle {
                     self.finish(&acc, r0, c0, post, keep, whole, pairs);

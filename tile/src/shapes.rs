@@ -69,15 +69,14 @@ mod tests {
     use crate::smem::{KMajor, Major, MnMajor};
 
     /// The wavefronts of every fragment load of one `k` step of a warp tile of `S`, for A and B
-    /// staged `depth` deep (a chunk, `S::KC`, or a whole `K`, as the engine stages up to
-    /// `WHOLE_K`) with major `M`, against the minimum (one per 128 bytes a load moves).
-    fn loads<S: Shape, M: Major>(depth: u32) -> (u32, u32) {
+    /// staged with major `M`, against the minimum (one per 128 bytes a load moves).
+    fn loads<S: Shape, M: Major>() -> (u32, u32) {
         let g = Geometry::new(4, S::WM, S::WN);
         let bytes = size_of::<<S::Atom as Atom>::Elem>() as u32;
         let (mut got, mut least) = (0, 0);
         for (rows, is_a) in [(g.bm, true), (g.bn, false)] {
             let stride = if M::K_CONTIGUOUS {
-                depth + S::PAD_K
+                S::KC + S::PAD_K
             } else {
                 rows + S::PAD_MN
             };
@@ -103,7 +102,7 @@ mod tests {
             // Every warp tile origin the block tile has, and the first two `k` steps.
             let atom_rows = if is_a { S::Atom::M } else { S::Atom::N };
             for origin in (0..rows).step_by(atom_rows as usize) {
-                for k0 in (0..depth).step_by(S::Atom::K as usize) {
+                for k0 in (0..S::KC).step_by(S::Atom::K as usize) {
                     for reg in (0..count).step_by(step) {
                         let addresses: [u32; 32] = core::array::from_fn(|lane| {
                             let (mn, k) = coord(lane as u32, reg);
@@ -119,24 +118,14 @@ mod tests {
     }
 
     fn conflict_free<S: Shape>() {
-        // f64 operands are also staged whole along `K`: any multiple of `KC` up to `WHOLE_K`.
-        let whole = if size_of::<S::Elem>() == 8 {
-            (2 * S::KC..=crate::engine::WHOLE_K)
-                .step_by(S::KC as usize)
-                .collect()
-        } else {
-            std::vec![]
-        };
-        for depth in [S::KC].into_iter().chain(whole) {
-            for (name, (got, least)) in [
-                ("k-major", loads::<S, KMajor>(depth)),
-                ("mn-major", loads::<S, MnMajor>(depth)),
-            ] {
-                assert_eq!(
-                    got, least,
-                    "{name}, {depth} deep: {got} wavefronts where {least} would do"
-                );
-            }
+        for (name, (got, least)) in [
+            ("k-major", loads::<S, KMajor>()),
+            ("mn-major", loads::<S, MnMajor>()),
+        ] {
+            assert_eq!(
+                got, least,
+                "{name}: {got} wavefronts where {least} would do"
+            );
         }
     }
 

@@ -288,21 +288,6 @@ impl<T: Word, M: Major> SharedTile<T, M> {
         }
     }
 
-    /// The tile `k` columns deeper (element `(mn, k)` of the result is `(mn, k0 + k)` here), as
-    /// the same kind of tile: a staged operand whole along `K` seen one chunk at a time.
-    #[inline(always)]
-    pub fn offset_k(&self, k: u32) -> Self {
-        let elems = M::index(0, k, self.stride);
-        Self {
-            #[cfg(target_arch = "nvptx64")]
-            base: self.base + elems * T::BYTES,
-            #[cfg(not(target_arch = "nvptx64"))]
-            base: self.base.wrapping_add(elems as usize),
-            stride: self.stride,
-            _marker: PhantomData,
-        }
-    }
-
     /// The `.shared` address of element `(mn, k)` (GPU).
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
