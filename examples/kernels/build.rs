@@ -13,7 +13,8 @@ fn main() -> Result<(), taskweave_build::Error> {
     // (ten); the kernel ran 1.08–1.09x faster
     // (git show b958dab:bench/results/nw-registers-h100/README.md).
     builder = builder.unchecked_registers("nw_odd_tiles", taskweave_build::Entry::Listed, 40);
-    // The tile GEMM batch on the default shape: ptxas takes 197 registers for it, two workers of
+    // The tile GEMM batch on m16n8k8 with 8-deep chunks (the f64 default before 16-deep chunks,
+    // which spill at this cap: bench/results/kc16-h200/): ptxas takes 197 registers for it, two workers of
     // 128 threads per SM, and the fit keeps 255 since at 168 the engine spills 8 bytes. At 168
     // three workers fit and the 64-tile batch ran 1.09–1.14x faster; at 128 four fit, but the
     // engine spills 544 bytes and the batch ran 0.58–0.61x (bench/results/gemm-regions-h200/).
