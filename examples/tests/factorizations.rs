@@ -429,26 +429,26 @@ fn the_factorizations_verify_with_default_options_under_every_policy() {
 }
 
 /// Too little scratch fails on the CPU backend as it would on the GPU, whose block of 128
-/// threads stages more than one emulated lane does: 8 KiB held a one-lane TRSM's stage, and not
-/// the GPU's (12 KiB for f64).
+/// threads stages more than one emulated lane does: 16 KiB hold a one-lane stage of the f64
+/// engine (10 KiB with its 16-deep chunks), and not the GPU's (20 KiB).
 #[test]
 fn too_little_scratch_fails_on_the_cpu_backend_as_on_the_gpu() {
-    let mut f = Factor::<f64>::new("8 KiB", 2, 64, 1, cholesky_f64, true);
+    let mut f = Factor::<f64>::new("16 KiB", 2, 64, 1, cholesky_f64, true);
     f.a.clone_from(&f.input);
     let error = (f.region)(&mut f.a, f.nb, f.bs)
-        .shared_bytes(8 * 1024)
+        .shared_bytes(16 * 1024)
         .cpu_lanes(1)
         .run(&Runtime::cpu())
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("one pipeline stage needs 12288 bytes") && error.contains("`shared_bytes`"),
+        error.contains("one pipeline stage needs 20480 bytes") && error.contains("`shared_bytes`"),
         "{error}"
     );
     // The GPU's block size is the region's: at 32 threads the stage fits.
     f.a.clone_from(&f.input);
     (f.region)(&mut f.a, f.nb, f.bs)
-        .shared_bytes(8 * 1024)
+        .shared_bytes(16 * 1024)
         .threads(32)
         .run(&Runtime::cpu())
         .unwrap();

@@ -11,8 +11,9 @@ use taskweave::{Block, task, task_region};
 
 use crate::matrix::{rect, tile};
 
-/// Shared scratch the tile tasks use: four pipeline stages of the f64 GEMM at 128 threads
-/// (10.4 KiB each with a row-major A and B), three of the f32 one (12 KiB).
+/// Shared scratch the tile tasks use: two pipeline stages of the f64 GEMM at 128 threads (18.5
+/// KiB each with a row-major A and B and the default 16-deep chunks; four of the 8-deep shape's),
+/// three of the f32 one (12 KiB).
 pub const SHARED_BYTES: u32 = 42 * 1024;
 
 macro_rules! tiled_gemm {
