@@ -7,9 +7,9 @@
 //! | [`gemm_gang`] | `gemm`, each block of a wide task's gang on its part of C | as `gemm` | as `gemm` |
 //!
 //! Every side must be a multiple of 16 from 16 to 256. With the default f64 shape and 128
-//! threads (a 64 × 64 block tile, 8-deep chunks), one stage is 10,496 bytes for row-major A and B
-//! (12,288 at most, [`Shape::stage_bytes`]): 42 KiB of `shared_bytes` gives four stages, 21 KiB
-//! two. The operations use whatever scratch the task has not taken with [`Block::shared`] and
+//! threads (a 64 × 64 block tile, 16-deep chunks), one stage is 18,944 bytes for row-major A and
+//! B (20,480 at most, [`Shape::stage_bytes`]): 42 KiB of `shared_bytes` gives two stages, 72 KiB
+//! three. The operations use whatever scratch the task has not taken with [`Block::shared`] and
 //! leave it as they found it.
 //!
 //! Error bound (tested): each element of the result is within `γ·(|α|·(|op(A)|·|op(B)|) + |β|·|C|)`

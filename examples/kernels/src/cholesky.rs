@@ -30,8 +30,8 @@ use taskweave::{Block, task, task_region};
 use crate::matrix::{rect, tile};
 
 /// Shared scratch the tasks use: room for TRSM to stage both its operands on 64-tiles of f64 (two
-/// padded tiles, 66,560 bytes), which also holds four engine stages at 128 threads and POTRF's
-/// staged tile and flag word. With only the right-hand side staged (42 KiB) a TRSM took 61 µs
+/// padded tiles, 66,560 bytes), which also holds three stages of the default f64 engine shape at
+/// 128 threads and POTRF's staged tile and flag word. With only the right-hand side staged (42 KiB) a TRSM took 61 µs
 /// inside a factorization on the H100, with both 46 µs, and Cholesky f64 at N = 2048 / 4096 /
 /// 8192 ran in 3.63 / 9.42 / 50.8 ms instead of 3.95 / 10.5 / 57.9
 /// (bench/results/panel-h100/staged-trsm/), although fewer blocks fit on an SM.

@@ -26,7 +26,8 @@ use taskweave::{Block, task, task_region};
 
 use crate::matrix::{rect, tile};
 
-/// Shared scratch the tasks use: four engine stages at 128 threads, and GETRF's flag word.
+/// Shared scratch the tasks use: two engine stages of the default f64 shape at 128 threads, and
+/// GETRF's flag word.
 pub const SHARED_BYTES: u32 = crate::gemm::SHARED_BYTES;
 
 macro_rules! tiled_lu {
