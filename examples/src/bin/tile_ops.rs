@@ -161,7 +161,8 @@ impl Batched for f64 {
         bs: usize,
         gang: u32,
     ) -> Region<'a> {
-        if op == batch::op::GEMM && gang > 0 {
+        // `--gang` goes with the default shape only (checked in `run`), whose op is `GEMM_KC16`.
+        if gang > 0 {
             batch::batch_gemm_gang_f64(c, a, b, beta, count, bs, gang)
         } else if op == batch::op::GEMM {
             batch::batch_gemm_f64(c, a, b, beta, count, bs)
