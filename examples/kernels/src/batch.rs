@@ -44,7 +44,8 @@ macro_rules! gemm_task {
 // The capped GEMM-only region's shape: 8-deep chunks, which fit 168 registers without spilling
 // (the default's 16-deep chunks spill there, and ran its 64-tile batch at 0.84x:
 // bench/results/kc16-h200/).
-gemm_task!(f64, shapes::F64M16K8Tile, gemm_one_f64);
+gemm_task!(f64, shapes::F64M16K8Tile, gemm_one_f64_m16n8k8);
+gemm_task!(f64, <f64 as Tiled>::Shape, gemm_one_f64);
 gemm_task!(f64, shapes::F64Tile, gemm_one_f64_m8n8k4);
 gemm_task!(f64, shapes::F64M16K4Tile, gemm_one_f64_m16n8k4);
 gemm_task!(f64, shapes::F64M16K16Tile, gemm_one_f64_m16n8k16);
@@ -154,6 +155,9 @@ pub mod op {
     pub const GEMM_M16N8K16: u32 = 3;
     /// GEMM on TF32 tensor cores (f32 only).
     pub const GEMM_TF32: u32 = 4;
+    /// GEMM on sm_90's f64 `m16n8k8` with 8-deep chunks, in the capped
+    /// [`batch_gemm_f64`](super::batch_gemm_f64) (f64 only).
+    pub const GEMM_M16N8K8: u32 = 11;
     /// GEMM on `m16n8k8` with 16-deep chunks (f64 only).
     pub const GEMM_KC16: u32 = 9;
     /// GEMM on `m16n8k8` with `64 × 32` warp tiles (f64 only).
@@ -172,7 +176,13 @@ pub mod op {
     pub const fn is_gemm(op: u32) -> bool {
         matches!(
             op,
-            GEMM | GEMM_M8N8K4 | GEMM_M16N8K4 | GEMM_M16N8K16 | GEMM_TF32 | GEMM_KC16 | GEMM_WIDE
+            GEMM | GEMM_M8N8K4
+                | GEMM_M16N8K4
+                | GEMM_M16N8K8
+                | GEMM_M16N8K16
+                | GEMM_TF32
+                | GEMM_KC16
+                | GEMM_WIDE
         )
     }
 }
@@ -188,7 +198,7 @@ task_region! {
     /// runs in [`batch_shapes_f64`].
     pub fn batch_gemm_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, count: usize, bs: usize) {
         for t in 0..count {
-            spawn!(gemm_one_f64(c, a, b, beta, t, bs));
+            spawn!(gemm_one_f64_m16n8k8(c, a, b, beta, t, bs));
         }
     }
 }
@@ -214,12 +224,13 @@ task_region! {
 }
 
 task_region! {
-    /// `count` independent f64 tile GEMMs on one of the other shapes (`op`, a `GEMM_*` of
-    /// [`op`]), as [`batch_gemm_f64`]. Panics at inspection on an operation it does not have.
+    /// `count` independent f64 tile GEMMs on the default shape (`op::GEMM`) or one of the other
+    /// shapes (`op`, a `GEMM_*` of [`op`]), as [`batch_gemm_f64`], fitted at 255 registers. Panics at inspection on an operation it does not have.
     #[allow(clippy::too_many_arguments)]
     pub fn batch_shapes_f64(c: &mut [f64], a: &[f64], b: &[f64], beta: f64, op: u32, count: usize, bs: usize) {
         for t in 0..count {
             match op {
+                op::GEMM => spawn!(gemm_one_f64(c, a, b, beta, t, bs)),
                 op::GEMM_M8N8K4 => spawn!(gemm_one_f64_m8n8k4(c, a, b, beta, t, bs)),
                 op::GEMM_M16N8K4 => spawn!(gemm_one_f64_m16n8k4(c, a, b, beta, t, bs)),
                 op::GEMM_M16N8K16 => spawn!(gemm_one_f64_m16n8k16(c, a, b, beta, t, bs)),

@@ -57,7 +57,8 @@ enum ShapeArg {
     M16n8k8,
     /// f64 on sm_90's `m16n8k16`.
     M16n8k16,
-    /// f64 on `m16n8k8` with 16-deep staged chunks: the f64 default, in the same region.
+    /// f64 on `m16n8k8` with 16-deep staged chunks (the f64 default on sm_90, as a shape of its
+    /// own), in the same region as the default.
     Kc16,
     /// f64 on `m16n8k8` with `64 × 32` warp tiles (64 accumulators a lane).
     Wide,
@@ -161,10 +162,9 @@ impl Batched for f64 {
         bs: usize,
         gang: u32,
     ) -> Region<'a> {
-        // `--gang` goes with the default shape only (checked in `run`), whose op is `GEMM_KC16`.
-        if gang > 0 {
+        if op == batch::op::GEMM && gang > 0 {
             batch::batch_gemm_gang_f64(c, a, b, beta, count, bs, gang)
-        } else if op == batch::op::GEMM {
+        } else if op == batch::op::GEMM_M16N8K8 {
             batch::batch_gemm_f64(c, a, b, beta, count, bs)
         } else if batch::op::is_gemm(op) {
             batch::batch_shapes_f64(c, a, b, beta, op, count, bs)
@@ -203,10 +203,10 @@ fn operation(cli: &Cli) -> u32 {
         (OpArg::Gemm, ShapeArg::M16n8k4) => op::GEMM_M16N8K4,
         (OpArg::Gemm, ShapeArg::M16n8k16) => op::GEMM_M16N8K16,
         (OpArg::Gemm, ShapeArg::Kc16) => op::GEMM_KC16,
-        (OpArg::Gemm, ShapeArg::Default) if cli.prec == Prec::F64 => op::GEMM_KC16,
         (OpArg::Gemm, ShapeArg::Wide) => op::GEMM_WIDE,
         (OpArg::Gemm, ShapeArg::Tf32) => op::GEMM_TF32,
-        (OpArg::Gemm, ShapeArg::Default | ShapeArg::M16n8k8) => op::GEMM,
+        (OpArg::Gemm, ShapeArg::M16n8k8) => op::GEMM_M16N8K8,
+        (OpArg::Gemm, ShapeArg::Default) => op::GEMM,
         (OpArg::Syrk, _) => op::SYRK,
         (OpArg::Trsm, _) => op::TRSM,
         (OpArg::Potrf, _) => op::POTRF,
