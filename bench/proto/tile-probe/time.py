@@ -4,7 +4,8 @@
 # with each build's cubin at .gpu/probe/NAME.cubin (README.md). A build whose name starts with
 # "trace" was built with --cfg p32_trace from the source in
 # `git show b958dab:bench/results/panel32-shared-h100/panel32-shared.patch`, and its 32-block
-# path's phase cycles are printed too. Both calls' results are checked against NumPy; the script
+# path's phase cycles are printed too. A build with a `SOLVE_TRACE` global (eight u64 clock
+# stamps of the register solve, written by thread 0) prints that solve's phases, in cycles. Both calls' results are checked against NumPy; the script
 # exits 1 when any error is above BOUND, so that a wrong build cannot pass for a fast one.
 import sys, numpy as np, cupy as cp
 n = 64
@@ -115,6 +116,13 @@ for threads in (128, 256):
                         extra = " phases: copy %d recip %d lines %d" % (tr[1]-tr[0], tr[2]-tr[1], tr[3]-tr[2])
                     else:
                         extra = " phases: copy-in %d chol0 %d lines %d update %d chol1 %d copy-out %d" % (tuple(tr[i+1]-tr[i] for i in range(8, 13)) + (tr[15]-tr[13],))
+                try:
+                    st = cp.ndarray((8,), dtype=cp.uint64, memptr=mods[b].get_global("SOLVE_TRACE")).get().astype(np.int64)
+                    if st[4] > st[0]:
+                        extra += " solve phases: stage %d first-group %d other-groups %d store %d" % tuple(st[i+1]-st[i] for i in range(4))
+                    mods[b].get_global("SOLVE_TRACE").memset(0, 64)
+                except Exception:
+                    pass
                 print(f"{op} threads {threads} round {rnd} {b:5}: {np.median(ts[10:])/1e3:7.2f} us {np.median(cs[10:]):8.0f} cycles  rel. error {err:.1e}; again in the launch {np.median(ts2[10:])/1e3:7.2f} us {np.median(cs2[10:]):8.0f} cycles{extra}", flush=True)
 if failed:
     print("FAILED (error above the bound):", *failed, sep="\n  ")
