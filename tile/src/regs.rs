@@ -24,8 +24,8 @@
 //!   the dearest, the steps stay single (bench/results/pair-loop-h200/).
 //! - **TRSM**: the lines (the independent right-hand sides) are the block's columns, and a line
 //!   lives in one warp, so a warp solves its lines alone. The lanes holding entry `q` of their
-//!   lines finish it and publish it; after the warp's barrier every lane subtracts the triangle's
-//!   column `q`, staged in shared memory with zeros on and off its triangle, times the published
+//!   lines finish it and publish it; after the warp's barrier every lane adds the triangle's
+//!   column `q`, staged negated in shared memory with zeros on and off its triangle, times the published
 //!   entries. The zeros are the masks. The block meets only after staging and at the end.
 //!
 //! A register array stays in registers only when every index into it is a constant, so the steps
@@ -45,7 +45,7 @@
 //!
 //! | operation | shared memory (elements of `T`) | threads |
 //! | --- | --- | --- |
-//! | TRSM, side `n` | `n` columns of `n`, the reciprocals (`n`) and two buffers of a round's lines (`4·threads/(n/8)`), with 16 bytes per 16 elements (37.6 KiB for an f64 64-tile on 128 threads) | any multiple of 32 |
+//! | TRSM, side `n` | `n` columns of `n` (16 bytes more each), the reciprocals (`n`) and two buffers of a round's lines (`4·threads/(n/8)`), with 16 bytes per 16 elements (38.6 KiB for an f64 64-tile on 128 threads) | any multiple of 32 |
 //! | POTRF, GETRF, side `n` | two buffers of `n` (POTRF), four (GETRF), and the `n` pivots, with 16 bytes per 16 elements | at least `n²/32` |
 //!
 //! Larger tiles whose side is a multiple of 64 are cut into 64-blocks that come here one at a
@@ -742,6 +742,16 @@ unsafe fn eliminate<T: Element>(
     second_fails.then_some(j as usize + 1)
 }
 
+/// Elements from one staged column of an `n`-triangle to the next: [`pos`]`(n)` and one more
+/// [`gap`], so that the lanes of a warp, which stage 32 neighbouring columns of one row at once,
+/// spread over eight banks' pairs instead of two (f64: 74 words, not 72). Measured within 1% of
+/// the shorter column either way (bench/results/trsm64-h200/), at 1 KiB more scratch for a
+/// 64-triangle; the factorizations were measured with it.
+#[inline(always)]
+fn column_stride<T>(n: u32) -> usize {
+    pos::<T>(n) + gap::<T>()
+}
+
 /// The exchange buffer's elements for `lines` lines (a multiple of [`FC`]).
 #[inline(always)]
 fn row_len<T>(lines: u32) -> usize {
@@ -763,7 +773,7 @@ fn solve_room<T: Element>(room: Room, n: u32, team: &Team) -> Option<(Buf<T>, Bu
     if !matches!(n, 16 | 32 | 64) {
         return None;
     }
-    let stride = pos::<T>(n);
+    let stride = column_stride::<T>(n);
     let (tt, room) = room.take_array::<T>(n as usize * stride)?;
     let (inverse, room) = room.take_array::<T>(n as usize)?;
     let (rows, _) = room.take_array::<T>(2 * row_len::<T>(round_lines(n, team)))?;
@@ -806,7 +816,7 @@ pub(crate) unsafe fn solve<T: Element>(
     let Some((tt, inverse, rows)) = solve_room::<T>(room, n, team) else {
         return false;
     };
-    let stride = pos::<T>(n);
+    let stride = column_stride::<T>(n);
     // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
     unsafe {
         stage_triangle(team, t, tt, stride, forward);
@@ -819,20 +829,52 @@ pub(crate) unsafe fn solve<T: Element>(
     let per_round = round_lines(n, team);
     let len = row_len::<T>(per_round);
     let groups = n / FR as u32;
+    let pairs = Pairs::of(x);
     let mut first = 0;
     while first < w {
         let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
         let spots = |lane: u32| Spots::of(x, FR as u32 * grid.bi(lane), line(lane, 0));
         // Every load first, then the scaling: a load scaled as it arrives kept the next ones
         // waiting behind it.
-        let mut cells: Cells<T> = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
-            if line(lane, k) < w {
-                // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
-                unsafe { *spots(lane).at(i, k) }
-            } else {
-                T::ZERO
+        let mut cells: Cells<T> = [[Lanes::splat(T::ZERO); FC]; FR];
+        match pairs {
+            Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
+                let v = Lanes::from_fn(|lane| {
+                    if line(lane, k) < w {
+                        // SAFETY: inside `x` (the caller's promise), lines past its end
+                        // skipped; rows `2p` and `2p + 1` of a line are neighbours, aligned.
+                        unsafe { load_two(spots(lane).at(2 * p, k)) }
+                    } else {
+                        [T::ZERO; 2]
+                    }
+                });
+                cells[2 * p][k] = v.map(|v| v[0]);
+                cells[2 * p + 1][k] = v.map(|v| v[1]);
+            })))),
+            Pairs::Across => unroll::<FR>(hot!(|i| unroll::<{ FC / 2 }>(hot!(|p| {
+                let v = Lanes::from_fn(|lane| {
+                    if line(lane, 2 * p) < w {
+                        // SAFETY: as above; lines `2p` and `2p + 1` are neighbours, aligned,
+                        // and both inside `x` (`w` is even).
+                        unsafe { load_two(spots(lane).at(i, 2 * p)) }
+                    } else {
+                        [T::ZERO; 2]
+                    }
+                });
+                cells[i][2 * p] = v.map(|v| v[0]);
+                cells[i][2 * p + 1] = v.map(|v| v[1]);
+            })))),
+            Pairs::None => {
+                cells = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+                    if line(lane, k) < w {
+                        // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
+                        unsafe { *spots(lane).at(i, k) }
+                    } else {
+                        T::ZERO
+                    }
+                })))));
             }
-        })))));
+        }
         if alpha != T::ONE {
             unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
                 cells[i][k] = cells[i][k].map(|v| alpha * v);
@@ -860,18 +902,121 @@ pub(crate) unsafe fn solve<T: Element>(
                 };
             }));
         }
-        unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
-            |lane, v| {
-                if line(lane, k) < w {
-                    // SAFETY: as for the loads.
-                    unsafe { *spots(lane).at(i, k) = v };
+        match pairs {
+            Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
+                cells[2 * p][k]
+                    .zip(cells[2 * p + 1][k], |x, y| [x, y])
+                    .for_each(|lane, v| {
+                        if line(lane, k) < w {
+                            // SAFETY: as for the loads.
+                            unsafe { store_two(spots(lane).at(2 * p, k), v) };
+                        }
+                    });
+            })))),
+            Pairs::Across => unroll::<FR>(hot!(|i| unroll::<{ FC / 2 }>(hot!(|p| {
+                cells[i][2 * p]
+                    .zip(cells[i][2 * p + 1], |x, y| [x, y])
+                    .for_each(|lane, v| {
+                        if line(lane, 2 * p) < w {
+                            // SAFETY: as for the loads.
+                            unsafe { store_two(spots(lane).at(i, 2 * p), v) };
+                        }
+                    });
+            })))),
+            Pairs::None => unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
+                |lane, v| {
+                    if line(lane, k) < w {
+                        // SAFETY: as for the loads.
+                        unsafe { *spots(lane).at(i, k) = v };
+                    }
                 }
-            }
-        )))));
+            ))))),
+        }
         first += per_round;
     }
     block.sync();
     true
+}
+
+/// How [`solve`] moves a thread's cells of `x` to and from global memory: two neighbours in one
+/// access where `x` allows it. Element by element, a warp's every load and store of a 64-tile
+/// touched 32 sectors for 8 bytes a lane; in pairs the stores took 3,000 cycles of a TRSM where
+/// they took 4,900 (bench/results/trsm64-h200/).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pairs {
+    /// Entries `2p` and `2p + 1` of a line are neighbours: `x` is transposed (its lines are its
+    /// stored rows).
+    Down,
+    /// Lines `2p` and `2p + 1` are neighbours at each entry, and `x` has an even count of them.
+    Across,
+    /// One element at a time: `x` or its leading dimension is not aligned to two elements.
+    None,
+}
+
+impl Pairs {
+    #[inline(always)]
+    fn of<T>(x: Gmat<T>) -> Self {
+        let two = 2 * size_of::<T>();
+        if !(x.ptr as usize).is_multiple_of(two) || !x.ld.is_multiple_of(2) {
+            Self::None
+        } else if x.trans {
+            Self::Down
+        } else if x.cols.is_multiple_of(2) {
+            Self::Across
+        } else {
+            Self::None
+        }
+    }
+}
+
+/// Two 8-byte elements, 16-byte aligned: one `ld.v2` / `st.v2`.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Two8([u64; 2]);
+/// Two 4-byte elements, 8-byte aligned.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct Two4([u32; 2]);
+
+/// Elements `p[0]` and `p[1]` in one access.
+///
+/// # Safety
+/// Both are valid to read, and `p` is aligned to two elements.
+#[inline(always)]
+unsafe fn load_two<T: Element>(p: *const T) -> [T; 2] {
+    if size_of::<T>() == 8 {
+        // SAFETY: the caller's promise.
+        let v = unsafe { p.cast::<Two8>().read() };
+        [T::from_bits64(v.0[0]), T::from_bits64(v.0[1])]
+    } else {
+        // SAFETY: the caller's promise.
+        let v = unsafe { p.cast::<Two4>().read() };
+        [
+            T::from_bits64(u64::from(v.0[0])),
+            T::from_bits64(u64::from(v.0[1])),
+        ]
+    }
+}
+
+/// Stores `v` at `p[0]` and `p[1]` in one access.
+///
+/// # Safety
+/// Both are valid to write, and `p` is aligned to two elements.
+#[inline(always)]
+unsafe fn store_two<T: Element>(p: *mut T, v: [T; 2]) {
+    if size_of::<T>() == 8 {
+        // SAFETY: the caller's promise.
+        unsafe {
+            p.cast::<Two8>()
+                .write(Two8([v[0].to_bits64(), v[1].to_bits64()]))
+        };
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe {
+            p.cast::<Two4>()
+                .write(Two4([v[0].to_bits64() as u32, v[1].to_bits64() as u32]))
+        };
+    }
 }
 
 /// The cells [`stage_triangle`] loads per thread before it stores them: a 64-triangle's 32 on
@@ -879,8 +1024,8 @@ pub(crate) unsafe fn solve<T: Element>(
 /// [`COPY_BATCH`](super::lanes::COPY_BATCH) waited four (bench/results/chain-tiles-h200/).
 const STAGE_BATCH: usize = 32;
 
-/// Copies the strict `forward` (lower) or backward (upper) triangle of `t` into padded columns at
-/// `tt`, column `q` at `q·stride` with row `k` at [`pos`]`(k)`, and zeros elsewhere, the diagonal
+/// Copies the strict `forward` (lower) or backward (upper) triangle of `t`, negated, into padded
+/// columns at `tt`, column `q` at `q·stride` with row `k` at [`pos`]`(k)`, and zeros elsewhere, the diagonal
 /// included (a step multiplies by them, which must not be a NaN, and the zeros spare the steps
 /// their masks), walking `t`'s stored rows so that the global reads coalesce. No barrier.
 ///
@@ -911,8 +1056,11 @@ unsafe fn stage_triangle<T: Element>(
         },
         |o, i, v| {
             let (k, q) = place(o, i);
+            // Negated as it is stored, once every load of the batch is in flight: negated as
+            // it arrived, each load waited for the one before, and staging took 13 thousand
+            // cycles where it takes 5.5 (bench/results/trsm64-h200/).
             // SAFETY: inside the columns (the caller's promise).
-            unsafe { tt.set(q as usize * stride + pos::<T>(k), v) };
+            unsafe { tt.set(q as usize * stride + pos::<T>(k), -v) };
         },
     );
 }
@@ -943,6 +1091,15 @@ unsafe fn substitute<T: Element>(
     unit: bool,
 ) {
     let q = FR as u32 * g + u as u32;
+    // The step's column first: loaded after the warp's barrier, its latency sat on the chain of
+    // steps (the barrier orders shared accesses, so nothing hoists it). With the negated triangle
+    // this took a 64-tile's steps from 11.9 to 10.2 thousand cycles.
+    let column = tt.add(q as usize * stride);
+    let columns: [Lanes<[T; 2]>; FR / 2] = array(hot!(|p| Lanes::from_fn(|lane| {
+        let e = FR as u32 * grid.bi(lane) + 2 * p as u32;
+        // SAFETY: inside column q of the staged triangle, `e` even.
+        unsafe { column.pair(pos::<T>(e)) }
+    })));
     if !unit {
         unroll::<FC>(hot!(|k| {
             cells[u][k] =
@@ -971,18 +1128,13 @@ unsafe fn substitute<T: Element>(
         solved[2 * p] = v.map(|v| v[0]);
         solved[2 * p + 1] = v.map(|v| v[1]);
     }));
-    let column = tt.add(q as usize * stride);
     unroll::<{ FR / 2 }>(hot!(|p| {
-        let c = Lanes::from_fn(|lane| {
-            let e = FR as u32 * grid.bi(lane) + 2 * p as u32;
-            // SAFETY: inside column q of the staged triangle, `e` even.
-            unsafe { column.pair(pos::<T>(e)) }
-        });
         unroll::<2>(hot!(|h| unroll::<FC>(hot!(|k| {
             let i = 2 * p + h;
+            // The column is staged negated: one multiply-add, no sign flip.
             cells[i][k] = cells[i][k]
-                .zip(c, |x, c| (x, c[h]))
-                .zip(solved[k], |(x, c), v| (-c).fma(v, x));
+                .zip(columns[p], |x, c| (x, c[h]))
+                .zip(solved[k], |(x, c), v| c.fma(v, x));
         }))));
     }));
 }
@@ -1025,9 +1177,29 @@ mod tests {
         unit: bool,
         trans: bool,
     ) -> bool {
-        let a = triangle::<T>(n, n as u64 + w as u64);
+        solve_padded::<T>(scratch, n, w, warps, forward, unit, trans, 1).0
+    }
+
+    /// The right-hand side (or its transpose) with rows `pad` elements longer than it and
+    /// `3·pad` elements into its buffer: an odd `pad` misaligns its rows.
+    fn rhs<T: Element>(n: usize, w: usize, warps: u32, trans: bool, pad: usize) -> Matrix<T> {
         let (rows, cols) = if trans { (w, n) } else { (n, w) };
-        let mut b = Matrix::<T>::random(rows, cols, 1, 5 + warps as u64);
+        Matrix::<T>::random(rows, cols, pad, 5 + warps as u64)
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "a test's every dimension")]
+    fn solve_padded<T: Element>(
+        scratch: usize,
+        n: usize,
+        w: usize,
+        warps: u32,
+        forward: bool,
+        unit: bool,
+        trans: bool,
+        pad: usize,
+    ) -> (bool, Pairs) {
+        let a = triangle::<T>(n, n as u64 + w as u64);
+        let mut b = rhs::<T>(n, w, warps, trans, pad);
         let (sa, sb, ra, rb) = (
             Shared::of(&a.data),
             Shared::of_mut(&mut b.data),
@@ -1035,6 +1207,10 @@ mod tests {
             b.rect,
         );
         let taken = AtomicBool::new(true);
+        let pairs = {
+            let x = gmat_mut(&sb.mat_mut(rb));
+            Pairs::of(if trans { x.t() } else { x })
+        };
         let alpha = -0.5;
         on_block(warps, scratch, |block| {
             let team = Team::new(block);
@@ -1061,7 +1237,7 @@ mod tests {
                 b.data, b.before,
                 "a declined solve leaves the right-hand side alone"
             );
-            return false;
+            return (false, pairs);
         }
         let uplo = if forward { Uplo::Lower } else { Uplo::Upper };
         let diag = if unit { Diag::Unit } else { Diag::NonUnit };
@@ -1082,7 +1258,7 @@ mod tests {
             4.0 * (n as f64 + 2.0) * T::EPSILON,
             &what,
         );
-        true
+        (true, pairs)
     }
 
     fn check_solve<T: Element>(
@@ -1277,6 +1453,31 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "64-tile solves, minutes under Miri, whose allocator may align f64 to 8 bytes only"
+    )]
+    fn the_registers_move_aligned_cells_in_pairs() {
+        // Even rows from an even offset move two cells at a time, down a line when the lines are
+        // stored rows (`trans`) and across two lines otherwise; an odd count of lines, or rows
+        // that an odd pad misaligns, one at a time. Every path must solve alike.
+        for (pad, w) in [(2, 64), (2, 40), (2, 36), (2, 37), (1, 64)] {
+            for trans in [false, true] {
+                let want = match (pad % 2, trans, w % 2) {
+                    (1, _, _) => Pairs::None,
+                    (_, true, _) => Pairs::Down,
+                    (_, false, 0) => Pairs::Across,
+                    _ => Pairs::None,
+                };
+                let (solved, pairs) =
+                    solve_padded::<f64>(SCRATCH, 64, w, 2, true, false, trans, pad);
+                assert!(solved);
+                assert!(pairs == want, "pad {pad} w {w} trans {trans}");
+            }
+        }
+    }
+
+    #[test]
     fn the_registers_decline_what_they_cannot_hold() {
         // A side they do not cut, too few threads for a 64-tile's lines, too little scratch.
         assert!(!check_solve::<f64>(48, 16, 1, true, false, false));
@@ -1289,12 +1490,13 @@ mod tests {
         );
         let mut a = spd(32, 1);
         assert_eq!(run_factor(&mut a, 1, 16, Kind::Lu), None);
-        // The triangle's padded columns, its reciprocals and two exchange buffers of a round's
-        // lines (four warps hold 4·128/(n/8) lines), with 16 bytes after every 16 elements (a
-        // 32-tile under Miri, which interprets every emulated lane).
+        // The triangle's padded columns (16 bytes more than the column between two), its
+        // reciprocals and two exchange buffers of a round's lines (four warps hold 4·128/(n/8)
+        // lines), with 16 bytes after every 16 elements (a 32-tile under Miri, which interprets
+        // every emulated lane).
         let n = if cfg!(miri) { 32 } else { 64 };
         let pos = |k: usize| k + 2 * (k / 16);
-        let need = (n * pos(n) + n + 2 * pos(4 * 128 / (n / 8))) * 8;
+        let need = (n * (pos(n) + 2) + n + 2 * pos(4 * 128 / (n / 8))) * 8;
         assert!(!solve_in::<f64>(need - 16, n, 16, 4, true, false, false));
         assert!(solve_in::<f64>(need, n, 16, 4, true, false, false));
     }

@@ -541,7 +541,7 @@ mod tests {
     }
 
     /// The scratch of the engine's four stages at four warps: room for a 64-block's register
-    /// solve (37.6 KiB in f64), not for a staged 128-tile.
+    /// solve (38.6 KiB in f64), not for a staged 128-tile.
     fn engine<T: Tiled>() -> usize {
         4 * T::Shape::stage_bytes(4) as usize
     }
