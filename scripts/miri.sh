@@ -243,14 +243,16 @@
 #| tile/src/regs.rs | pair | 2 | miri: A (the host arm)
 #| tile/src/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
 #| tile/src/regs.rs | put_pair | 2 | miri: A
-#| tile/src/regs.rs | solve | 6 | miri: A
+#| tile/src/regs.rs | solve | 10 | miri: A
 #| tile/src/regs.rs | stage_triangle | 3 | miri: A
 #| tile/src/regs.rs | substitute | 4 | miri: A
 #| tile/src/regs.rs | factor | 2 | miri: A
 #| tile/src/regs.rs | factor_by | 6 | miri: A
 #| tile/src/regs.rs | eliminate_one | 6 | miri: A
 #| tile/src/regs.rs | eliminate | 9 | miri: A
-#| tile/src/regs.rs | solve_in | 1 | miri: A
+#| tile/src/regs.rs | solve_padded | 1 | miri: A
+#| tile/src/regs.rs | load_two | 3 | miri: A
+#| tile/src/regs.rs | store_two | 3 | miri: A
 #| tile/src/regs.rs | run_factor_by | 1 | miri: A
 #| tile/src/staged.rs | take | 1 | miri: A
 #| tile/src/staged.rs | copy | 3 | miri: A
