@@ -1168,18 +1168,6 @@ mod tests {
     /// Runs [`solve`] on `T·X = α·B` (`X` stored as is, or as the transpose of a `w × n` matrix)
     /// in `scratch` bytes and checks the residual; returns whether the registers took it (when
     /// they did not, checks that nothing moved).
-    fn solve_in<T: Element>(
-        scratch: usize,
-        n: usize,
-        w: usize,
-        warps: u32,
-        forward: bool,
-        unit: bool,
-        trans: bool,
-    ) -> bool {
-        solve_padded::<T>(scratch, n, w, warps, forward, unit, trans, 1).0
-    }
-
     /// The right-hand side (or its transpose) with rows `pad` elements longer than it: an odd
     /// `pad` misaligns its rows, an even one starts it on two elements' alignment (one element
     /// further into the buffer than `Matrix::random` puts it, where the allocator aligned the
@@ -1277,7 +1265,7 @@ mod tests {
         unit: bool,
         trans: bool,
     ) -> bool {
-        solve_in::<T>(SCRATCH, n, w, warps, forward, unit, trans)
+        solve_padded::<T>(SCRATCH, n, w, warps, forward, unit, trans, 1).0
     }
 
     #[test]
@@ -1508,7 +1496,7 @@ mod tests {
         let n = if cfg!(miri) { 32 } else { 64 };
         let pos = |k: usize| k + 2 * (k / 16);
         let need = (n * (pos(n) + 2) + n + 2 * pos(4 * 128 / (n / 8))) * 8;
-        assert!(!solve_in::<f64>(need - 16, n, 16, 4, true, false, false));
-        assert!(solve_in::<f64>(need, n, 16, 4, true, false, false));
+        assert!(!solve_padded::<f64>(need - 16, n, 16, 4, true, false, false, 1).0);
+        assert!(solve_padded::<f64>(need, n, 16, 4, true, false, false, 1).0);
     }
 }
