@@ -1165,9 +1165,6 @@ mod tests {
         })
     }
 
-    /// Runs [`solve`] on `T·X = α·B` (`X` stored as is, or as the transpose of a `w × n` matrix)
-    /// in `scratch` bytes and checks the residual; returns whether the registers took it (when
-    /// they did not, checks that nothing moved).
     /// The right-hand side (or its transpose) with rows `pad` elements longer than it: an odd
     /// `pad` misaligns its rows, an even one starts it on two elements' alignment (one element
     /// further into the buffer than `Matrix::random` puts it, where the allocator aligned the
@@ -1183,6 +1180,10 @@ mod tests {
         m
     }
 
+    /// Runs [`solve`] on `T·X = α·B` (`X` stored as is, or as the transpose of a `w × n` matrix,
+    /// made by [`rhs`] with `pad`) in `scratch` bytes and checks the residual; returns whether
+    /// the registers took it (when they did not, checks that nothing moved) and how the cells of
+    /// `X` moved.
     #[allow(clippy::too_many_arguments, reason = "a test's every dimension")]
     fn solve_padded<T: Element>(
         scratch: usize,
