@@ -251,8 +251,6 @@
 #| tile/src/regs.rs | eliminate_one | 6 | miri: A
 #| tile/src/regs.rs | eliminate | 9 | miri: A
 #| tile/src/regs.rs | solve_padded | 1 | miri: A
-#| tile/src/regs.rs | load_two | 3 | miri: A
-#| tile/src/regs.rs | store_two | 3 | miri: A
 #| tile/src/regs.rs | run_factor_by | 1 | miri: A
 #| tile/src/staged.rs | take | 1 | miri: A
 #| tile/src/staged.rs | copy | 3 | miri: A

@@ -892,7 +892,7 @@ struct Pair8<T>([T; 2]);
 /// # Safety
 /// `at` and the next element are valid for reads and `at` is aligned to twice the element size.
 #[inline(always)]
-unsafe fn load_pair<T: Copy>(at: *const T) -> (T, T) {
+pub(crate) unsafe fn load_pair<T: Copy>(at: *const T) -> (T, T) {
     // SAFETY: the caller's promise; the alignment of the wrapper matches the promise.
     let [x, y] = unsafe {
         if size_of::<T>() == 8 {
@@ -909,7 +909,7 @@ unsafe fn load_pair<T: Copy>(at: *const T) -> (T, T) {
 /// # Safety
 /// `at` and the next element are valid for writes and `at` is aligned to twice the element size.
 #[inline(always)]
-unsafe fn store_pair<T: Copy>(at: *mut T, pair: [T; 2]) {
+pub(crate) unsafe fn store_pair<T: Copy>(at: *mut T, pair: [T; 2]) {
     // SAFETY: the caller's promise; the alignment of the wrapper matches the promise.
     unsafe {
         if size_of::<T>() == 8 {

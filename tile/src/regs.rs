@@ -52,7 +52,7 @@
 //! time (`factor::by_64`, `trsm::solve_by_64`). The operations fall back to the blocked paths for
 //! other sides, too little scratch or (the factorizations) too few threads.
 
-use super::engine::Gmat;
+use super::engine::{Gmat, load_pair, store_pair};
 use super::lanes::{Lanes, Team};
 use super::numeric::Element;
 #[cfg(target_arch = "nvptx64")]
@@ -843,7 +843,7 @@ pub(crate) unsafe fn solve<T: Element>(
                     if line(lane, k) < w {
                         // SAFETY: inside `x` (the caller's promise), lines past its end
                         // skipped; rows `2p` and `2p + 1` of a line are neighbours, aligned.
-                        unsafe { load_two(spots(lane).at(2 * p, k)) }
+                        unsafe { load_pair(spots(lane).at(2 * p, k)).into() }
                     } else {
                         [T::ZERO; 2]
                     }
@@ -856,7 +856,7 @@ pub(crate) unsafe fn solve<T: Element>(
                     if line(lane, 2 * p) < w {
                         // SAFETY: as above; lines `2p` and `2p + 1` are neighbours, aligned,
                         // and both inside `x` (`w` is even).
-                        unsafe { load_two(spots(lane).at(i, 2 * p)) }
+                        unsafe { load_pair(spots(lane).at(i, 2 * p)).into() }
                     } else {
                         [T::ZERO; 2]
                     }
@@ -909,7 +909,7 @@ pub(crate) unsafe fn solve<T: Element>(
                     .for_each(|lane, v| {
                         if line(lane, k) < w {
                             // SAFETY: as for the loads.
-                            unsafe { store_two(spots(lane).at(2 * p, k), v) };
+                            unsafe { store_pair(spots(lane).at(2 * p, k), v) };
                         }
                     });
             })))),
@@ -919,7 +919,7 @@ pub(crate) unsafe fn solve<T: Element>(
                     .for_each(|lane, v| {
                         if line(lane, 2 * p) < w {
                             // SAFETY: as for the loads.
-                            unsafe { store_two(spots(lane).at(i, 2 * p), v) };
+                            unsafe { store_pair(spots(lane).at(i, 2 * p), v) };
                         }
                     });
             })))),
@@ -966,56 +966,6 @@ impl Pairs {
         } else {
             Self::None
         }
-    }
-}
-
-/// Two 8-byte elements, 16-byte aligned: one `ld.v2` / `st.v2`.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Two8([u64; 2]);
-/// Two 4-byte elements, 8-byte aligned.
-#[derive(Clone, Copy)]
-#[repr(C, align(8))]
-struct Two4([u32; 2]);
-
-/// Elements `p[0]` and `p[1]` in one access.
-///
-/// # Safety
-/// Both are valid to read, and `p` is aligned to two elements.
-#[inline(always)]
-unsafe fn load_two<T: Element>(p: *const T) -> [T; 2] {
-    if size_of::<T>() == 8 {
-        // SAFETY: the caller's promise.
-        let v = unsafe { p.cast::<Two8>().read() };
-        [T::from_bits64(v.0[0]), T::from_bits64(v.0[1])]
-    } else {
-        // SAFETY: the caller's promise.
-        let v = unsafe { p.cast::<Two4>().read() };
-        [
-            T::from_bits64(u64::from(v.0[0])),
-            T::from_bits64(u64::from(v.0[1])),
-        ]
-    }
-}
-
-/// Stores `v` at `p[0]` and `p[1]` in one access.
-///
-/// # Safety
-/// Both are valid to write, and `p` is aligned to two elements.
-#[inline(always)]
-unsafe fn store_two<T: Element>(p: *mut T, v: [T; 2]) {
-    if size_of::<T>() == 8 {
-        // SAFETY: the caller's promise.
-        unsafe {
-            p.cast::<Two8>()
-                .write(Two8([v[0].to_bits64(), v[1].to_bits64()]))
-        };
-    } else {
-        // SAFETY: the caller's promise.
-        unsafe {
-            p.cast::<Two4>()
-                .write(Two4([v[0].to_bits64() as u32, v[1].to_bits64() as u32]))
-        };
     }
 }
 
