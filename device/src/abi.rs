@@ -265,13 +265,18 @@ pub struct RegionDesc {
     /// With [`FLAG_STREAM`]: `*mut u32`, [`crate::sched::stream::EDGE_WORDS`] words per cross edge,
     /// `stream_edges_len` edges.
     pub stream_edges: u64,
-    /// With [`FLAG_STREAM`]: `*mut u32`, the region's task count once the last batch is published
-    /// ([`crate::sched::stream::UNKNOWN_TOTAL`] before).
+    /// With [`FLAG_STREAM`]: `*mut u32`, the stream's [`crate::sched::stream::WORDS`] words: the
+    /// region's task count once the last batch is published
+    /// ([`crate::sched::stream::UNKNOWN_TOTAL`] before), the links published and the links
+    /// claimed.
     pub stream_total: u64,
+    /// With [`FLAG_STREAM`]: `*mut u32`, [`crate::sched::stream::LINK_WORDS`] words per link (a
+    /// task whose cross edges the workers link), `stream_links_len` links.
+    pub stream_links: u64,
     /// With [`FLAG_STREAM`]: the cross edges `stream_edges` has room for.
     pub stream_edges_len: u32,
-    /// Unused: keeps the descriptor free of padding bytes, which the host copies as they are.
-    pub stream_pad: u32,
+    /// With [`FLAG_STREAM`]: the links `stream_links` has room for.
+    pub stream_links_len: u32,
 }
 
 /// Counters every worker updates, each on its own 128-byte line so they do not contend.

@@ -2,8 +2,9 @@
 //!
 //! A streamed call starts the workers on empty tables sized to a capacity, and runs the body on
 //! the calling thread. Each batch of tasks whose edges are known (while every written array keeps
-//! to the tile path, see [`Recorder::with_feed`]) goes into the tables at once, the host linking
-//! each edge from an earlier batch into its parent's list, as the device's
+//! to the tile path, see [`Recorder::with_feed`]) goes into the tables at once with a link for
+//! each task that has edges from earlier batches (or no parent in its own), which the idle
+//! workers claim and link into the parents' lists, as the device's
 //! [`stream`](taskweave_device::sched::stream) protocol says. When the body returns, the
 //! inspection is finished as usual, the tasks not yet fed go in one last batch (their edges from
 //! the finished DAG), and the total is published: the workers end when every task has run.
@@ -29,8 +30,8 @@ use taskweave_device::abi::{ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, Work
 use taskweave_device::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
 use taskweave_device::sched::affinity::{NO_PARENT, NOT_RUN};
 use taskweave_device::sched::deps::SOLE_PARENT;
-use taskweave_device::sched::queue::{COUNTED, NIL, Queues};
-use taskweave_device::sched::stream::{self, EDGE_WORDS, Stream};
+use taskweave_device::sched::queue::NIL;
+use taskweave_device::sched::stream::{self, EDGE_WORDS, LINK_WORDS, Stream};
 
 use crate::backend::cpu::{Caught, Pool, failed};
 use crate::call::{Binding, Call};
@@ -119,7 +120,6 @@ pub(crate) struct StreamTables {
     base: u32,
     /// The argument word of the region at local word 0.
     args_base: u32,
-    workers: u32,
     capacity: usize,
     tasks: Raw<TaskRecord>,
     args: Raw<u64>,
@@ -136,12 +136,15 @@ pub(crate) struct StreamTables {
     counters: Box<CounterWords>,
     heads: Box<[AtomicU32]>,
     edges: Box<[AtomicU32]>,
-    total: Box<AtomicU32>,
-    /// Local tasks, argument words, CSR entries and cross edges fed so far.
+    links: Box<[AtomicU32]>,
+    /// The stream's words: the total, the links published and claimed.
+    words: Box<[AtomicU32]>,
+    /// Local tasks, argument words, CSR entries, cross edges and links fed so far.
     fed: usize,
     args_len: usize,
     children_len: usize,
     cross_len: usize,
+    links_len: usize,
     /// Every edge fed, `(parent, child)` in region ids, when the caller keeps them (tests).
     kept: Option<Vec<(u32, u32)>>,
 }
@@ -175,7 +178,6 @@ impl StreamTables {
         Self {
             base,
             args_base,
-            workers,
             capacity,
             tasks,
             args: Raw::new(args_cap, 0),
@@ -192,11 +194,14 @@ impl StreamTables {
             counters: CounterWords::fresh(workers, 0, 1),
             heads: atomics(capacity, stream::OPEN),
             edges: atomics(edges_cap * EDGE_WORDS, 0),
-            total: Box::new(AtomicU32::new(stream::UNKNOWN_TOTAL)),
+            // At most one link per task.
+            links: atomics(capacity * LINK_WORDS, 0),
+            words: [stream::UNKNOWN_TOTAL, 0, 0].map(AtomicU32::new).into(),
             fed: 0,
             args_len: 0,
             children_len: 0,
             cross_len: 0,
+            links_len: 0,
             kept: None,
         }
     }
@@ -223,7 +228,9 @@ impl StreamTables {
             stream_heads: self.heads.as_ptr() as u64,
             stream_edges: self.edges.as_ptr() as u64,
             stream_edges_len: (self.edges.len() / EDGE_WORDS) as u32,
-            stream_total: core::ptr::from_ref(&*self.total) as u64,
+            stream_total: self.words.as_ptr() as u64,
+            stream_links: self.links.as_ptr() as u64,
+            stream_links_len: (self.links.len() / LINK_WORDS) as u32,
             ..base
         }
     }
@@ -232,7 +239,8 @@ impl StreamTables {
         Stream {
             heads: &self.heads,
             edges: &self.edges,
-            total: &self.total,
+            links: &self.links,
+            words: &self.words,
         }
     }
 
@@ -336,8 +344,8 @@ impl StreamTables {
             };
             self.pending[first + c].store(count, Gpu, Relaxed);
         }
-        // The cross edges, then the links: a guarded task's edges are linked, and its guard
-        // taken, in task order; a task that frees is pushed round robin, as a root is.
+        // The cross edges, then a link per guarded task, in task order, and their publication:
+        // the workers link them and take the guards (see the module docs).
         let x0 = self.cross_len;
         for (i, &(c, p)) in cross_of.iter().enumerate() {
             let e = (x0 + i) * EDGE_WORDS;
@@ -346,27 +354,19 @@ impl StreamTables {
             self.edges[e + stream::NEXT].store(stream::OPEN, Gpu, Relaxed);
         }
         self.cross_len += cross;
-        let queues = Queues::new(
-            &self.next,
-            &self.head,
-            &self.tail,
-            &self.lock,
-            self.capacity as u32,
-        );
-        let grr = &self.counters.0[32];
         let mut x = x0 as u32;
+        let mut link = self.links_len as u32;
+        let stream = self.stream();
         for (c, &cross) in before.iter().enumerate() {
             if !guarded(c) {
                 continue;
             }
-            let task = first32 + c as u32;
-            let edges = x..x + cross;
+            stream.set_link(link, first32 + c as u32, x..x + cross);
+            link += 1;
             x += cross;
-            if stream::link_and_open(&self.stream(), &self.pending, task, edges) {
-                let to = grr.fetch_add(1, Ordering::Relaxed) % self.workers;
-                queues.push_fenced(to, task | COUNTED);
-            }
         }
+        stream.publish(link);
+        self.links_len = link as usize;
         self.fed = first + n;
         Ok(())
     }

@@ -1151,11 +1151,13 @@ fn loom_a_slot_is_posted_into_again() {
 struct StreamWords {
     heads: Vec<AtomicU32>,
     edges: Vec<AtomicU32>,
-    total: AtomicU32,
+    links: Vec<AtomicU32>,
+    words: Vec<AtomicU32>,
 }
 
 impl StreamWords {
-    /// Lists for `n_tasks` tasks, all open, and `edges` as `(parent, child)`, none linked.
+    /// Lists for `n_tasks` tasks, all open, and `edges` as `(parent, child)`, none linked; room
+    /// for one link per task, none published.
     fn new(n_tasks: u32, edges: &[(u32, u32)]) -> Arc<Self> {
         Arc::new(Self {
             heads: (0..n_tasks).map(|_| AtomicU32::new(stream::OPEN)).collect(),
@@ -1164,7 +1166,10 @@ impl StreamWords {
                 .flat_map(|&(p, c)| [p, c, stream::OPEN])
                 .map(AtomicU32::new)
                 .collect(),
-            total: AtomicU32::new(stream::UNKNOWN_TOTAL),
+            links: (0..n_tasks as usize * stream::LINK_WORDS)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+            words: [stream::UNKNOWN_TOTAL, 0, 0].map(AtomicU32::new).into(),
         })
     }
 
@@ -1172,7 +1177,8 @@ impl StreamWords {
         stream::Stream {
             heads: &self.heads,
             edges: &self.edges,
-            total: &self.total,
+            links: &self.links,
+            words: &self.words,
         }
     }
 }
@@ -1312,6 +1318,66 @@ fn loom_a_parent_closes_a_list_of_two() {
         assert_eq!(t.read(0), 100);
         parent.join().unwrap();
         linker.join().unwrap();
+        t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
+    });
+}
+
+/// j‴. The host publishes a batch while its parent runs, and an idle worker links it: the host
+/// writes task 1's record, its cross edge's words and its link, then publishes the link; worker 1
+/// claims and links it (as [`Pick::acquire`](super::pick::Pick::acquire) does between its polls)
+/// while worker 0 runs and closes task 0. Task 1 is pushed exactly once, whichever of the close
+/// and the link comes first, and its runner sees the host's record and task 0's result; a second
+/// claim finds nothing. Worker 1 tries twice while the others run (a spin without bound would
+/// exceed loom's branches), then once more after they are joined.
+#[test]
+fn loom_a_worker_links_the_batch_the_host_publishes() {
+    model(|| {
+        let t = Tables::new(2, &[&[0], &[]], &[0, 2]);
+        // The edge's words are the host's to write: placeholders until then.
+        let s = StreamWords::new(2, &[(0, 0)]);
+        let parent = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
+                t.write(0, 100);
+                close_and_push(&t, &s, 0, 1);
+            })
+        };
+        let host = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || {
+                t.write(1, 201);
+                let stream = s.stream();
+                for (w, word) in [0, 1, stream::OPEN].into_iter().enumerate() {
+                    stream.edges[w].store(word, Gpu, Relaxed);
+                }
+                stream.set_link(0, 1, 0..1);
+                stream.publish(1);
+                stream.end(2);
+            })
+        };
+        // Worker 1: links what is published, then pops and runs task 1.
+        let run = |tries: usize| {
+            for _ in 0..tries {
+                stream::link_claimed(&s.stream(), &t.pending, |task| {
+                    t.queues().push_fenced(1, task | COUNTED);
+                });
+                if let Some(link) = t.queues().pop(1) {
+                    assert_eq!(t.read(1), 201);
+                    assert_eq!(take(&t, link), 1);
+                    assert_eq!(t.read(0), 100);
+                    return true;
+                }
+                thread::yield_now();
+            }
+            false
+        };
+        let ran = run(2);
+        parent.join().unwrap();
+        host.join().unwrap();
+        assert!(ran || run(1));
+        assert!(s.stream().claim(stream::LINK_CLAIM).is_none());
+        assert_eq!(t.pending[1].load(Gpu, Relaxed), 0);
         t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
     });
 }

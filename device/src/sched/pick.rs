@@ -4,7 +4,7 @@
 use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record};
 use super::queue::{self, COUNTED};
 use super::tables::Tables;
-use super::{deps, policy};
+use super::{deps, policy, stream};
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::*};
 use crate::gang;
@@ -229,6 +229,17 @@ pub(super) trait Pick<'a>: Tables<'a> {
             if let Some(link) = policy::steal(p, self, me) {
                 return link;
             }
+            // A streamed region's idle worker links the batches the host has published: their
+            // tasks that free go round robin, this worker's own queue among them.
+            if let Some(stream) = self.stream()
+                && stream::link_claimed(&stream, self.pending(), |task| {
+                    let to = self.grr().fetch_add(1, Gpu, Relaxed) % self.workers();
+                    self.queues().push_fenced(to, task | COUNTED);
+                })
+            {
+                idle = 0;
+                continue;
+            }
             me.flush(self.completed());
             // The flags and the count are lines every idle worker reads: polled on every
             // `IDLE_CHECK`-th round only, so that hundreds of idle workers do not queue at one L2
@@ -255,7 +266,7 @@ pub(super) trait Pick<'a>: Tables<'a> {
             idle += 1;
             let most = match self.stream() {
                 Some(stream)
-                    if idle > STREAM_PATIENCE && stream.total() == super::stream::UNKNOWN_TOTAL =>
+                    if idle > STREAM_PATIENCE && stream.total() == stream::UNKNOWN_TOTAL =>
                 {
                     STREAM_BACKOFF_NS
                 }

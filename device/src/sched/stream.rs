@@ -18,6 +18,12 @@
 //!   linked, with the counts of the parents that were closed already. Whoever takes the counter to
 //!   zero (a parent's release or [`open`]) places the task, as a freed child is placed.
 //!
+//! The host does not link: a GPU's host cannot make the device's atomics. It writes a *link* per
+//! task with a guard (the task and the range of its cross edges, in task order) and publishes
+//! them with the batch, a `Release` store of the links' count ([`Stream::publish`]). An idle
+//! worker claims up to [`LINK_CLAIM`] published links at a time ([`Stream::claim`], a CAS of the
+//! claimed count) and links them ([`link_claimed`]), pushing each task that frees.
+//!
 //! The region ends when the completed count reaches the *total*, a word that stays `u32::MAX`
 //! until the host has published the last batch and stores the number of tasks.
 //!
@@ -30,6 +36,9 @@
 //! * [`Stream::link`] reads the head with `Acquire`: when it reads [`CLOSED`] it has the parent's
 //!   body, which [`open`]'s fence then passes on through the counter, as a parent's fence does.
 //!   A successful link is a `Release` CAS: the edge's words reach whoever closes the list.
+//! * [`Stream::claim`] reads the published count with `Acquire`: the host's writes of the batch
+//!   (records, rows, counters, edges and links) before its `Release` store reach the claimer.
+//!   The claimed count is only a cursor, and its CAS is relaxed.
 //! * [`open`] fences, then takes the guard and the closed parents' counts in one relaxed RMW: the
 //!   counter's release sequence carries the closed parents' bodies to whoever runs the task
 //!   (after its `Acquire` load of the counter, [`deps::acquire`](super::deps::acquire)).
@@ -57,15 +66,37 @@ pub const CHILD: usize = 1;
 /// The `next` word of an edge: the edge linked before it in its parent's list, or [`OPEN`].
 pub const NEXT: usize = 2;
 
-/// A streamed region's cross-edge lists and its total (see the module docs).
+/// Words per link in [`Stream::links`]: the task, its first cross edge and how many it has.
+pub const LINK_WORDS: usize = 3;
+/// The task's word of a link.
+pub const TASK: usize = 0;
+/// The first cross edge's word of a link.
+pub const FIRST: usize = 1;
+/// The cross edges' count word of a link.
+pub const COUNT: usize = 2;
+
+/// The stream's own words ([`Stream::words`]): the total, the links published, the links claimed.
+pub const WORDS: usize = 3;
+const TOTAL: usize = 0;
+const PUBLISHED: usize = 1;
+const CLAIMED: usize = 2;
+
+/// The most links a worker claims at once: a batch's links are shared among the idle workers, and
+/// a claim's tasks are pushed round robin, as roots are.
+pub const LINK_CLAIM: u32 = 16;
+
+/// A streamed region's cross-edge lists, its links and its words (see the module docs).
 #[derive(Clone, Copy)]
 pub struct Stream<'a> {
     /// One list head per task of the capacity.
     pub heads: &'a [AtomicU32],
     /// [`EDGE_WORDS`] words per cross edge of the capacity.
     pub edges: &'a [AtomicU32],
-    /// The region's task count once known, [`UNKNOWN_TOTAL`] before.
-    pub total: &'a AtomicU32,
+    /// [`LINK_WORDS`] words per link of the capacity.
+    pub links: &'a [AtomicU32],
+    /// [`WORDS`] words: the region's task count once known ([`UNKNOWN_TOTAL`] before), the links
+    /// published and the links claimed.
+    pub words: &'a [AtomicU32],
 }
 
 impl<'a> Stream<'a> {
@@ -121,13 +152,57 @@ impl<'a> Stream<'a> {
     /// completed count it is compared with.
     #[inline(always)]
     pub fn total(&self) -> u32 {
-        self.total.load(Gpu, Relaxed)
+        self.words[TOTAL].load(Gpu, Relaxed)
     }
 
-    /// Publishes the region's task count, after the last batch is opened.
+    /// Publishes the region's task count, after its last batch's links.
     #[inline]
     pub fn end(&self, tasks: u32) {
-        self.total.store(tasks, Gpu, Release);
+        self.words[TOTAL].store(tasks, Gpu, Release);
+    }
+
+    /// Writes link `i`: `task` and its cross edges `edges`. The host's, before it publishes `i`.
+    #[inline]
+    pub fn set_link(&self, i: u32, task: u32, edges: core::ops::Range<u32>) {
+        let at = i as usize * LINK_WORDS;
+        self.links[at + TASK].store(task, Gpu, Relaxed);
+        self.links[at + FIRST].store(edges.start, Gpu, Relaxed);
+        self.links[at + COUNT].store(edges.end - edges.start, Gpu, Relaxed);
+    }
+
+    /// Publishes the links before `links`, and with them everything the host wrote before.
+    #[inline]
+    pub fn publish(&self, links: u32) {
+        self.words[PUBLISHED].store(links, Gpu, Release);
+    }
+
+    /// Claims up to `most` published links that no worker has claimed: their range, or `None`
+    /// when every published link is claimed.
+    #[inline]
+    pub fn claim(&self, most: u32) -> Option<core::ops::Range<u32>> {
+        // Acquire: the batch the links belong to, written before the host's `publish`.
+        let published = self.words[PUBLISHED].load(Gpu, Acquire);
+        let claimed = &self.words[CLAIMED];
+        let mut seen = claimed.load(Gpu, Relaxed);
+        loop {
+            if seen >= published {
+                return None;
+            }
+            let end = published.min(seen + most);
+            match claimed.compare_swap(seen, end, Gpu, Relaxed) {
+                now if now == seen => return Some(seen..end),
+                now => seen = now,
+            }
+        }
+    }
+
+    /// Link `i`'s task and cross edges, a claimed link.
+    #[inline(always)]
+    fn link_of(&self, i: u32) -> (u32, core::ops::Range<u32>) {
+        let at = i as usize * LINK_WORDS;
+        let word = |w: usize| self.links[at + w].load(Gpu, Relaxed);
+        let first = word(FIRST);
+        (word(TASK), first..first + word(COUNT))
     }
 }
 
@@ -151,8 +226,25 @@ pub fn release(stream: &Stream<'_>, pending: &[AtomicU32], e: u32) -> Option<u32
     (pending[child as usize].fetch_sub(1, Gpu, Relaxed) == 1).then_some(child)
 }
 
-/// Links the cross edges `edges` of `task` and opens it ([`open`]): what the host's linker does
-/// for each task of a batch that has a guard. Whether that freed the task.
+/// Claims published links, at most [`LINK_CLAIM`], and links and opens each one's task
+/// ([`link_and_open`]), handing each task that frees to `push`: what an idle worker does. Whether
+/// it claimed any.
+#[inline]
+pub fn link_claimed(stream: &Stream<'_>, pending: &[AtomicU32], mut push: impl FnMut(u32)) -> bool {
+    let Some(claimed) = stream.claim(LINK_CLAIM) else {
+        return false;
+    };
+    for i in claimed {
+        let (task, edges) = stream.link_of(i);
+        if link_and_open(stream, pending, task, edges) {
+            push(task);
+        }
+    }
+    true
+}
+
+/// Links the cross edges `edges` of `task` and opens it ([`open`]): what a worker does for each
+/// link it claims. Whether that freed the task.
 pub fn link_and_open(
     stream: &Stream<'_>,
     pending: &[AtomicU32],

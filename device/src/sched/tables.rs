@@ -11,7 +11,7 @@
 //! 3. The worker loop is written once against [`Tables`], which both implement.
 
 use super::queue::Queues;
-use super::stream::{EDGE_WORDS, Stream};
+use super::stream::{EDGE_WORDS, LINK_WORDS, Stream, WORDS};
 use crate::abi::{
     ArrayDesc, Counters, FLAG_GANGS, FLAG_STREAM, RegionDesc, TaskRecord, TraceRecord, WorkerStats,
 };
@@ -309,7 +309,11 @@ impl<'a> WorkerView<'a> {
                         desc.stream_edges,
                         desc.stream_edges_len as usize * EDGE_WORDS,
                     ),
-                    total: AtomicU32::from_ptr(desc.stream_total as *mut u32),
+                    links: table(
+                        desc.stream_links,
+                        desc.stream_links_len as usize * LINK_WORDS,
+                    ),
+                    words: table(desc.stream_total, WORDS),
                 }),
             }
         }
