@@ -5,6 +5,7 @@ use super::leader::{CONTINUATIONS, IDLE_POLLS, Leader, Record};
 use super::queue::{self, COUNTED};
 use super::tables::Tables;
 use super::{deps, policy, stream};
+use crate::abi::FLAG_STREAM;
 use crate::arch;
 use crate::atomic::{Ordering::Relaxed, Scope::*};
 use crate::gang;
@@ -229,14 +230,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
             if let Some(link) = policy::steal(p, self, me) {
                 return link;
             }
-            // A streamed region's idle worker links the batches the host has published: their
-            // tasks that free go round robin, this worker's own queue among them.
-            if let Some(stream) = self.stream()
-                && stream::link_claimed(&stream, self.pending(), |task| {
-                    let to = self.grr().fetch_add(1, Gpu, Relaxed) % self.workers();
-                    self.queues().push_fenced(to, task | COUNTED);
-                })
-            {
+            // A streamed region's idle worker links the batches the host has published.
+            if self.flags() & FLAG_STREAM != 0 && self.link_published() {
                 idle = 0;
                 continue;
             }
@@ -264,16 +259,30 @@ pub(super) trait Pick<'a>: Tables<'a> {
             // next batch rather than for a task: it backs off further, off the recording thread's
             // core. Short waits keep the short backoff, so that a batch is taken up at once.
             idle += 1;
-            let most = match self.stream() {
-                Some(stream)
-                    if idle > STREAM_PATIENCE && stream.total() == stream::UNKNOWN_TOTAL =>
-                {
-                    STREAM_BACKOFF_NS
-                }
-                _ => MAX_BACKOFF_NS,
+            let most = if idle > STREAM_PATIENCE
+                && self.flags() & FLAG_STREAM != 0
+                && self.total() == stream::UNKNOWN_TOTAL
+            {
+                STREAM_BACKOFF_NS
+            } else {
+                MAX_BACKOFF_NS
             };
             backoff = (backoff * 2).clamp(32, most);
         }
+    }
+
+    /// A streamed region's idle leader: links the batches the host has published
+    /// ([`stream::link_claimed`]), their tasks that free going round robin, this worker's own
+    /// queue among them. Whether it claimed any. Out of line (see [`Tables::streamed_total`]).
+    #[inline(never)]
+    fn link_published(&self) -> bool {
+        let Some(stream) = self.stream() else {
+            return false;
+        };
+        stream::link_claimed(&stream, self.pending(), |task| {
+            let to = self.grr().fetch_add(1, Gpu, Relaxed) % self.workers();
+            self.queues().push_fenced(to, task | COUNTED);
+        })
     }
 
     /// The task of a popped queue link and its record, its parents' results acquired through its

@@ -5,7 +5,7 @@
 
 use super::leader::{Leader, row, running};
 use super::queue::COUNTED;
-use super::stream::{self, Stream};
+use super::stream;
 use super::tables::Tables;
 use super::{at, deps, policy};
 use crate::arch;
@@ -168,7 +168,11 @@ pub(super) fn release_wide<'a>(rt: &impl Tables<'a>, me: Leader, queued: bool) -
 /// the freed ones where the policy sends a pushed child. Out of line: a region that does not
 /// stream never calls it.
 #[inline(never)]
-pub(super) fn release_streamed<'a>(rt: &impl Tables<'a>, stream: &Stream<'a>, me: Leader) {
+pub(super) fn release_streamed<'a>(rt: &impl Tables<'a>, me: Leader) {
+    let Some(stream) = rt.stream() else {
+        return;
+    };
+    let stream = &stream;
     let task = running(me.words);
     // The body's release (the row's release may not have fenced: no counted child, no push).
     fence(Gpu);

@@ -77,9 +77,12 @@ pub const COUNT: usize = 2;
 
 /// The stream's own words ([`Stream::words`]): the total, the links published, the links claimed.
 pub const WORDS: usize = 3;
-const TOTAL: usize = 0;
-const PUBLISHED: usize = 1;
-const CLAIMED: usize = 2;
+/// The total's word of [`Stream::words`].
+pub const TOTAL: usize = 0;
+/// The published links' word of [`Stream::words`].
+pub const PUBLISHED: usize = 1;
+/// The claimed links' word of [`Stream::words`].
+pub const CLAIMED: usize = 2;
 
 /// The most links a worker claims at once: a batch's links are shared among the idle workers, and
 /// a claim's tasks are pushed round robin, as roots are.

@@ -61,9 +61,8 @@ pub trait Tables<'a> {
     /// One trace record per task, or null.
     fn trace(&self) -> *mut TraceRecord;
 
-    /// A streamed region's cross-edge lists and total ([`FLAG_STREAM`], see
-    /// [`stream`](super::stream)); `None` otherwise, and always on the GPU's persistent kernel,
-    /// which does not stream yet.
+    /// A streamed region's cross-edge lists, links and words ([`FLAG_STREAM`], see
+    /// [`stream`](super::stream)); `None` otherwise.
     #[inline(always)]
     fn stream(&self) -> Option<Stream<'a>> {
         None
@@ -73,10 +72,17 @@ pub trait Tables<'a> {
     /// total once the host has published it.
     #[inline(always)]
     fn total(&self) -> u32 {
-        match self.stream() {
-            Some(stream) => stream.total(),
-            None => self.n_tasks(),
+        if self.flags() & FLAG_STREAM == 0 {
+            return self.n_tasks();
         }
+        self.streamed_total()
+    }
+
+    /// [`Tables::total`] of a streamed region. Out of line, as every stream path of the worker
+    /// loop: a region that does not stream pays a flag test for them, not their registers.
+    #[inline(never)]
+    fn streamed_total(&self) -> u32 {
+        self.stream().map_or(self.n_tasks(), |s| s.total())
     }
 
     /// The gang words of a region with wide tasks ([`FLAG_GANGS`]): two per task, after the
@@ -416,8 +422,8 @@ mod gpu {
     use core::marker::PhantomData;
     use core::mem::offset_of;
 
-    use super::{Table, Tables, WorkerView};
-    use crate::abi::{ArrayDesc, RegionDesc, TaskRecord, TraceRecord, WorkerStats};
+    use super::{EDGE_WORDS, LINK_WORDS, Stream, Table, Tables, WORDS, WorkerView};
+    use crate::abi::{ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, TraceRecord, WorkerStats};
     use crate::atomic::AtomicU32;
     use crate::sched::queue::Queues;
 
@@ -470,8 +476,12 @@ mod gpu {
         abort_stats: Slot,
         /// `trace`, and the scalars: `n_tasks | policy << 32`.
         trace_tasks: Slot,
-        /// `flags`, unused.
+        /// `flags`, and a streamed region's cross-edge and link counts (`edges | links << 32`).
         flags: Slot,
+        /// A streamed region's list heads and cross edges ([`Stream`]); zeros otherwise.
+        stream_lists: Slot,
+        /// A streamed region's links and words ([`Stream`]); zeros otherwise.
+        stream_links: Slot,
     }
 
     global_asm!(
@@ -579,13 +589,29 @@ mod gpu {
                 len: u64::from(rt.n_tasks) | u64::from(rt.policy) << 32,
             }
         );
+        let (lists, links, counts) = match rt.stream {
+            Some(s) => (
+                Slot {
+                    addr: s.heads.as_ptr() as u64,
+                    len: s.edges.as_ptr() as u64,
+                },
+                Slot {
+                    addr: s.links.as_ptr() as u64,
+                    len: s.words.as_ptr() as u64,
+                },
+                (s.edges.len() / EDGE_WORDS) as u64 | ((s.links.len() / LINK_WORDS) as u64) << 32,
+            ),
+            None => (Slot { addr: 0, len: 0 }, Slot { addr: 0, len: 0 }, 0),
+        };
         put!(
             flags,
             Slot {
                 addr: u64::from(rt.flags),
-                len: 0,
+                len: counts,
             }
         );
+        put!(stream_lists, lists);
+        put!(stream_links, links);
     }
 
     /// Stores `slot` at byte offset `OFF` of the header (see [`BlockTables::publish`]).
@@ -749,6 +775,27 @@ mod gpu {
         #[inline(always)]
         fn trace(&self) -> *mut TraceRecord {
             slot::<{ offset_of!(Header, trace_tasks) }>().0 as *mut TraceRecord
+        }
+        #[inline(always)]
+        fn stream(&self) -> Option<Stream<'a>> {
+            let (flags, counts) = slot::<{ offset_of!(Header, flags) }>();
+            if flags as u32 & FLAG_STREAM == 0 {
+                return None;
+            }
+            let (heads, edges) = slot::<{ offset_of!(Header, stream_lists) }>();
+            let (links, words) = slot::<{ offset_of!(Header, stream_links) }>();
+            let (edges_len, links_len) = (counts as u32 as usize, (counts >> 32) as usize);
+            // SAFETY: `publish` copied the live tables of a streamed region's descriptor, of these
+            // lengths: one head per task of the capacity, `EDGE_WORDS` words per cross edge,
+            // `LINK_WORDS` per link, and the stream's `WORDS`.
+            unsafe {
+                Some(Stream {
+                    heads: core::slice::from_raw_parts(heads as *const _, self.n_tasks() as usize),
+                    edges: core::slice::from_raw_parts(edges as *const _, edges_len * EDGE_WORDS),
+                    links: core::slice::from_raw_parts(links as *const _, links_len * LINK_WORDS),
+                    words: core::slice::from_raw_parts(words as *const _, WORDS),
+                })
+            }
         }
     }
 }

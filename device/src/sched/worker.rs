@@ -5,7 +5,7 @@ use super::pick::{Pick, pick, pick_gang};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
 use super::tables::Tables;
-use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_TRACE};
+use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_STREAM, FLAG_TRACE};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
 use crate::block::{Block, GangWords};
@@ -153,8 +153,8 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         } else {
             kept = release_wide(rt, me, queued);
         }
-        if leader && let Some(stream) = rt.stream() {
-            release_streamed(rt, &stream, me);
+        if leader && rt.flags() & FLAG_STREAM != 0 {
+            release_streamed(rt, me);
         }
         if leader {
             end_task(rt, me);
