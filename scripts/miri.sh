@@ -12,7 +12,8 @@
 #      backends' parts that need no GPU (`backend::`: the host image of the GPU tables), the
 #      recorder's limits (`inspect::`), the GPU helpers that need no GPU (`gpu::`: PTX targets, the
 #      chunks and pipeline of the pinned transfers), resident arrays (`resident::`), and a streamed
-#      region on the CPU backend (`stream::`, one test);
+#      region on the CPU backend and the batches a streamed GPU call copies (`stream::`, two
+#      tests);
 #   C. cross-crate: every CPU-backend test, threads sharing a runtime, inferred accesses (with fewer
 #      property cases under `cfg(miri)`), SM-aware workers and the affinity and priority policies'
 #      tables (fewer policies and rounds under `cfg(miri)`), submitted regions, resident arrays, an
@@ -107,6 +108,7 @@
 #| device/src/sched/mod.rs | gpu_levels | 2 | not: nvptx64 (kernel entry; A runs run_levels)
 #| device/src/sched/sm.rs | worker_of_block | 3 | not: nvptx64 (SM ids and slots in device memory; the CPU backend's SM plan is safe host code)
 #| device/src/sched/tables.rs | impl Sync for WorkerView<'_> | 1 | miri: B, C (workers share the view of the tables)
+#| device/src/sched/tables.rs | stream | 1 | not: nvptx64 (the GPU's `BlockTables` view of a streamed region's tables)
 #| device/src/sched/tables.rs | table | 2 | miri: A, B, C
 #| device/src/sched/tables.rs | from_desc | 2 | miri: A, B, C
 #| device/src/sched/tables.rs | task | 1 | miri: A (the level-by-level entry points)
@@ -352,15 +354,23 @@
 #| host/src/resident.rs | cuda_view | 1 | not: driver (the arm of an array on the GPU; one in host memory has no cudarc view)
 #| host/src/resident.rs | cuda_view_mut | 1 | not: driver (as cuda_view)
 #| host/src/resident.rs | into_cuda | 1 | not: driver (as cuda_view)
-#| host/src/stream.rs | drop | 1 | miri: B (stream::tests::batches_are_fed_while_the_body_records)
-#| host/src/stream.rs | impl <T: Send> Send for Raw<T> | 1 | miri: B (as above)
-#| host/src/stream.rs | impl <T: Sync> Sync for Raw<T> | 1 | miri: B (as above)
-#| host/src/stream.rs | publish | 3 | miri: B (as above: the task records written while the workers run)
-#| host/src/stream.rs | run | 1 | miri: B (as above: the test's dispatch)
-#| host/src/stream.rs | run_cpu | 2 | miri: B (as above)
-#| host/src/stream.rs | run_rest | 1 | not: reached only by a region past its tables' capacity, in property tests too slow to interpret (natively: stream::tests::a_region_past_the_capacity_runs_its_rest_apart); the same pool as run_cpu's
-#| host/src/stream.rs | set | 1 | miri: B (as above)
-#| host/src/stream.rs | zeroed | 1 | miri: B (as above: the counters and cross edges, zeroed by the allocator)
+#| host/src/stream/gpu.rs | abort | 1 | not: driver (raises a streamed run's abort flag on the GPU)
+#| host/src/stream/gpu.rs | read | 1 | not: driver (reads the error record and statistics back)
+#| host/src/stream/gpu.rs | restore | 1 | not: driver (device-to-device copies)
+#| host/src/stream/gpu.rs | run_gpu | 5 | not: driver (allocations, uploads and the launch of a streamed run)
+#| host/src/stream/gpu.rs | send | 1 | not: driver (the batches' copies; what they copy is checked by stream::gpu::tests::a_batch_is_copied_wherever_the_mirror_changed, under Miri)
+#| host/src/stream/gpu.rs | set_up | 4 | not: driver (memsets and small copies of the empty tables)
+#| host/src/stream/gpu.rs | tables | 1 | miri: B (stream::gpu::tests::a_batch_is_copied_wherever_the_mirror_changed: the test's read of the mirror's tables)
+#| host/src/stream/gpu.rs | take | 2 | not: driver (device-to-device copies)
+#| host/src/stream/mod.rs | drop | 1 | miri: B (stream::tests::batches_are_fed_while_the_body_records)
+#| host/src/stream/mod.rs | impl <T: Send> Send for Raw<T> | 1 | miri: B (as above)
+#| host/src/stream/mod.rs | impl <T: Sync> Sync for Raw<T> | 1 | miri: B (as above)
+#| host/src/stream/mod.rs | publish | 3 | miri: B (as above: the task records written while the workers run)
+#| host/src/stream/mod.rs | run | 1 | miri: B (as above: the test's dispatch)
+#| host/src/stream/mod.rs | run_cpu | 2 | miri: B (as above)
+#| host/src/stream/mod.rs | run_rest | 1 | not: reached only by a region past its tables' capacity, in property tests too slow to interpret (natively: stream::tests::a_region_past_the_capacity_runs_its_rest_apart); the same pool as run_cpu's
+#| host/src/stream/mod.rs | set | 1 | miri: B (as above)
+#| host/src/stream/mod.rs | zeroed | 1 | miri: B (as above: the counters and cross edges, zeroed by the allocator)
 #| host/src/submit.rs | detach | 1 | miri: C (submitted regions' copies of their host arrays)
 #| host/src/submit.rs | impl Send for Job | 1 | miri: C (jobs handed to the helper threads)
 #| host/src/submit.rs | finish | 2 | miri: C
@@ -391,7 +401,8 @@ trap 'kill "$side_pid" 2>/dev/null || true; rm -f "$side_log"' EXIT
 cargo miri test -p taskweave-device --lib
 cargo miri test -p taskweave-tile --lib -- "${skips[@]}"
 cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident:: \
-    stream::tests::batches_are_fed_while_the_body_records
+    stream::tests::batches_are_fed_while_the_body_records \
+    stream::gpu::tests::a_batch_is_copied_wherever_the_mirror_changed
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
     --test inferred_access --test sm_aware --test async_regions --test resident \
     --test unsafe_task --test plans --test wide_tasks -- --test-threads=1

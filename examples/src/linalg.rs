@@ -199,6 +199,9 @@ pub struct Variant {
     /// `region.run` may rerun the runtime's plan of an earlier call (its plan cache, on by
     /// default); off (`+fresh`), every call inspects.
     pub cached: bool,
+    /// Streamed (`+stream`, uncached too): every call inspects, and its tasks start on the
+    /// workers while its body still records them ([`Region::stream`]).
+    pub streamed: bool,
     /// SM-aware workers, this many per SM (`%2`).
     pub per_sm: Option<u32>,
     /// SMs that run the critical path alone (`!1`; static policy, with `per_sm`).
@@ -231,7 +234,9 @@ impl Variant {
         if self.costed {
             label.push_str(" costed");
         }
-        if !self.cached {
+        if self.streamed {
+            label.push_str(" streamed");
+        } else if !self.cached {
             label.push_str(" uncached");
         }
         label
@@ -248,9 +253,13 @@ impl std::str::FromStr for Variant {
             Some(rest) => (rest, true),
             None => (s, false),
         };
+        let (s, streamed) = match s.strip_suffix("+stream") {
+            Some(rest) => (rest, true),
+            None => (s, false),
+        };
         let (s, cached) = match s.strip_suffix("+fresh") {
             Some(rest) => (rest, false),
-            None => (s, true),
+            None => (s, !streamed),
         };
         let (s, costed) = match s.strip_suffix("+costs") {
             Some(rest) => (rest, true),
@@ -294,6 +303,7 @@ impl std::str::FromStr for Variant {
             planned,
             costed,
             cached,
+            streamed,
             per_sm,
             critical_sms,
         })
@@ -354,6 +364,7 @@ pub fn dsl_case<T: Scalar>(
             .threads(variant.threads)
             .shared_bytes(shared_bytes)
             .cache(variant.cached)
+            .stream(variant.streamed)
             .critical_path_sms(variant.critical_sms);
         let region = match variant.policy {
             Some(policy) => region.policy(policy),
@@ -484,6 +495,9 @@ mod tests {
         assert_eq!((v.policy, v.planned), (None, true));
         assert_eq!(v.label(), "persistent/auto planned");
         assert!("barrier".parse::<Variant>().unwrap().cached);
+        let v: Variant = "persistent/grr+stream".parse().unwrap();
+        assert_eq!((v.cached, v.streamed), (false, true));
+        assert_eq!(v.label(), "persistent/grr streamed");
         let v: Variant = "persistent/static@256%2!1+plan".parse().unwrap();
         assert_eq!(
             (v.threads, v.per_sm, v.critical_sms, v.planned),

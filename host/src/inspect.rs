@@ -230,8 +230,11 @@ pub(crate) struct Batch<'r> {
     /// The batch's task records, then the record after them (its `args` the end of the batch's
     /// argument words; its kind not yet known).
     pub records: &'r [TaskRecord],
-    /// Every argument word recorded so far.
+    /// The argument words recorded so far from word `args_from` (the recorder's: every one), the
+    /// batch's among them.
     pub args: &'r [u64],
+    /// The region's argument word at `args[0]`.
+    pub args_from: u32,
     /// The edges into the batch's tasks, `(child, parent)`, grouped by array (a parent may repeat
     /// for a child).
     pub edges: &'r [(u32, u32)],
@@ -241,6 +244,10 @@ pub(crate) struct Batch<'r> {
 pub(crate) trait Feed {
     /// Takes the next batch: its tasks follow the last batch's.
     fn batch(&mut self, batch: Batch<'_>);
+
+    /// Takes the region's task count, once every task is fed and the body has returned: before
+    /// the inspection is finished, which the workers need not wait for.
+    fn end(&mut self, _tasks: usize) {}
 }
 
 /// A recorder's feed and how far it fed.
@@ -366,12 +373,26 @@ impl Recorder {
             first: feeding.fed as u32,
             records: &self.tasks[feeding.fed..],
             args: &self.args,
+            args_from: 0,
             edges: &feeding.edges,
         });
         self.tasks.pop();
         feeding.fed = self.tasks.len();
         feeding.size = (feeding.size * 2).min(MAX_BATCH);
         feeding.next_at = feeding.fed + feeding.size;
+    }
+
+    /// Tells the feed that the region has `tasks` tasks, when the body has returned and every
+    /// one is fed ([`Feed::end`]); whether it was told.
+    pub(crate) fn end_feed(&mut self) -> bool {
+        let n = self.tasks.len();
+        match &mut self.feeding {
+            Some(feeding) if feeding.fed == n => {
+                feeding.feed.end(n);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Tasks handed to the feed so far (see [`Recorder::with_feed`]).

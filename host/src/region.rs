@@ -19,6 +19,7 @@ use crate::cache::PlanKey;
 use crate::call::{self, Binding, Call, Order, Prestaged};
 use crate::costs::TaskCosts;
 use crate::error::Error;
+use crate::gpu::Gpu;
 use crate::inspect::{ArrayArg, Inspection, ReadOnly, ReadWrite, Recorder};
 use crate::meta::RegionMeta;
 use crate::options::{Backend, Options, Policy};
@@ -26,6 +27,7 @@ use crate::plan::Plan;
 use crate::report::Report;
 use crate::resident::{DeviceArray, Done};
 use crate::runtime::Runtime;
+use crate::stream::gpu::GpuStreamed;
 use crate::submit::{self, Job, Pending};
 
 type Body<'a> = Box<dyn FnOnce(&mut Recorder) -> Result<(), Error> + 'a>;
@@ -267,11 +269,19 @@ impl<'a> Region<'a> {
     /// other. The results are the same as without streaming, and a body that fails or panics
     /// leaves the region's arrays as they were.
     ///
-    /// Streams on the CPU backend, for regions without wide tasks, trace or SM-aware workers,
+    /// Streams on the CPU backend (host arrays) and the persistent GPU backend (host arrays and
+    /// arrays resident on the GPU), for regions without wide tasks, trace or SM-aware workers,
     /// under the policies that do not plan ahead; a call that cannot stream runs as it would
     /// without (see [`Report::streamed`]). Batches go while every array the region writes keeps
     /// to whole tiles of one size, whose edges are known as each task is recorded; the rest of
     /// the region goes when its body returns.
+    ///
+    /// On the GPU a streamed call copies its host arrays up whole (what the tasks touch is not
+    /// known yet), keeps a copy of each writable resident array to put back if the call fails,
+    /// and waits for every run in flight on its resident arrays. A region that outgrows the
+    /// tables (sized by its last call in the process, at least 65,536 tasks) is stopped and runs
+    /// inspected, its arrays as they were. A streamed call's plan is kept as an inspected call's
+    /// is: the region's next call runs it.
     pub fn stream(mut self, on: bool) -> Self {
         self.options.stream = on;
         self
@@ -375,24 +385,25 @@ impl<'a> Region<'a> {
             (hint, at_least),
             keep_edges,
             |feed| {
-                let start = Instant::now();
-                let mut recorder = Recorder::new(meta.name, meta.kinds, infos)
-                    .with_args(meta.args)
-                    .with_blocks(meta.dispatch)
-                    .with_feed(feed);
-                if self.options.run_policy().row().needs_ranges {
-                    recorder = recorder.with_ranges();
-                }
-                if let Some(body) = body {
-                    body(&mut recorder)?;
-                }
-                // What went while the body ran; then what it recorded since.
-                let early = recorder.fed();
-                recorder.feed();
-                let fed = recorder.fed();
-                Ok((recorder.finish(start)?, fed, early))
+                let ranges = self.options.run_policy().row().needs_ranges;
+                record_streamed(meta, infos, ranges, body, feed)
             },
         )
+    }
+
+    /// Runs the region streamed to the persistent kernel on `gpu` (see [`Region::stream`]): how it
+    /// ended, and the region's arrays.
+    fn run_streamed_gpu(mut self, gpu: &Gpu) -> Result<(GpuStreamed, Vec<Binding<'a>>), Error> {
+        let body = self.body.take();
+        let (meta, options) = (self.meta, self.options.clone());
+        let capacity = crate::inspect::size_hint(meta.name) + 1;
+        let arrays = std::mem::take(&mut self.arrays);
+        let infos: Vec<_> = arrays.iter().map(|b| b.info).collect();
+        let ranges = self.options.run_policy().row().needs_ranges;
+        let ended = crate::stream::gpu::run_gpu(gpu, meta, options, &arrays, capacity, |feed| {
+            record_streamed(meta, infos, ranges, body, feed)
+        })?;
+        Ok((ended, arrays))
     }
 
     /// The region's plan, and its arrays: the body inspected once.
@@ -481,7 +492,27 @@ impl<'a> Region<'a> {
         {
             return Ok(self.run_streamed(workers, None, false)?.report);
         }
-        let (mut plan, arrays, prestaged, loading) = self.into_plan_uploading(runtime)?;
+        let streamed = runtime.gpu_for(self.options.backend).filter(|_| {
+            crate::stream::gpu::streams(&self.meta, &self.options, &self.arrays, runtime.backend())
+        });
+        let (meta, options) = (self.meta, self.options.clone());
+        let (mut plan, arrays, prestaged, loading) = match streamed {
+            Some(gpu) => match self.run_streamed_gpu(gpu)? {
+                (GpuStreamed::Ran(report, mut plan), _) => {
+                    if let Some(key) = key {
+                        plan.start_upgrade(report.workers);
+                        runtime.keep_plan(key, *plan);
+                    }
+                    return Ok(report.since(start));
+                }
+                // Past the tables' capacity: the finished inspection runs as an inspected call.
+                (GpuStreamed::Outgrown(inspection), arrays) => {
+                    let plan = Plan::new(meta, options, *inspection)?;
+                    (plan, arrays, None, Duration::ZERO)
+                }
+            },
+            None => self.into_plan_uploading(runtime)?,
+        };
         let spent = (plan.inspection().time, plan.inspection().edges_time);
         let report = run_call(&mut plan, arrays, runtime, spent, false, prestaged).map(|mut r| {
             r.phases.load += loading;
@@ -548,6 +579,36 @@ impl<'a> Region<'a> {
         runtime.submit(job);
         Ok(pending.started(start))
     }
+}
+
+/// Runs a streamed call's `body` into a recorder fed by `feed`, and finishes the inspection:
+/// it, how many tasks were fed in all, and how many while the body ran (see
+/// [`crate::stream::run_cpu`]).
+fn record_streamed(
+    meta: RegionMeta,
+    infos: Vec<crate::inspect::ArrayInfo>,
+    ranges: bool,
+    body: Option<Body<'_>>,
+    feed: Box<dyn crate::inspect::Feed>,
+) -> Result<(Inspection, usize, usize), Error> {
+    let start = Instant::now();
+    let mut recorder = Recorder::new(meta.name, meta.kinds, infos)
+        .with_args(meta.args)
+        .with_blocks(meta.dispatch)
+        .with_feed(feed);
+    if ranges {
+        recorder = recorder.with_ranges();
+    }
+    if let Some(body) = body {
+        body(&mut recorder)?;
+    }
+    // What went while the body ran; then what it recorded since.
+    let early = recorder.fed();
+    recorder.feed();
+    let fed = recorder.fed();
+    // Every task fed: the workers may end before the inspection is finished.
+    recorder.end_feed();
+    Ok((recorder.finish(start)?, fed, early))
 }
 
 /// Runs `plan` on `arrays`, after the runs in flight whose accesses to its resident arrays

@@ -46,11 +46,12 @@ struct Cli {
     /// (bench/results/large-tiles-h100/linalg-ab.txt).
     #[arg(long, value_delimiter = ',')]
     bs: Vec<usize>,
-    /// DSL variants: BACKEND[/POLICY][@THREADS][%PER_SM][!SMS][+plan|+costs|+fresh][:checked],
+    /// DSL variants: BACKEND[/POLICY][@THREADS][%PER_SM][!SMS][+plan|+costs|+fresh|+stream][:checked],
     /// e.g. persistent/static, persistent/static@256, barrier:checked; +plan times a Plan made
     /// once, +costs one made with the task costs of a traced call before it (static policy; the
     /// traced call's wall time counts in the first call's), +fresh a region.run that inspects
-    /// every call (the runtime's plan cache off for it); %2 puts two SM-aware workers on each
+    /// every call (the runtime's plan cache off for it), +stream one that also streams its tasks
+    /// to the running kernel while its body records them; %2 puts two SM-aware workers on each
     /// SM, and !1 (static policy) runs the critical path alone on one SM.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("persistent/static"), String::from("persistent/grr"), String::from("barrier"), String::from("persistent/static:checked")])]
     variants: Vec<String>,

@@ -36,6 +36,10 @@ struct Cli {
         default_value = "cholesky:24:16,cholesky:40:16,lu:24:16,wavefront:300,chain:50000"
     )]
     cases: Vec<String>,
+    /// On the GPU (the persistent backend, which must be there): inspected against streamed
+    /// calls on its default workers, without the `W − 1` kinds.
+    #[arg(long)]
+    gpu: bool,
 }
 
 /// Median of `v`.
@@ -53,11 +57,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let workers = cli
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
-    let rt = Runtime::cpu_with(workers);
-    println!(
-        "taskweave stream_bench: {workers} CPU workers, {} calls of each kind per case after one warm-up; medians in ms",
-        cli.reps
-    );
+    let rt = if cli.gpu {
+        let rt = Runtime::new();
+        if rt.gpu_device().is_none() {
+            return Err(format!(
+                "--gpu: no GPU ({})",
+                rt.fallback_reason()
+                    .unwrap_or("the runtime runs on the CPU")
+            )
+            .into());
+        }
+        rt
+    } else {
+        Runtime::cpu_with(workers)
+    };
+    match rt.gpu_device() {
+        Some(gpu) => println!(
+            "taskweave stream_bench: {} ({} SMs), persistent backend, {} calls of each kind per case after one warm-up; medians in ms",
+            gpu.name(),
+            gpu.sm_count(),
+            cli.reps
+        ),
+        None => println!(
+            "taskweave stream_bench: {workers} CPU workers, {} calls of each kind per case after one warm-up; medians in ms",
+            cli.reps
+        ),
+    }
+    // On the GPU only the runtime's own workers: the `W − 1` kinds leave a core to the recording
+    // thread, which the GPU's workers do not share.
+    let kinds_run: &[(bool, bool)] = if cli.gpu {
+        &[(false, false), (true, false)]
+    } else {
+        &[(false, false), (true, false), (false, true), (true, true)]
+    };
     println!(
         "{:<16} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
         "case",
@@ -133,10 +165,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut kinds: [Vec<Report>; 4] = Default::default();
         let mut results: [Vec<f64>; 4] = Default::default();
         for rep in 0..=cli.reps {
-            for (k, (stream, fewer)) in [(false, false), (true, false), (false, true), (true, true)]
-                .into_iter()
-                .enumerate()
-            {
+            for (k, &(stream, fewer)) in kinds_run.iter().enumerate() {
                 let (report, a) = call(stream, fewer)?;
                 assert_eq!(report.streamed, stream, "{case}: streamed as asked");
                 let want = if fewer {
@@ -144,50 +173,107 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 } else {
                     workers
                 };
-                assert_eq!(report.workers, want, "{case}: the workers asked for");
+                if !cli.gpu {
+                    assert_eq!(report.workers, want, "{case}: the workers asked for");
+                }
                 if rep > 0 {
                     kinds[k].push(report);
                 }
                 results[k] = a;
             }
         }
+        let ran = kinds_run.len();
+        // The checked result: a streamed call's.
+        let streamed = &results[1];
         let check = match which {
-            "cholesky" => host::check_cholesky(&start, &results[2], nb, bs).passed(),
-            "lu" => host::check_lu(&start, &results[2], nb, bs).passed(),
+            "cholesky" => host::check_cholesky(&start, streamed, nb, bs).passed(),
+            "lu" => host::check_lu(&start, streamed, nb, bs).passed(),
             _ => {
-                let g: Vec<u32> = results[2].iter().map(|&v| v as u32).collect();
+                let g: Vec<u32> = streamed.iter().map(|&v| v as u32).collect();
                 match which {
                     "wavefront" => dags::check_wavefront(&g, nb),
                     _ => dags::check_chain(&g),
                 }
             }
         };
-        let same = results.iter().all(|r| *r == results[0]);
+        let same = results[..ran].iter().all(|r| *r == results[0]);
         let med = |k: usize, f: fn(&Report) -> Duration| median(kinds[k].iter().map(f).collect());
         let wall = |k| med(k, |r| r.wall_time);
         let ratio = |k: usize| wall(k + 1).as_secs_f64() / wall(k).as_secs_f64();
-        let best = (0..4).min_by_key(|&k| wall(k)).unwrap_or(0);
+        let best = (0..ran).min_by_key(|&k| wall(k)).unwrap_or(0);
+        let fewer = |k: usize, v: f64| match ran > k {
+            true => format!("{v:.2}"),
+            false => "-".to_owned(),
+        };
         println!(
-            "{:<16} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8} {:>6}",
+            "{:<16} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
             case,
             kinds[0][0].tasks,
             ms(wall(0)),
             ms(med(0, |r| r.inspect_time)),
             ms(wall(1)),
             ratio(0),
-            ms(wall(2)),
-            ms(med(2, |r| r.inspect_time)),
-            ms(wall(3)),
-            ratio(2),
+            fewer(2, ms(wall(2.min(ran - 1)))),
+            fewer(2, ms(med(2.min(ran - 1), |r| r.inspect_time))),
+            fewer(3, ms(wall(3.min(ran - 1)))),
+            fewer(3, if ran > 3 { ratio(2) } else { 0.0 }),
             ["W ins", "W strm", "W-1 ins", "W-1 strm"][best],
             if check && same { "PASS" } else { "FAIL" },
         );
+        if cli.gpu {
+            // Where a call's time goes, in ms: the inspected call's and the streamed call's.
+            for (k, what) in [(0, "inspected"), (1, "streamed")] {
+                let r = &kinds[k][kinds[k].len() / 2];
+                println!(
+                    "  {what:<10} wall {:.3} execute {:.3} phases {}",
+                    ms(r.wall_time),
+                    ms(r.execute_time),
+                    r.phases
+                );
+            }
+        }
         if !check || !same {
             eprintln!("{case}: streamed result checked {check}; bit for bit as inspected: {same}");
         }
     }
+    if cli.gpu {
+        failures(&rt)?;
+    }
     println!(
         "W ins, W strm: the median wall of inspected and streamed calls on the runtime's W workers; W-1: on one fewer; inspect: the inspected calls' inspection (body, recording, edges); ratio: streamed wall over inspected; best: the kind with the least wall."
     );
+    Ok(())
+}
+
+/// A streamed call whose body fails mid-stream, on the GPU: a `T × T` wavefront over a grid one
+/// row short, whose last row's first cell is out of its range. Its first rows have been fed, and
+/// have run, when the body fails: the call must fail with the inspection's error and leave the
+/// grid as it was, a host grid (never written) and a resident one (put back from its copy).
+fn failures(rt: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
+    const T: usize = 300;
+    let start: Vec<u32> = (0..T * (T - 1)).map(|i| 7 + i as u32 % 5).collect();
+    let mut host = start.clone();
+    let on_host = dags::wavefront(&mut host, T, 0)
+        .cache(false)
+        .stream(true)
+        .run(rt);
+    let mut resident = rt.upload(&start)?;
+    let on_device = dags::wavefront(&mut resident, T, 0)
+        .cache(false)
+        .stream(true)
+        .run(rt);
+    let kept = resident.download()?;
+    for (what, outcome, after) in [("host", on_host, &host), ("resident", on_device, &kept)] {
+        let error = match outcome {
+            Ok(_) => "none".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        let pass = error != "none" && *after == start;
+        println!(
+            "failure mid-stream, {what} grid: error `{error}`; grid as it was: {}; {}",
+            *after == start,
+            if pass { "PASS" } else { "FAIL" }
+        );
+    }
     Ok(())
 }

@@ -27,7 +27,12 @@ mod streams;
 mod watch;
 
 pub(crate) use cpu::default_workers as default_cpu_workers;
+// For the persistent backend's half of streamed regions (`crate::stream::gpu`).
+pub(crate) use layout::{bytes_of, records};
+pub(crate) use persistent::default_workers;
+pub(crate) use stage::fault;
 use std::time::Instant;
+pub(crate) use watch::{GRACE, Launched, Running, finish as finish_stall, wait_done, watch};
 
 use crate::call::Call;
 use crate::error::Error;

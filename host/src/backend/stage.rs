@@ -319,24 +319,8 @@ impl Staged {
             }
         };
         let record = records::<ErrorRecord>(&both[..error_len])[0];
-        if record.code != CODE_NONE && record.code != CODE_ABORTED {
-            let task = if (record.task as usize) < ins.task_count() {
-                ins.task_ref(record.task)
-            } else {
-                TaskRef {
-                    index: record.task,
-                    kind: "(outside any task)",
-                    args: String::new(),
-                    location: call.work.meta().location,
-                }
-            };
-            return Err(Error::TaskFault {
-                task,
-                message: describe(&record, &ins.arrays),
-                worker: record.worker,
-                thread: record.thread,
-                restored: true,
-            });
+        if let Some(error) = fault(&record, ins, call.work.meta().location) {
+            return Err(error);
         }
         let start = Instant::now();
         // Only what the tasks declared they write comes back (resident arrays, with no copy, were
@@ -375,6 +359,36 @@ impl Staged {
             download_time: start.elapsed(),
         })
     }
+}
+
+/// The error a run's error `record` reports, if any: a task's fault, named by its task in `ins`
+/// (the region's code at `location` when the fault was outside any task). An aborted run's
+/// record reports none: the watchdog or the host names what stopped it.
+pub(crate) fn fault(
+    record: &ErrorRecord,
+    ins: &crate::inspect::Inspection,
+    location: &'static std::panic::Location<'static>,
+) -> Option<Error> {
+    if record.code == CODE_NONE || record.code == CODE_ABORTED {
+        return None;
+    }
+    let task = if (record.task as usize) < ins.task_count() {
+        ins.task_ref(record.task)
+    } else {
+        TaskRef {
+            index: record.task,
+            kind: "(outside any task)",
+            args: String::new(),
+            location,
+        }
+    };
+    Some(Error::TaskFault {
+        task,
+        message: describe(record, &ins.arrays),
+        worker: record.worker,
+        thread: record.thread,
+        restored: true,
+    })
 }
 
 /// A device buffer for `bytes` bytes of array `what` (at least 8, so that an empty array still

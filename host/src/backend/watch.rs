@@ -186,7 +186,7 @@ pub(crate) fn settle(gpu: &Gpu, staged: Staged, launched: Launched) -> Error {
 }
 
 /// Waits up to `grace` for `end` to complete.
-fn wait_done(end: &CudaEvent, grace: Duration) -> bool {
+pub(crate) fn wait_done(end: &CudaEvent, grace: Duration) -> bool {
     let start = Instant::now();
     while !end.is_complete() {
         if start.elapsed() > grace {

@@ -15,8 +15,8 @@
 //!   their snapshot: nothing the run wrote is left.
 //! * What streams: the CPU backend, under every policy that does not plan ahead (not
 //!   [`Policy::Static`]), for regions without wide tasks, trace or SM-aware workers, on host arrays.
-//!   Anything else runs inspected, as without streaming. The persistent GPU backend runs the same
-//!   scheduler code; its host side is not written yet.
+//!   Anything else runs inspected, as without streaming. The persistent GPU backend streams too,
+//!   on the same scheduler code, with its host half in [`gpu`].
 //! * What a streamed run does not know yet while it runs: the critical path (the priority policy's
 //!   ranks are all 0) and the affine parents (the affinity policy finds no home); both policies
 //!   still run every task once its parents are done.
@@ -43,6 +43,8 @@ use crate::plan::Plan;
 use crate::policy::Policy;
 use crate::report::Report;
 use crate::tables::{CounterWords, table_ptr};
+
+pub(crate) mod gpu;
 
 /// The fewest tasks a streamed call's tables hold (the last inspection of the region may ask
 /// for more).
@@ -283,7 +285,11 @@ impl StreamTables {
         // The argument words and the records; the first record's offset, and the offset of the
         // batch's first CSR row, were written as the bounds of the batch before.
         let local_args = |g: u32| g - self.args_base;
-        for (i, &w) in batch.args[a0 as usize..a1 as usize].iter().enumerate() {
+        let from = batch.args_from;
+        for (i, &w) in batch.args[(a0 - from) as usize..(a1 - from) as usize]
+            .iter()
+            .enumerate()
+        {
             self.args.set(self.args_len + i, w);
         }
         for (i, r) in batch.records[..n].iter().enumerate() {
@@ -391,17 +397,25 @@ impl Feed for Feeding {
     }
 }
 
-/// Whether a call with `options` on `arrays` streams when it asks to (see the module docs).
+/// Whether a call with `options` on `arrays` streams on the CPU backend when it asks to (see the
+/// module docs).
 pub(crate) fn streams(meta: &RegionMeta, options: &Options, arrays: &[Binding<'_>]) -> bool {
     options.stream
         && options.backend.is_none_or(|b| b == Backend::Cpu)
-        && !options.run_policy().row().plans
-        && !meta.dispatch.gangs()
-        && !options.trace
-        && !options.sm_aware()
+        && streams_here(meta, options)
         && arrays
             .iter()
             .all(|b| b.device.is_none() && b.cell.is_none())
+}
+
+/// Whether a call streams on a backend that streams, by its region and options: not under a
+/// policy that plans ahead, nor with wide tasks, a trace or SM-aware workers. (Each backend says
+/// which arrays it streams on: those a failed call can leave as they were.)
+fn streams_here(meta: &RegionMeta, options: &Options) -> bool {
+    !options.run_policy().row().plans
+        && !meta.dispatch.gangs()
+        && !options.trace
+        && !options.sm_aware()
 }
 
 /// What a streamed run leaves beside its report: for tests, what it fed.
@@ -560,10 +574,36 @@ pub(crate) fn run_cpu(
             }
         }
     }
-    let inspect_time = inspection.time;
-    let edges_time = inspection.edges_time;
-    let plan = Plan::new(meta, options, inspection)?;
-    let mut plan = plan;
+    let (_, report) = finished(
+        meta,
+        options,
+        inspection,
+        arrays,
+        (Backend::Cpu, workers, lanes),
+        execute_end - start,
+        stats,
+    )?;
+    Ok(Streamed {
+        report: report.since(start),
+        fed_early,
+        edges,
+        first_tables: ran,
+    })
+}
+
+/// A streamed call's plan, made from its finished `inspection`, and its report: run on `backend`
+/// by `workers` workers of `lanes` threads (or lanes) each, for `execute`.
+fn finished(
+    meta: RegionMeta,
+    options: Options,
+    inspection: Inspection,
+    arrays: &[Binding<'_>],
+    (backend, workers, lanes): (Backend, u32, u32),
+    execute: Duration,
+    stats: Vec<WorkerStats>,
+) -> Result<(Plan, Report), Error> {
+    let (inspect_time, edges_time) = (inspection.time, inspection.edges_time);
+    let mut plan = Plan::new(meta, options, inspection)?;
     let (work, _) = plan.parts();
     let call = Call {
         work,
@@ -576,21 +616,16 @@ pub(crate) fn run_cpu(
     };
     let mut report = Report::new(
         &call,
-        Backend::Cpu,
+        backend,
         workers,
         lanes,
         Duration::ZERO,
-        execute_end - start,
+        execute,
         stats,
         None,
     );
     report.streamed = true;
-    Ok(Streamed {
-        report: report.since(start),
-        fed_early,
-        edges,
-        first_tables: ran,
-    })
+    Ok((plan, report))
 }
 
 /// Tasks `range` of a finished inspection as one batch, their edges from the DAG.
@@ -607,6 +642,7 @@ impl Rest<'_> {
             first: self.first,
             records: self.records,
             args: self.args,
+            args_from: 0,
             edges: &self.edges,
         }
     }
