@@ -20,6 +20,7 @@
 //!    same way and its finished inspection runs as an inspected call would
 //!    ([`GpuStreamed::Outgrown`]).
 
+use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -48,6 +49,11 @@ use crate::options::{Backend, Options};
 use crate::plan::Plan;
 use crate::report::Report;
 use crate::resident::Done;
+
+/// The widest level of each region's last streamed call in this process, by region: the workers
+/// of its next one, whose kernel starts before the DAG is known (see
+/// [`default_workers`]: one worker per SM for a chain, every resident one for a wide DAG).
+static WIDEST: Mutex<BTreeMap<&'static str, usize>> = Mutex::new(BTreeMap::new());
 
 /// How a streamed GPU call ended, when it did not fail.
 pub(crate) enum GpuStreamed {
@@ -501,11 +507,16 @@ pub(crate) fn run_gpu(
     let _ordered = Ordered::after_earlier(arrays);
     let loading = Instant::now();
     let sms = gpu.sm_count();
-    // The DAG's width is not known yet: a worker per SM unless the region sets them.
+    // The DAG's width is not known yet: as wide as the region's last streamed call's, else a
+    // worker per SM, unless the region sets the workers.
+    let widest = (WIDEST.lock().unwrap_or_else(|e| e.into_inner()))
+        .get(meta.name)
+        .copied()
+        .unwrap_or(sms as usize);
     let picked = gpu.pick(&meta, &options, meta.kernel, |resident| {
         options
             .workers
-            .unwrap_or_else(|| default_workers(resident, sms, sms as usize))
+            .unwrap_or_else(|| default_workers(resident, sms, widest))
     })?;
     let load = loading.elapsed();
     let workers = picked.blocks;
@@ -705,6 +716,12 @@ pub(crate) fn run_gpu(
             };
         }
     };
+    // While the kernel runs the last tasks: the DAG's width, for the region's next streamed call.
+    let widest = inspection.dag.max_level_width();
+    WIDEST
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(meta.name, widest);
     let waiting = Instant::now();
     if let Some(stall) = watch(gpu, &end, &desc, Running::Workers, options.watchdog, || {
         false
