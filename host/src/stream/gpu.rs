@@ -628,8 +628,12 @@ pub(crate) fn run_gpu(
     // it points to live in `device` and `copies`, which outlive the kernel (or are abandoned).
     unsafe { builder.launch(config) }
         .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
-    end.record(gpu.stream())
-        .map_err(Error::cuda("recording an event"))?;
+    if let Err(error) = end.record(gpu.stream()) {
+        // The kernel waits for a total that will not come: stopped before its tables go.
+        device.abort();
+        let _ = gpu.stream().synchronize();
+        return Err(Error::cuda("recording an event")(error));
+    }
     let launch = launching.elapsed();
     let shared = Arc::new(Shared {
         tables: Mutex::new(mirror),
