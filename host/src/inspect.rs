@@ -259,8 +259,6 @@ struct Feeding {
     next_at: usize,
     /// How many tasks the next batch holds.
     size: usize,
-    /// Per array, how far the tracker's edges were read.
-    cursors: Vec<usize>,
     edges: Vec<(u32, u32)>,
 }
 
@@ -335,51 +333,71 @@ impl Recorder {
     /// Hands `feed` each batch of recorded tasks as soon as their edges are known: while every
     /// writable array keeps to the tile path (see `graph::DepTracker::edges_known`). Once one
     /// leaves it, nothing more is fed: the rest of the region's tasks are the caller's to hand on
-    /// when it is finished ([`Recorder::fed`] says how many were fed). Before the first task.
-    pub(crate) fn with_feed(mut self, feed: Box<dyn Feed>) -> Self {
-        self.tracking.stay_inline();
+    /// when it is finished ([`Recorder::fed`] says how many were fed). The tracker moves to a
+    /// thread of its own as `piping` says, which then hands the edges back as it finds them.
+    /// Before the first task.
+    pub(crate) fn with_feed(mut self, feed: Box<dyn Feed>, piping: graph::Piping) -> Self {
+        self.tracking.stream_edges(piping);
         self.feeding = Some(Feeding {
             feed,
             fed: 0,
             next_at: FIRST_BATCH,
             size: FIRST_BATCH,
-            cursors: Vec::new(),
             edges: Vec::new(),
         });
         self
     }
 
-    /// Feeds the tasks recorded since the last batch, if their edges are known; else stops
+    /// Feeds the tasks tracked since the last batch, if their edges are known; else stops
     /// feeding for good.
     #[cold]
     pub(crate) fn feed(&mut self) {
+        self.feed_tracked(false);
+    }
+
+    /// Feeds every task recorded, once the tracker has tracked them all (if their edges are
+    /// known; else stops feeding for good).
+    pub(crate) fn feed_all(&mut self) {
+        self.feed_tracked(true);
+    }
+
+    fn feed_tracked(&mut self, wait: bool) {
         let Some(feeding) = &mut self.feeding else {
             return;
         };
-        let tracker = self.tracking.on_this_thread().filter(|t| t.edges_known());
-        let (Some(tracker), true) = (tracker, self.tasks.len() > feeding.fed) else {
-            if self.tasks.len() > feeding.fed {
-                feeding.next_at = usize::MAX;
-            }
+        if feeding.next_at == usize::MAX {
+            return;
+        }
+        let Some(tracked) = self.tracking.take_edges(&mut feeding.edges, wait) else {
+            feeding.next_at = usize::MAX;
             return;
         };
-        tracker.new_edges(&mut feeding.cursors, &mut feeding.edges);
-        // The record after the batch: where its argument words end.
-        self.tasks.push(TaskRecord {
-            kind: u32::MAX,
-            args: self.args.len() as u32,
-        });
-        feeding.feed.batch(Batch {
-            first: feeding.fed as u32,
-            records: &self.tasks[feeding.fed..],
-            args: &self.args,
-            args_from: 0,
-            edges: &feeding.edges,
-        });
-        self.tasks.pop();
-        feeding.fed = self.tasks.len();
-        feeding.size = (feeding.size * 2).min(MAX_BATCH);
-        feeding.next_at = feeding.fed + feeding.size;
+        let (len, tracked) = (self.tasks.len(), tracked as usize);
+        if tracked > feeding.fed {
+            // The record after the batch, where its argument words end: the next task's, or one
+            // pushed for the while.
+            let last = tracked == len;
+            if last {
+                self.tasks.push(TaskRecord {
+                    kind: u32::MAX,
+                    args: self.args.len() as u32,
+                });
+            }
+            feeding.feed.batch(Batch {
+                first: feeding.fed as u32,
+                records: &self.tasks[feeding.fed..=tracked],
+                args: &self.args,
+                args_from: 0,
+                edges: &feeding.edges,
+            });
+            if last {
+                self.tasks.pop();
+            }
+            feeding.fed = tracked;
+            feeding.size = (feeding.size * 2).min(MAX_BATCH);
+        }
+        // A tracker on its own thread may be behind: look again a little later.
+        feeding.next_at = (feeding.fed + feeding.size).max(len + FIRST_BATCH);
     }
 
     /// Tells the feed that the region has `tasks` tasks, when the body has returned and every

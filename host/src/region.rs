@@ -20,6 +20,7 @@ use crate::call::{self, Binding, Call, Order, Prestaged};
 use crate::costs::TaskCosts;
 use crate::error::Error;
 use crate::gpu::Gpu;
+use crate::graph::Piping;
 use crate::inspect::{ArrayArg, Inspection, ReadOnly, ReadWrite, Recorder};
 use crate::meta::RegionMeta;
 use crate::options::{Backend, Options, Policy};
@@ -364,15 +365,26 @@ impl<'a> Region<'a> {
 
     /// Runs the region streamed on the CPU backend's `workers` threads (see [`Region::stream`]);
     /// `capacity` sets the tables' task capacity (tests; `None`: the default), `keep_edges` keeps
-    /// every edge it fed (tests).
+    /// every edge it fed (tests), `piping` when the tracker moves to a thread of its own (tests;
+    /// `None`: as for any region when the workers leave two cores idle, else never).
     pub(crate) fn run_streamed(
         mut self,
         workers: u32,
         capacity: Option<usize>,
         keep_edges: bool,
+        piping: Option<Piping>,
     ) -> Result<crate::stream::Streamed, Error> {
         let body = self.body.take();
         let (meta, options) = (self.meta, self.options.clone());
+        let piping = piping.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let workers = options.workers.unwrap_or(workers) as usize;
+            if cores >= workers + 2 {
+                Piping::Default
+            } else {
+                Piping::Never
+            }
+        });
         let hint = capacity.unwrap_or(crate::inspect::size_hint(meta.name) + 1);
         let arrays = std::mem::take(&mut self.arrays);
         let infos: Vec<_> = arrays.iter().map(|b| b.info).collect();
@@ -386,7 +398,7 @@ impl<'a> Region<'a> {
             keep_edges,
             |feed| {
                 let ranges = self.options.run_policy().row().needs_ranges;
-                record_streamed(meta, infos, ranges, body, feed)
+                record_streamed(meta, infos, ranges, body, (feed, piping))
             },
         )
     }
@@ -401,7 +413,7 @@ impl<'a> Region<'a> {
         let infos: Vec<_> = arrays.iter().map(|b| b.info).collect();
         let ranges = self.options.run_policy().row().needs_ranges;
         let ended = crate::stream::gpu::run_gpu(gpu, meta, options, &arrays, capacity, |feed| {
-            record_streamed(meta, infos, ranges, body, feed)
+            record_streamed(meta, infos, ranges, body, (feed, Piping::Default))
         })?;
         Ok((ended, arrays))
     }
@@ -490,7 +502,7 @@ impl<'a> Region<'a> {
         if let Some(workers) = runtime.cpu_workers()
             && crate::stream::streams(&self.meta, &self.options, &self.arrays)
         {
-            return Ok(self.run_streamed(workers, None, false)?.report);
+            return Ok(self.run_streamed(workers, None, false, None)?.report);
         }
         let streamed = runtime.gpu_for(self.options.backend).filter(|_| {
             crate::stream::gpu::streams(&self.meta, &self.options, &self.arrays, runtime.backend())
@@ -589,13 +601,13 @@ fn record_streamed(
     infos: Vec<crate::inspect::ArrayInfo>,
     ranges: bool,
     body: Option<Body<'_>>,
-    feed: Box<dyn crate::inspect::Feed>,
+    (feed, piping): (Box<dyn crate::inspect::Feed>, Piping),
 ) -> Result<(Inspection, usize, usize), Error> {
     let start = Instant::now();
     let mut recorder = Recorder::new(meta.name, meta.kinds, infos)
         .with_args(meta.args)
         .with_blocks(meta.dispatch)
-        .with_feed(feed);
+        .with_feed(feed, piping);
     if ranges {
         recorder = recorder.with_ranges();
     }
@@ -604,7 +616,7 @@ fn record_streamed(
     }
     // What went while the body ran; then what it recorded since.
     let early = recorder.fed();
-    recorder.feed();
+    recorder.feed_all();
     let fed = recorder.fed();
     // Every task fed: the workers may end before the inspection is finished.
     recorder.end_feed();

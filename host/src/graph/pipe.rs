@@ -8,6 +8,11 @@
 //! emptied chunks back. The tracker sees the same tasks in the same order, so the DAG is the same
 //! either way; what changes is when a limit the tracker enforces is reported: when the region is
 //! finished, not at the spawn that passed it.
+//!
+//! A streamed region reads its edges while the body still records ([`Tracking::stream_edges`]).
+//! Piped, the tracker's thread reads each chunk's new edges once it has tracked it and hands them
+//! back with the emptied chunk, in order, so that the recording thread feeds the tasks tracked so
+//! far without tracking them itself.
 
 use core::ops::Range;
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -15,7 +20,7 @@ use std::thread::JoinHandle;
 
 use super::{Access, DepTracker, LimitExceeded, split};
 
-/// Tasks per chunk handed to the tracker's thread.
+/// Tasks per chunk handed to the tracker's thread, by default.
 const CHUNK_TASKS: usize = 1024;
 
 /// Full chunks that may wait for the tracker before the recording thread blocks: enough to ride
@@ -32,6 +37,35 @@ pub(crate) struct Tracking {
     tasks: u32,
     /// Whether moving needs two idle threads, asked when the region reaches `pipe_after`.
     ask_first: bool,
+    /// Tasks per chunk handed to the tracker's thread.
+    chunk_tasks: usize,
+    /// A streamed region's edges, read as its tasks are tracked ([`Tracking::stream_edges`]).
+    streaming: Option<Streaming>,
+}
+
+/// When the tracker of a streamed region moves to a thread of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Piping {
+    /// Never: the recording thread tracks every task.
+    Never,
+    /// As for any region: after [`Tracking::DEFAULT_PIPE_AFTER`] tasks, when two threads are
+    /// idle then.
+    Default,
+    /// After `after` tasks whatever the load, in chunks of `chunk` tasks (tests).
+    #[cfg_attr(not(test), expect(dead_code, reason = "tests force the pipe"))]
+    Force { after: u32, chunk: usize },
+}
+
+/// A streamed region's edges (see [`Tracking::take_edges`]).
+struct Streaming {
+    /// Per array, how far the tracker's edges were read; on the tracker's thread once piped.
+    cursors: Vec<usize>,
+    /// Edges the tracker's thread handed back and the recorder has not taken yet.
+    edges: Vec<(u32, u32)>,
+    /// The tasks the tracker's thread has tracked and handed back.
+    tracked: u32,
+    /// Whether every edge is known so far: no array left the tile path and no limit was passed.
+    known: bool,
 }
 
 enum State {
@@ -52,6 +86,11 @@ struct Pipe {
     empty: Receiver<Chunk>,
     /// `None` once joined.
     worker: Option<JoinHandle<Tracked>>,
+    /// Chunks handed over, and handed back.
+    handed: usize,
+    returned: usize,
+    /// Emptied chunks to fill next.
+    spare: Vec<Chunk>,
 }
 
 impl Pipe {
@@ -72,18 +111,25 @@ impl Drop for Pipe {
 /// tasks after it are not tracked).
 type Tracked = (Box<DepTracker>, Option<LimitExceeded>);
 
-/// Accesses of consecutive tasks: task `i`'s are `accesses[ends[i - 1]..ends[i]]`.
+/// Accesses of consecutive tasks: task `i`'s are `accesses[ends[i - 1]..ends[i]]`. Handed back,
+/// a streamed region's chunk carries the edges found once its tasks were tracked.
 #[derive(Default)]
 struct Chunk {
     accesses: Vec<(u32, Range<usize>, Access)>,
     ends: Vec<u32>,
+    /// The edges into the chunk's tasks, `(child, parent)`, when `known`.
+    edges: Vec<(u32, u32)>,
+    /// Tasks tracked, this chunk's included.
+    tracked: u32,
+    known: bool,
 }
 
 impl Chunk {
-    fn with_capacity() -> Self {
+    fn with_capacity(tasks: usize) -> Self {
         Chunk {
-            accesses: Vec::with_capacity(4 * CHUNK_TASKS),
-            ends: Vec::with_capacity(CHUNK_TASKS),
+            accesses: Vec::with_capacity(4 * tasks),
+            ends: Vec::with_capacity(tasks),
+            ..Chunk::default()
         }
     }
 }
@@ -111,21 +157,62 @@ impl Tracking {
             pipe_after,
             tasks: 0,
             ask_first: false,
+            chunk_tasks: CHUNK_TASKS,
+            streaming: None,
         }
     }
 
-    /// Keeps the tracker on the calling thread for good: a streamed region reads the edges as it
-    /// goes. Before the first task only.
-    pub(crate) fn stay_inline(&mut self) {
+    /// Reads the edges as the tasks are tracked, for a streamed region ([`Tracking::take_edges`]),
+    /// with the tracker moved to its own thread as `piping` says. Before the first task only.
+    pub(crate) fn stream_edges(&mut self, piping: Piping) {
         debug_assert_eq!(self.tasks, 0);
-        self.pipe_after = u32::MAX;
+        match piping {
+            Piping::Never => self.pipe_after = u32::MAX,
+            Piping::Default => {}
+            Piping::Force { after, chunk } => {
+                (self.pipe_after, self.chunk_tasks, self.ask_first) = (after, chunk.max(1), false);
+            }
+        }
+        self.streaming = Some(Streaming {
+            cursors: Vec::new(),
+            edges: Vec::new(),
+            tracked: 0,
+            known: true,
+        });
     }
 
-    /// The tracker, while it is on the calling thread.
-    pub(crate) fn on_this_thread(&self) -> Option<&DepTracker> {
-        match &self.state {
-            State::Inline(tracker) => Some(tracker),
-            State::Piped(_) => None,
+    /// For a streamed region ([`Tracking::stream_edges`]): the edges found since the last call
+    /// into `out` (cleared first), as `(child, parent)`, and how many tasks are tracked, those
+    /// edges' children among them; every task added so far once `wait` (which waits for the
+    /// tracker's thread). `None` once an edge is not known: an array left the tile path (see
+    /// [`DepTracker::edges_known`]) or a task passed a limit on the tracker's thread; the edges
+    /// then come from the finished DAG.
+    pub(crate) fn take_edges(&mut self, out: &mut Vec<(u32, u32)>, wait: bool) -> Option<u32> {
+        let streaming = self.streaming.as_mut()?;
+        match &mut self.state {
+            State::Inline(tracker) => {
+                if !tracker.edges_known() {
+                    return None;
+                }
+                tracker.new_edges(&mut streaming.cursors, out);
+                Some(tracker.task_count() as u32)
+            }
+            State::Piped(pipe) => {
+                if wait {
+                    if !pipe.chunk.ends.is_empty() {
+                        pipe.hand_over(Some(streaming), self.chunk_tasks);
+                    }
+                    pipe.wait(streaming);
+                } else {
+                    pipe.take_back(Some(streaming));
+                }
+                if !streaming.known {
+                    return None;
+                }
+                out.clear();
+                std::mem::swap(out, &mut streaming.edges);
+                Some(streaming.tracked)
+            }
         }
     }
 
@@ -157,8 +244,8 @@ impl Tracking {
                 chunk.accesses.extend(accesses);
                 // Cannot truncate: a chunk holds `CHUNK_TASKS` tasks of a few accesses each.
                 chunk.ends.push(chunk.accesses.len() as u32);
-                if chunk.ends.len() == CHUNK_TASKS {
-                    pipe.hand_over();
+                if chunk.ends.len() == self.chunk_tasks {
+                    pipe.hand_over(self.streaming.as_mut(), self.chunk_tasks);
                 }
             }
         }
@@ -183,6 +270,8 @@ impl Tracking {
         // started gives it back.
         let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(tracker)));
         let theirs = std::sync::Arc::clone(&slot);
+        // A streamed region's cursors go with the tracker: its thread reads the edges.
+        let mut cursors = self.streaming.as_ref().map(|s| s.cursors.clone());
         let started = std::thread::Builder::new()
             .name("taskweave-track".into())
             .spawn(move || {
@@ -195,6 +284,13 @@ impl Tracking {
                     }
                     chunk.accesses.clear();
                     chunk.ends.clear();
+                    if let Some(cursors) = &mut cursors {
+                        chunk.known = failed.is_none() && tracker.edges_known();
+                        if chunk.known {
+                            tracker.new_edges(cursors, &mut chunk.edges);
+                        }
+                        chunk.tracked = tracker.task_count() as u32;
+                    }
                     // The recorder may have finished and stopped taking chunks back.
                     let _ = recycle.send(chunk);
                 }
@@ -203,10 +299,13 @@ impl Tracking {
         match started {
             Ok(worker) => {
                 self.state = State::Piped(Pipe {
-                    chunk: Chunk::with_capacity(),
+                    chunk: Chunk::with_capacity(self.chunk_tasks),
                     full: Some(full),
                     empty,
                     worker: Some(worker),
+                    handed: 0,
+                    returned: 0,
+                    spare: Vec::new(),
                 });
             }
             Err(_) => {
@@ -224,7 +323,7 @@ impl Tracking {
             State::Inline(tracker) => Ok(*tracker),
             State::Piped(mut pipe) => {
                 if !pipe.chunk.ends.is_empty() {
-                    pipe.hand_over();
+                    pipe.hand_over(None, 0);
                 }
                 match pipe.join().expect("the thread is joined once") {
                     Ok((tracker, None)) => Ok(*tracker),
@@ -237,21 +336,57 @@ impl Tracking {
 }
 
 impl Pipe {
-    /// Sends the current chunk to the tracker and takes an emptied one (or a new one) to fill.
-    fn hand_over(&mut self) {
-        let next = self
-            .empty
-            .try_recv()
-            .unwrap_or_else(|_| Chunk::with_capacity());
+    /// Sends the current chunk to the tracker and takes an emptied one (or a new one of
+    /// `chunk_tasks`) to fill; a streamed region's edges handed back go to `streaming`.
+    fn hand_over(&mut self, streaming: Option<&mut Streaming>, chunk_tasks: usize) {
+        self.take_back(streaming);
+        let next = (self.spare.pop()).unwrap_or_else(|| Chunk::with_capacity(chunk_tasks));
         let full = std::mem::replace(&mut self.chunk, next);
         let Some(sender) = &self.full else {
             return;
         };
-        if let Err(mpsc::SendError(chunk)) = sender.send(full) {
+        match sender.send(full) {
+            Ok(()) => self.handed += 1,
             // The tracker's thread is gone: it panicked, which `finish` reports. Keep the
             // chunk so that nothing here fails first.
-            self.chunk = chunk;
+            Err(mpsc::SendError(chunk)) => self.chunk = chunk,
         }
+    }
+
+    /// Takes back the chunks the tracker has emptied, without waiting.
+    fn take_back(&mut self, mut streaming: Option<&mut Streaming>) {
+        while let Ok(chunk) = self.empty.try_recv() {
+            self.returned(chunk, streaming.as_deref_mut());
+        }
+    }
+
+    /// Takes back every chunk handed over (a streamed region's last edges), or as many as come
+    /// before the tracker's thread ends.
+    fn wait(&mut self, streaming: &mut Streaming) {
+        while self.returned < self.handed {
+            match self.empty.recv() {
+                Ok(chunk) => self.returned(chunk, Some(streaming)),
+                // The thread panicked: no edge after its last chunk is known.
+                Err(_) => {
+                    streaming.known = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Keeps an emptied chunk to fill again, its edges taken out first.
+    fn returned(&mut self, mut chunk: Chunk, streaming: Option<&mut Streaming>) {
+        self.returned += 1;
+        if let Some(s) = streaming {
+            s.known &= chunk.known;
+            if s.known {
+                s.edges.append(&mut chunk.edges);
+                s.tracked = chunk.tracked;
+            }
+        }
+        chunk.edges.clear();
+        self.spare.push(chunk);
     }
 }
 

@@ -756,6 +756,7 @@ mod tests {
     use taskweave_device::sched::Dispatch;
 
     use crate::error::Error;
+    use crate::graph::Piping;
     use crate::inspect::Access;
     use crate::meta::RegionMeta;
     use crate::policy::Policy;
@@ -881,9 +882,10 @@ mod tests {
         })
     }
 
-    /// Runs `steps` streamed under `policy` on 3 workers with tables of `capacity` tasks, and
-    /// checks it against the inspected DAG and the sequential reference.
-    fn check(steps: &[Step], tiles: usize, policy: Policy, capacity: usize) {
+    /// Runs `steps` streamed under `policy` on 3 workers with tables of `capacity` tasks, its
+    /// tracker moved to a thread of its own as `piping` says, and checks it against the inspected
+    /// DAG and the sequential reference.
+    fn check(steps: &[Step], tiles: usize, policy: Policy, capacity: usize, piping: Piping) {
         let start: Vec<u64> = (0..(tiles * TILE) as u64).map(|i| i * 7 + 1).collect();
         let mut want = start.clone();
         reference(&mut want, steps);
@@ -896,7 +898,7 @@ mod tests {
         let mut x = start.clone();
         let streamed = region(&mut x, steps, None, false)
             .policy(policy)
-            .run_streamed(3, Some(capacity), true)
+            .run_streamed(3, Some(capacity), true, Some(piping))
             .expect("the region runs streamed");
         assert!(streamed.report.streamed);
         if capacity < steps.len() {
@@ -904,7 +906,7 @@ mod tests {
         }
         assert_eq!(
             x, want,
-            "{policy:?}: results differ from the sequential reference"
+            "{policy:?}, {piping:?}: results differ from the sequential reference"
         );
         let mut fed = streamed.edges.expect("edges kept");
         fed.sort_unstable();
@@ -919,7 +921,7 @@ mod tests {
         edges.sort_unstable();
         assert_eq!(
             fed, edges,
-            "{policy:?}: the streamed DAG is not the inspected one"
+            "{policy:?}, {piping:?}: the streamed DAG is not the inspected one"
         );
     }
 
@@ -933,6 +935,15 @@ mod tests {
         )
     }
 
+    /// The tracker on the recording thread, or on its own from a random task on, in chunks of a
+    /// random size: the edges then come back from that thread.
+    fn piping() -> impl Strategy<Value = Piping> {
+        prop_oneof![
+            Just(Piping::Never),
+            (0..300u32, 1..80usize).prop_map(|(after, chunk)| Piping::Force { after, chunk }),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -941,8 +952,9 @@ mod tests {
         fn a_streamed_region_runs_the_inspected_dag(
             steps in steps(12, 600, false),
             policy in streaming(),
+            piping in piping(),
         ) {
-            check(&steps, 12, policy, 1 << 12);
+            check(&steps, 12, policy, 1 << 12, piping);
         }
 
         /// The same with ranges that leave the tile path part-way: what was fed before runs
@@ -951,8 +963,9 @@ mod tests {
         fn a_region_that_leaves_the_tile_path_streams_up_to_there(
             steps in steps(8, 400, true),
             policy in streaming(),
+            piping in piping(),
         ) {
-            check(&steps, 8, policy, 1 << 12);
+            check(&steps, 8, policy, 1 << 12, piping);
         }
 
         /// Tables too small for the region: what fits runs, then the rest on tables of its own.
@@ -960,8 +973,9 @@ mod tests {
         fn a_region_past_the_capacity_runs_its_rest_apart(
             steps in steps(6, 500, false),
             policy in streaming(),
+            piping in piping(),
         ) {
-            check(&steps, 6, policy, 100);
+            check(&steps, 6, policy, 100, piping);
         }
     }
 
@@ -987,7 +1001,7 @@ mod tests {
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             RAN.store(0, Ordering::Relaxed);
             region(&mut x, &steps, Some(200), true)
-                .run_streamed(2, None, false)
+                .run_streamed(2, None, false, None)
                 .map(|s| s.report)
         }));
         let payload = caught.expect_err("the body's panic reaches the caller");
@@ -1010,7 +1024,7 @@ mod tests {
         let start: Vec<u64> = (0..(5 * TILE) as u64).collect();
         let mut x = start.clone();
         let error = region(&mut x, &steps, Some(250), false)
-            .run_streamed(2, Some(1024), false)
+            .run_streamed(2, Some(1024), false, None)
             .map(|s| s.report)
             .expect_err("the body fails");
         assert!(matches!(error, Error::OutOfBounds { .. }), "{error}");
@@ -1025,10 +1039,36 @@ mod tests {
         let mut x: Vec<u64> = (0..(7 * TILE) as u64).collect();
         let start = x.clone();
         let streamed = region(&mut x, &steps, None, false)
-            .run_streamed(2, Some(256), false)
+            .run_streamed(2, Some(256), false, Some(Piping::Never))
             .expect("the region runs");
         assert_eq!(streamed.fed_early, 64);
         assert_eq!(streamed.report.tasks, 130);
+        let mut want = start;
+        reference(&mut want, &steps);
+        assert_eq!(x, want);
+    }
+
+    /// With the tracker on a thread of its own from the 100th task, the edges it hands back are
+    /// fed while the body records: at most 8 chunks wait for that thread, so it has handed back
+    /// its first chunks long before the 3,000th task.
+    #[test]
+    fn a_piped_tracker_s_edges_are_fed_while_the_body_records() {
+        let steps = tiled_steps(3000, 7, 2);
+        let mut x: Vec<u64> = (0..(7 * TILE) as u64).collect();
+        let start = x.clone();
+        let piping = Piping::Force {
+            after: 100,
+            chunk: 64,
+        };
+        let streamed = region(&mut x, &steps, None, false)
+            .run_streamed(2, Some(1 << 12), false, Some(piping))
+            .expect("the region runs");
+        assert!(
+            (101..3000).contains(&streamed.fed_early),
+            "fed while recording: {}",
+            streamed.fed_early
+        );
+        assert_eq!(streamed.report.tasks, 3000);
         let mut want = start;
         reference(&mut want, &steps);
         assert_eq!(x, want);
