@@ -524,7 +524,8 @@ pub(crate) fn run_gpu(
     let mirror = StreamTables::new(0, 0, capacity, workers, options.run_policy());
     let places = Places::of(&mirror, arrays.len());
     let setting = Instant::now();
-    // The host arrays, whole, into buffers of their own; resident arrays stay where they are.
+    // The host arrays, whole, into buffers of their own (uploaded while the body records, below);
+    // resident arrays stay where they are.
     let mut copies: Vec<Option<CudaSlice<u8>>> = Vec::with_capacity(arrays.len());
     let mut pieces = Vec::new();
     let mut descs = Vec::with_capacity(arrays.len());
@@ -554,10 +555,7 @@ pub(crate) fn run_gpu(
             len: b.info.len as u64,
         });
     }
-    // SAFETY: each host range is an array the call borrows, each device range its new copy.
-    unsafe { gpu.upload(&pieces) }?;
     let snapshots = Snapshots::take(gpu, arrays)?;
-    let upload = setting.elapsed();
     let bytes = places.end as usize;
     // SAFETY: every byte is set below (zeros first) before the kernel reads it.
     let memory = unsafe { gpu.stream().alloc::<u8>(bytes) }
@@ -601,7 +599,7 @@ pub(crate) fn run_gpu(
         ..options.desc(workers, arrays.len())
     };
     set_up(gpu, &device, &mirror, &descs, &desc)?;
-    let setup = setting.elapsed() - upload;
+    let setup = setting.elapsed();
     // The launch, as the persistent backend makes it (`backend::persistent`).
     let event = || {
         gpu.context()
@@ -609,7 +607,6 @@ pub(crate) fn run_gpu(
             .map_err(Error::cuda("creating an event"))
     };
     let (begin, end) = (event()?, event()?);
-    let launching = Instant::now();
     let admitted = gpu
         .residency
         .reserve(sms, workers, picked.resident / sms.max(1));
@@ -618,23 +615,7 @@ pub(crate) fn run_gpu(
         block_dim: (options.threads, 1, 1),
         shared_mem_bytes: picked.shared,
     };
-    let desc_ptr = device.addr(p.desc);
-    begin
-        .record(gpu.stream())
-        .map_err(Error::cuda("recording an event"))?;
-    let mut builder = gpu.stream().launch_builder(&picked.function);
-    builder.arg(&desc_ptr);
-    // SAFETY: the kernel's one parameter is `*const RegionDesc`; the descriptor and every table
-    // it points to live in `device` and `copies`, which outlive the kernel (or are abandoned).
-    unsafe { builder.launch(config) }
-        .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
-    if let Err(error) = end.record(gpu.stream()) {
-        // The kernel waits for a total that will not come: stopped before its tables go.
-        device.abort();
-        let _ = gpu.stream().synchronize();
-        return Err(Error::cuda("recording an event")(error));
-    }
-    let launch = launching.elapsed();
+    let desc_ptr = device.addr(device.places.desc);
     let shared = Arc::new(Shared {
         tables: Mutex::new(mirror),
         device,
@@ -642,6 +623,36 @@ pub(crate) fn run_gpu(
         ended: AtomicBool::new(false),
         failed: Mutex::new(None),
     });
+    // Uploads the host arrays, then launches the kernel behind them on the region stream: how long
+    // each took. On a thread of its own while the body records when there is something to upload
+    // (the feeder may fill the tables before the kernel starts: it reads what was published
+    // whenever it starts).
+    let launch_kernel = || -> Result<(Duration, Duration), Error> {
+        let uploading = Instant::now();
+        // SAFETY: each host range is an array the call borrows, unwritten while it runs, each
+        // device range its new copy.
+        unsafe { gpu.upload(&pieces) }?;
+        let upload = uploading.elapsed();
+        let launching = Instant::now();
+        begin
+            .record(gpu.stream())
+            .map_err(Error::cuda("recording an event"))?;
+        let mut builder = gpu.stream().launch_builder(&picked.function);
+        builder.arg(&desc_ptr);
+        // SAFETY: the kernel's one parameter is `*const RegionDesc`; the descriptor and every
+        // table it points to live in `shared` and `copies`, which outlive the kernel (or are
+        // abandoned).
+        unsafe { builder.launch(config) }
+            .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
+        if let Err(error) = end.record(gpu.stream()) {
+            // The kernel waits for a total that will not come: stopped before its tables go.
+            shared.device.abort();
+            let _ = gpu.stream().synchronize();
+            return Err(Error::cuda("recording an event")(error));
+        }
+        Ok((upload, launching.elapsed()))
+    };
+    let before = pieces.is_empty().then(launch_kernel);
     // The body, while the feeder copies what it records and the kernel runs it. The feed, and
     // with it the channel's sending end, is dropped with the recorder: the feeder then ends.
     let (to, batches) = mpsc::channel();
@@ -649,14 +660,37 @@ pub(crate) fn run_gpu(
         to,
         shared: shared.clone(),
     };
-    let recorded = std::thread::scope(|scope| {
+    let (recorded, launched, upload_wait) = std::thread::scope(|scope| {
         let feeding = scope.spawn(|| feeder(gpu, &shared, batches));
+        let launching = before.is_none().then(|| scope.spawn(launch_kernel));
         let recorded = catch_unwind(AssertUnwindSafe(|| record(Box::new(feed))));
+        let waiting = Instant::now();
+        let launched = match (before, launching) {
+            (Some(launched), _) => launched,
+            (None, Some(launching)) => launching
+                .join()
+                .unwrap_or_else(|panic| resume_unwind(panic)),
+            (None, None) => unreachable!("the kernel is launched before the body or beside it"),
+        };
+        let upload_wait = waiting.elapsed();
         if feeding.join().is_err() {
             shared.stopped.store(true, Ordering::Relaxed);
         }
-        recorded
+        (recorded, launched, upload_wait)
     });
+    let (upload, launch) = match launched {
+        Ok(times) => times,
+        Err(error) => {
+            // No kernel runs: nothing was written, and the tables can go.
+            let _ = gpu.stream().synchronize();
+            drop(admitted);
+            snapshots.restore(gpu)?;
+            return match recorded {
+                Err(panic) => resume_unwind(panic),
+                Ok(_) => Err(error),
+            };
+        }
+    };
     let failed = shared
         .failed
         .lock()
@@ -799,7 +833,12 @@ pub(crate) fn run_gpu(
     report.phases.tables = setup;
     report.phases.launch = launch;
     report.phases.wait = wait;
-    report.phases.upload = upload;
+    // What the call waited for the upload after the body, beside what it took in all.
+    report.phases.upload = if pieces.is_empty() {
+        upload
+    } else {
+        upload_wait
+    };
     report.phases.download = download;
     report.transfer_time = upload + download;
     Ok(GpuStreamed::Ran(
