@@ -195,7 +195,7 @@ impl Tracking {
                     return None;
                 }
                 tracker.new_edges(&mut streaming.cursors, out);
-                Some(tracker.task_count() as u32)
+                Some(tracker.task_count())
             }
             State::Piped(pipe) => {
                 if wait {
@@ -289,7 +289,7 @@ impl Tracking {
                         if chunk.known {
                             tracker.new_edges(cursors, &mut chunk.edges);
                         }
-                        chunk.tracked = tracker.task_count() as u32;
+                        chunk.tracked = tracker.task_count();
                     }
                     // The recorder may have finished and stopped taking chunks back.
                     let _ = recycle.send(chunk);
