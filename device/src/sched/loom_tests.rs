@@ -1202,6 +1202,17 @@ fn close_and_push(t: &Tables, s: &StreamWords, task: u32, to: u32) {
     }
 }
 
+/// Worker 0 of the stream models: it pops task 0, the one ready task, writes its result (100) and
+/// ends it with [`close_and_push`], its freed children going to worker 1.
+fn spawn_parent(t: &Arc<Tables>, s: &Arc<StreamWords>) -> thread::JoinHandle<()> {
+    let (t, s) = (t.clone(), s.clone());
+    thread::spawn(move || {
+        assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
+        t.write(0, 100);
+        close_and_push(&t, &s, 0, 1);
+    })
+}
+
 /// j. A batch published while a worker runs the batch before: task 0 (published) runs on one
 /// thread while the linker, another, writes task 1's record (its payload here), links its cross
 /// edge from task 0 and takes its guard (`pending[1]` = one parent + the guard). Whichever of the
@@ -1214,15 +1225,7 @@ fn loom_a_batch_is_published_while_its_parent_runs() {
     model(|| {
         let t = Tables::new(2, &[&[0], &[]], &[0, 2]);
         let s = StreamWords::new(2, &[(0, 1)]);
-        let parent = {
-            let (t, s) = (t.clone(), s.clone());
-            thread::spawn(move || {
-                let got = pop_ready(&t, 0, 1);
-                assert_eq!(got, [(0, 0xFF00)]);
-                t.write(0, 100);
-                close_and_push(&t, &s, 0, 1);
-            })
-        };
+        let parent = spawn_parent(&t, &s);
         let linker = {
             let (t, s) = (t.clone(), s.clone());
             thread::spawn(move || {
@@ -1295,14 +1298,7 @@ fn loom_a_parent_closes_a_list_of_two() {
     model_long(10_000, || {
         let t = Tables::new(3, &[&[0], &[]], &[0, 2, 2]);
         let s = StreamWords::new(3, &[(0, 1), (0, 2)]);
-        let parent = {
-            let (t, s) = (t.clone(), s.clone());
-            thread::spawn(move || {
-                assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
-                t.write(0, 100);
-                close_and_push(&t, &s, 0, 1);
-            })
-        };
+        let parent = spawn_parent(&t, &s);
         let linker = {
             let (t, s) = (t.clone(), s.clone());
             thread::spawn(move || {
@@ -1335,14 +1331,7 @@ fn loom_a_worker_links_the_batch_the_host_publishes() {
         let t = Tables::new(2, &[&[0], &[]], &[0, 2]);
         // The edge's words are the host's to write: placeholders until then.
         let s = StreamWords::new(2, &[(0, 0)]);
-        let parent = {
-            let (t, s) = (t.clone(), s.clone());
-            thread::spawn(move || {
-                assert_eq!(pop_ready(&t, 0, 1), [(0, 0xFF00)]);
-                t.write(0, 100);
-                close_and_push(&t, &s, 0, 1);
-            })
-        };
+        let parent = spawn_parent(&t, &s);
         let host = {
             let (t, s) = (t.clone(), s.clone());
             thread::spawn(move || {
