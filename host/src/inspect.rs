@@ -221,6 +221,9 @@ pub struct Recorder {
     max_args: u64,
     /// A streamed region's feed, handed each batch of tasks as soon as their edges are known.
     feeding: Option<Feeding>,
+    /// How long [`Recorder::feed_all`] waited for the tracker: part of the edges' time, as an
+    /// inspected region's wait for its tracker in [`Recorder::finish`] is.
+    tracker_wait: Duration,
 }
 
 /// A batch of recorded tasks, with their edges, handed to a streamed region's [`Feed`].
@@ -327,6 +330,7 @@ impl Recorder {
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
             feeding: None,
+            tracker_wait: Duration::ZERO,
         }
     }
 
@@ -358,7 +362,9 @@ impl Recorder {
     /// Feeds every task recorded, once the tracker has tracked them all (if their edges are
     /// known; else stops feeding for good).
     pub(crate) fn feed_all(&mut self) {
+        let start = Instant::now();
         self.feed_tracked(true);
+        self.tracker_wait += start.elapsed();
     }
 
     fn feed_tracked(&mut self, wait: bool) {
@@ -630,7 +636,7 @@ impl Recorder {
                 footprints
             },
             time: start.elapsed(),
-            edges_time: edges_start.elapsed(),
+            edges_time: edges_start.elapsed() + self.tracker_wait,
         })
     }
 }
