@@ -183,14 +183,25 @@ pub(super) fn release_streamed<'a>(rt: &impl Tables<'a>, me: Leader) {
         // it acquires the child's counter (`Pick::take`).
         fence(Gpu);
     }
+    // The freed children go out as a row's pushes do (`place`): the `i`-th to `target(base, i)`.
+    // Their count is known only at the list's end: the base takes one push, and the rest are
+    // counted after (grr's and lrr's cursors). Asking a base per child with index 0 put every
+    // child of a local-first worker on its own queue, one after the other.
+    let mut base = None;
+    let mut pushed = 0;
     while e != stream::OPEN {
         let next = stream.next(e);
         if let Some(child) = stream::release(stream, rt.pending(), e) {
-            let base = policy::base(rt.policy(), rt, 1, &me);
-            let to = rt.target(base, 0, child, task, me.worker());
+            let base =
+                *base.get_or_insert_with(|| policy::base(rt.policy(), rt, 1, &me) % rt.workers());
+            let to = rt.target(base, pushed, child, task, me.worker());
             rt.queues().push_fenced(to, child | COUNTED);
+            pushed += 1;
         }
         e = next;
+    }
+    if pushed > 1 {
+        let _ = policy::base(rt.policy(), rt, pushed - 1, &me);
     }
 }
 

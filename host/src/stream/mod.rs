@@ -991,6 +991,72 @@ mod tests {
             .collect()
     }
 
+    /// Sleeps: a root (kind 0) for 50 ms, a leaf (kind 1) for 1 ms.
+    struct Naps;
+
+    impl Dispatch for Naps {
+        fn run(&self, block: &Block, kind: u32, _: &[u64], _: &[ArrayDesc], _: bool) {
+            if block.thread() == 0 {
+                let ms = if kind == 0 { 50 } else { 1 };
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
+        }
+    }
+
+    /// The children a streamed task frees when it ends go out as the policy places a row's
+    /// children: under local first the first to the worker's own queue, the next ones to its
+    /// neighbours'. A slow root writes tile 0 while a first batch of 63 leaves runs; 48 leaves
+    /// that read tile 0 come in the next batch, linked while the root runs, and are freed by its
+    /// end. When each freed child was placed as if it were the first, all 48 went to one worker,
+    /// which ran them one after the other while the others idled.
+    #[test]
+    fn a_streamed_task_s_freed_children_are_spread_as_a_row_s() {
+        let mut x = vec![0u64; 112 * TILE];
+        let mut region = Region::new(RegionMeta {
+            name: "streamed naps",
+            kernel: "taskweave_region_streamed_naps",
+            code: None,
+            kinds: &["root", "leaf"],
+            args: &[],
+            dispatch: &Naps,
+            location: Location::caller(),
+        });
+        let x_slot = region.bind_mut(&mut x, "x");
+        let region = region.body(move |rec| {
+            let tile = |t: usize, write| Access {
+                slot: x_slot.slot(),
+                range: t * TILE..(t + 1) * TILE,
+                write,
+                param: "x",
+            };
+            rec.spawn(0, Location::caller(), &[], &[tile(0, true)])?;
+            for t in 1..112 {
+                let read = if t < 64 { t } else { 0 };
+                if read == t {
+                    rec.spawn(1, Location::caller(), &[], &[tile(t, true)])?;
+                } else {
+                    rec.spawn(1, Location::caller(), &[], &[tile(0, false), tile(t, true)])?;
+                }
+            }
+            Ok(())
+        });
+        let streamed = region
+            .policy(Policy::Lf)
+            .run_streamed(4, Some(1 << 10), false, Some(Piping::Never))
+            .expect("the region runs");
+        let tasks: Vec<u32> = streamed
+            .report
+            .worker_stats
+            .iter()
+            .map(|s| s.tasks)
+            .collect();
+        assert_eq!(tasks.iter().sum::<u32>(), 112, "{tasks:?}");
+        assert!(
+            tasks.iter().all(|&t| t <= 40),
+            "one worker ran most of the leaves: {tasks:?}"
+        );
+    }
+
     /// A body that panics after some of its tasks ran: the panic reaches the caller, and the
     /// array is as it was.
     #[test]
