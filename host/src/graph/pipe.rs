@@ -482,6 +482,70 @@ mod tests {
         drop(tracking);
     }
 
+    /// A streamed region's edges, taken as they come: inline, and from the tracker's thread in
+    /// chunks of 7 (`wait` at the end), the same edges and the same count of tasks tracked.
+    #[test]
+    fn the_tracker_s_thread_hands_back_the_inline_edges() {
+        let tasks = program(if cfg!(miri) { 60 } else { 600 });
+        // The cut task leaves the tile path: the edges are known up to it.
+        let known = tasks.len() / 2;
+        let run = |piping: Piping| {
+            let mut tracking = Tracking::piped_after(DepTracker::new(&[1024, 64]), u32::MAX);
+            tracking.stream_edges(piping);
+            let (mut all, mut edges, mut tracked) = (Vec::new(), Vec::new(), 0);
+            for (t, task) in tasks[..known].iter().enumerate() {
+                tracking.add_task_from(task.iter().cloned()).unwrap();
+                if t % 50 == 49
+                    && let Some(n) = tracking.take_edges(&mut edges, false)
+                {
+                    assert!(n >= tracked && n as usize <= t + 1);
+                    tracked = n;
+                    all.extend_from_slice(&edges);
+                }
+            }
+            let n = tracking
+                .take_edges(&mut edges, true)
+                .expect("every edge known");
+            assert_eq!(n as usize, known, "{piping:?}: every task tracked");
+            all.extend_from_slice(&edges);
+            tracking
+                .add_task_from(tasks[known].iter().cloned())
+                .unwrap();
+            assert_eq!(
+                tracking.take_edges(&mut edges, true),
+                None,
+                "{piping:?}: off the path"
+            );
+            all.sort_unstable();
+            all
+        };
+        let inline = run(Piping::Never);
+        assert!(inline.len() > known, "the program has edges");
+        let piped = run(Piping::Force { after: 3, chunk: 7 });
+        assert_eq!(piped, inline);
+    }
+
+    /// A limit passed on the tracker's thread stops the edges there (the region is finished
+    /// inspected, and fails with it).
+    #[test]
+    fn a_limit_on_the_tracker_s_thread_stops_the_edges() {
+        let mut tracker = DepTracker::new(&[64]);
+        tracker.leave_room_for(3);
+        let mut tracking = Tracking::piped_after(tracker, u32::MAX);
+        tracking.stream_edges(Piping::Force { after: 0, chunk: 1 });
+        let mut edges = Vec::new();
+        for t in 0..5 {
+            let access = if t % 2 == 0 {
+                Access::Write
+            } else {
+                Access::Read
+            };
+            tracking.add_task_from([(0, 0..64, access)]).unwrap();
+        }
+        assert_eq!(tracking.take_edges(&mut edges, true), None);
+        assert_eq!(tracking.finish().unwrap_err().what, "tasks");
+    }
+
     #[test]
     fn a_limit_passed_on_the_tracker_s_thread_is_reported_by_finish() {
         let mut inline = DepTracker::new(&[64]);
