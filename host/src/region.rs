@@ -376,15 +376,8 @@ impl<'a> Region<'a> {
     ) -> Result<crate::stream::Streamed, Error> {
         let body = self.body.take();
         let (meta, options) = (self.meta, self.options.clone());
-        let piping = piping.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
-            let workers = options.workers.unwrap_or(workers) as usize;
-            if cores >= workers + 2 {
-                Piping::Default
-            } else {
-                Piping::Never
-            }
-        });
+        let piping =
+            piping.unwrap_or_else(|| Piping::beside(options.workers.unwrap_or(workers) as usize));
         let hint = capacity.unwrap_or(crate::inspect::size_hint(meta.name) + 1);
         let arrays = std::mem::take(&mut self.arrays);
         let infos: Vec<_> = arrays.iter().map(|b| b.info).collect();

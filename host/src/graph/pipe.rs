@@ -56,6 +56,18 @@ pub(crate) enum Piping {
     Force { after: u32, chunk: usize },
 }
 
+impl Piping {
+    /// For a streamed region on `busy` threads of this process (the CPU backend's workers): as for
+    /// any region when two more threads are idle ([`split::idle_threads`]), else never.
+    pub(crate) fn beside(busy: usize) -> Self {
+        if split::idle_threads() >= busy + 2 {
+            Piping::Default
+        } else {
+            Piping::Never
+        }
+    }
+}
+
 /// A streamed region's edges (see [`Tracking::take_edges`]).
 struct Streaming {
     /// Per array, how far the tracker's edges were read; on the tracker's thread once piped.

@@ -652,7 +652,15 @@ pub(crate) fn run_gpu(
         }
         Ok((upload, launching.elapsed()))
     };
-    let before = pieces.is_empty().then(launch_kernel);
+    let before = match pieces.is_empty().then(launch_kernel) {
+        Some(Err(error)) => {
+            // No kernel runs, and the body need not: nothing was written.
+            drop(admitted);
+            snapshots.restore(gpu)?;
+            return Err(error);
+        }
+        before => before,
+    };
     // The body, while the feeder copies what it records and the kernel runs it. The feed, and
     // with it the channel's sending end, is dropped with the recorder: the feeder then ends.
     let (to, batches) = mpsc::channel();
@@ -665,12 +673,11 @@ pub(crate) fn run_gpu(
         let launching = before.is_none().then(|| scope.spawn(launch_kernel));
         let recorded = catch_unwind(AssertUnwindSafe(|| record(Box::new(feed))));
         let waiting = Instant::now();
-        let launched = match (before, launching) {
-            (Some(launched), _) => launched,
-            (None, Some(launching)) => launching
+        let launched = match launching {
+            Some(launching) => launching
                 .join()
                 .unwrap_or_else(|panic| resume_unwind(panic)),
-            (None, None) => unreachable!("the kernel is launched before the body or beside it"),
+            None => before.expect("launched before the body, or beside it"),
         };
         let upload_wait = waiting.elapsed();
         if feeding.join().is_err() {
