@@ -356,27 +356,30 @@ impl Recorder {
     /// feeding for good.
     #[cold]
     pub(crate) fn feed(&mut self) {
-        self.feed_tracked(false);
+        self.feed_tracked(graph::Wait::Not);
     }
 
-    /// Feeds every task recorded, once the tracker has tracked them all (if their edges are
-    /// known; else stops feeding for good).
+    /// Feeds every task recorded (if their edges are known; else stops feeding for good): a batch
+    /// for each chunk the tracker's thread hands back, as it comes. The tracker is often behind
+    /// the body by thousands of tasks (the last steps of a factorization), which then run while
+    /// it tracks the ones after rather than once it has tracked them all.
     pub(crate) fn feed_all(&mut self) {
         let start = Instant::now();
-        self.feed_tracked(true);
+        while self.feed_tracked(graph::Wait::Next) {}
         self.tracker_wait += start.elapsed();
     }
 
-    fn feed_tracked(&mut self, wait: bool) {
+    /// Feeds what is tracked, after `wait`: whether some recorded task is still to be fed.
+    fn feed_tracked(&mut self, wait: graph::Wait) -> bool {
         let Some(feeding) = &mut self.feeding else {
-            return;
+            return false;
         };
         if feeding.next_at == usize::MAX {
-            return;
+            return false;
         }
         let Some(tracked) = self.tracking.take_edges(&mut feeding.edges, wait) else {
             feeding.next_at = usize::MAX;
-            return;
+            return false;
         };
         let (len, tracked) = (self.tasks.len(), tracked as usize);
         if tracked > feeding.fed {
@@ -404,6 +407,7 @@ impl Recorder {
         }
         // A tracker on its own thread may be behind: look again a little later.
         feeding.next_at = (feeding.fed + feeding.size).max(len + FIRST_BATCH);
+        feeding.fed < len && self.tracking.chunks_out()
     }
 
     /// Tells the feed that the region has `tasks` tasks, when the body has returned and every

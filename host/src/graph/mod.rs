@@ -84,7 +84,7 @@ mod tracker;
 
 pub use affinity::{NO_AFFINE_PARENT, TaskRanges, affine_parents};
 pub use dag::{Dag, ParentCsr};
-pub(crate) use pipe::{Piping, Tracking};
+pub(crate) use pipe::{Piping, Tracking, Wait};
 pub use schedule::{
     Costs, Reserve, Schedule, list_schedule, list_schedule_costed, list_schedule_reserving,
     list_schedule_wide,

@@ -68,6 +68,15 @@ impl Piping {
     }
 }
 
+/// How long [`Tracking::take_edges`] waits for the tracker's thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Not at all: the edges of the tasks it has tracked already.
+    Not,
+    /// For its next chunk, if one is out.
+    Next,
+}
+
 /// A streamed region's edges (see [`Tracking::take_edges`]).
 struct Streaming {
     /// Per array, how far the tracker's edges were read; on the tracker's thread once piped.
@@ -195,11 +204,12 @@ impl Tracking {
 
     /// For a streamed region ([`Tracking::stream_edges`]): the edges found since the last call
     /// into `out` (cleared first), as `(child, parent)`, and how many tasks are tracked, those
-    /// edges' children among them; every task added so far once `wait` (which waits for the
-    /// tracker's thread). `None` once an edge is not known: an array left the tile path (see
-    /// [`DepTracker::edges_known`]) or a task passed a limit on the tracker's thread; the edges
-    /// then come from the finished DAG.
-    pub(crate) fn take_edges(&mut self, out: &mut Vec<(u32, u32)>, wait: bool) -> Option<u32> {
+    /// edges' children among them. Every task added so far is handed to the tracker's thread
+    /// unless `wait` is [`Wait::Not`], which takes only what it has tracked already; [`Wait::Next`]
+    /// then waits for its next chunk, if one is out (see [`Tracking::chunks_out`]). `None` once
+    /// an edge is not known: an array left the tile path (see [`DepTracker::edges_known`]) or a
+    /// task passed a limit on the tracker's thread; the edges then come from the finished DAG.
+    pub(crate) fn take_edges(&mut self, out: &mut Vec<(u32, u32)>, wait: Wait) -> Option<u32> {
         let streaming = self.streaming.as_mut()?;
         match &mut self.state {
             State::Inline(tracker) => {
@@ -210,13 +220,12 @@ impl Tracking {
                 Some(tracker.task_count())
             }
             State::Piped(pipe) => {
-                if wait {
-                    if !pipe.chunk.ends.is_empty() {
-                        pipe.hand_over(Some(streaming), self.chunk_tasks);
-                    }
-                    pipe.wait(streaming);
-                } else {
-                    pipe.take_back(Some(streaming));
+                if wait != Wait::Not && !pipe.chunk.ends.is_empty() {
+                    pipe.hand_over(Some(streaming), self.chunk_tasks);
+                }
+                match wait {
+                    Wait::Not => pipe.take_back(Some(streaming)),
+                    Wait::Next => pipe.wait_next(streaming),
                 }
                 if !streaming.known {
                     return None;
@@ -225,6 +234,15 @@ impl Tracking {
                 std::mem::swap(out, &mut streaming.edges);
                 Some(streaming.tracked)
             }
+        }
+    }
+
+    /// Whether chunks handed to the tracker's thread are still to come back: a streamed region's
+    /// [`Tracking::take_edges`] with [`Wait::Next`] then takes more.
+    pub(crate) fn chunks_out(&self) -> bool {
+        match &self.state {
+            State::Inline(_) => false,
+            State::Piped(pipe) => pipe.returned < pipe.handed,
         }
     }
 
@@ -372,19 +390,17 @@ impl Pipe {
         }
     }
 
-    /// Takes back every chunk handed over (a streamed region's last edges), or as many as come
-    /// before the tracker's thread ends.
-    fn wait(&mut self, streaming: &mut Streaming) {
-        while self.returned < self.handed {
+    /// Takes back the next chunk handed over, if one is out (or learns that the tracker's thread
+    /// ended), and the others the tracker has emptied since.
+    fn wait_next(&mut self, streaming: &mut Streaming) {
+        if self.returned < self.handed {
             match self.empty.recv() {
                 Ok(chunk) => self.returned(chunk, Some(streaming)),
                 // The thread panicked: no edge after its last chunk is known.
-                Err(_) => {
-                    streaming.known = false;
-                    return;
-                }
+                Err(_) => streaming.known = false,
             }
         }
+        self.take_back(Some(streaming));
     }
 
     /// Keeps an emptied chunk to fill again, its edges taken out first.
@@ -495,7 +511,8 @@ mod tests {
     }
 
     /// A streamed region's edges, taken as they come: inline, and from the tracker's thread in
-    /// chunks of 7 (`wait` at the end), the same edges and the same count of tasks tracked.
+    /// chunks of 7 (waiting for each chunk at the end), the same edges and the same count of tasks
+    /// tracked.
     #[test]
     fn the_tracker_s_thread_hands_back_the_inline_edges() {
         let tasks = program(if cfg!(miri) { 60 } else { 600 });
@@ -508,23 +525,29 @@ mod tests {
             for (t, task) in tasks[..known].iter().enumerate() {
                 tracking.add_task_from(task.iter().cloned()).unwrap();
                 if t % 50 == 49
-                    && let Some(n) = tracking.take_edges(&mut edges, false)
+                    && let Some(n) = tracking.take_edges(&mut edges, Wait::Not)
                 {
                     assert!(n >= tracked && n as usize <= t + 1);
                     tracked = n;
                     all.extend_from_slice(&edges);
                 }
             }
-            let n = tracking
-                .take_edges(&mut edges, true)
-                .expect("every edge known");
+            // The rest as the tracker's thread hands it back, chunk by chunk.
+            let n = loop {
+                let n = (tracking.take_edges(&mut edges, Wait::Next)).expect("every edge known");
+                assert!(n >= tracked, "{piping:?}: the count tracked only grows");
+                tracked = n;
+                all.extend_from_slice(&edges);
+                if !tracking.chunks_out() {
+                    break n;
+                }
+            };
             assert_eq!(n as usize, known, "{piping:?}: every task tracked");
-            all.extend_from_slice(&edges);
             tracking
                 .add_task_from(tasks[known].iter().cloned())
                 .unwrap();
             assert_eq!(
-                tracking.take_edges(&mut edges, true),
+                tracking.take_edges(&mut edges, Wait::Next),
                 None,
                 "{piping:?}: off the path"
             );
@@ -554,7 +577,14 @@ mod tests {
             };
             tracking.add_task_from([(0, 0..64, access)]).unwrap();
         }
-        assert_eq!(tracking.take_edges(&mut edges, true), None);
+        // The chunks before the limit may come back first.
+        let last = loop {
+            let tracked = tracking.take_edges(&mut edges, Wait::Next);
+            if tracked.is_none() || !tracking.chunks_out() {
+                break tracked;
+            }
+        };
+        assert_eq!(last, None);
         assert_eq!(tracking.finish().unwrap_err().what, "tasks");
     }
 
