@@ -82,6 +82,12 @@ pub struct Report {
 /// set-up, transfer and host times. A phase a backend does not have, or a call skips, is zero:
 /// a run of a [`Plan`](crate::Plan) inspects nothing (unless it verifies) and, on the persistent
 /// backend, puts its kept tables back instead of building them.
+///
+/// A streamed call on the GPU loads its kernel, sets its tables, uploads its host arrays and
+/// launches on a thread of its own while the body records, and that thread then copies the
+/// batches to the device: `load`, `tables`, `launch` and `upload` (with the batches' copies) count
+/// only what the call waited for them after the body (what they took in all is in
+/// [`Report::setup_time`] and [`Report::transfer_time`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Phases {
     /// Running the region's body: recording its tasks, their arguments and ranges (on the tile

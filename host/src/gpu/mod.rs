@@ -17,7 +17,7 @@
 pub mod code;
 pub(crate) mod kernels;
 mod ptx;
-mod residency;
+pub(crate) mod residency;
 pub(crate) mod transfer;
 
 use std::any::Any;

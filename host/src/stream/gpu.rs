@@ -1,10 +1,12 @@
 //! The persistent GPU backend's half of streamed regions: the kernel starts on empty tables sized
 //! to the capacity, and each batch the body records is copied into them while it runs.
 //!
-//! 1. Before the body: the region's kernel is picked, its host arrays are copied to the GPU whole
-//!    (no task is known yet to say what it touches), the tables are allocated in one piece and
-//!    set as an empty run's (zeros, open lists, empty queues, the total unknown), and the kernel
-//!    is launched.
+//! 1. On a thread of its own while the body starts recording: the region's kernel is picked (its
+//!    module loaded on the region's first call in a process), the tables are allocated in one
+//!    piece and set as an empty run's (zeros, open lists, empty queues, the total unknown), the
+//!    host arrays are copied to the GPU whole (no task is known yet to say what it touches), and
+//!    the kernel is launched behind them. That thread then feeds the kernel, the batches the body
+//!    recorded meanwhile first.
 //! 2. Each batch goes into a host mirror of the tables ([`StreamTables::publish`], as on the CPU
 //!    backend), and what it wrote is copied into the device's tables on the control stream, which
 //!    does not wait for the kernel: the records, argument words, CSR rows, counters, cross edges
@@ -27,7 +29,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::{self, CUevent_flags};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{
+    CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, result,
+};
 use taskweave_device::abi::{ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, WorkerStats};
 use taskweave_device::error::ErrorRecord;
 use taskweave_device::sched::affinity::{NO_PARENT, NOT_RUN};
@@ -42,8 +46,9 @@ use crate::backend::{
 use crate::call::{self, Binding};
 use crate::error::Error;
 use crate::gpu::Gpu;
+use crate::gpu::residency::Reservation;
 use crate::gpu::transfer::Piece;
-use crate::inspect::{Batch, Feed, Footprint, Inspection};
+use crate::inspect::{ArrayInfo, Batch, Feed, Footprint, Inspection};
 use crate::meta::RegionMeta;
 use crate::options::{Backend, Options};
 use crate::plan::Plan;
@@ -279,7 +284,8 @@ impl Marks {
 /// puts it into the mirror and copies it to the device while the body records the next.
 struct Feeding {
     to: mpsc::Sender<Message>,
-    shared: Arc<Shared>,
+    /// The feeder's [`Shared::stopped`].
+    stopped: Arc<AtomicBool>,
 }
 
 /// What the recording thread hands the feeder.
@@ -330,7 +336,7 @@ struct Shared {
     tables: Mutex<StreamTables>,
     device: Device,
     /// A batch did not fit, or a copy failed: nothing more is fed.
-    stopped: AtomicBool,
+    stopped: Arc<AtomicBool>,
     /// The total is published: every task was fed while the body ran.
     ended: AtomicBool,
     /// The copy that failed.
@@ -374,7 +380,7 @@ impl Shared {
 
 impl Feed for Feeding {
     fn batch(&mut self, batch: Batch<'_>) {
-        if !self.shared.stopped.load(Ordering::Relaxed) {
+        if !self.stopped.load(Ordering::Relaxed) {
             // A feeder that has stopped has dropped its end: nothing to send to.
             let _ = self.to.send(Message::Batch(Owned::of(&batch)));
         }
@@ -385,14 +391,10 @@ impl Feed for Feeding {
     }
 }
 
-/// The feeder thread: puts each batch into the tables and the total after them, until the
-/// recording thread drops its end of the channel, or a batch does not fit or a copy fails.
-fn feeder(gpu: &Gpu, shared: &Shared, batches: mpsc::Receiver<Message>) {
-    // The copies need the context current on this thread.
-    if !shared.sent(gpu.bind()) {
-        shared.stopped.store(true, Ordering::Relaxed);
-        return;
-    }
+/// The feeder, on the set-up thread once the kernel is launched (the context current there):
+/// puts each batch into the tables and the total after them, until the recording thread drops
+/// its end of the channel, or a batch does not fit or a copy fails.
+fn feeder(shared: &Shared, batches: mpsc::Receiver<Message>) {
     for message in batches {
         let went = match message {
             Message::Batch(batch) => shared.feed(&batch.batch()),
@@ -454,7 +456,7 @@ impl Drop for Ordered {
 struct Snapshots(Vec<(u64, CudaSlice<u8>, usize)>);
 
 impl Snapshots {
-    fn take(gpu: &Gpu, arrays: &[Binding<'_>]) -> Result<Self, Error> {
+    fn take(gpu: &Gpu, arrays: &[Arg]) -> Result<Self, Error> {
         let mut kept = Vec::new();
         for b in arrays.iter().filter(|b| b.info.writable) {
             let Some(address) = b.device else { continue };
@@ -488,24 +490,102 @@ impl Snapshots {
     }
 }
 
-/// Runs a region's body with its tasks streamed to the persistent kernel on `gpu` (see the
-/// module docs). `record` runs the body into the recorder it is given and finishes the
-/// inspection, as for [`super::run_cpu`]; the tables hold `capacity` tasks, and at least
-/// [`MIN_CAPACITY`].
-pub(crate) fn run_gpu(
-    gpu: &Gpu,
-    meta: RegionMeta,
-    options: Options,
-    arrays: &[Binding<'_>],
+/// What the set-up thread of a streamed call needs of an argument array: a [`Binding`] holds a
+/// raw pointer, and stays on the calling thread.
+#[derive(Clone, Copy)]
+struct Arg {
+    info: ArrayInfo,
+    /// The host memory's address (a host array's).
+    host: usize,
+    bytes: usize,
+    /// The device address of an array resident on the GPU.
+    device: Option<u64>,
+}
+
+impl Arg {
+    fn of(b: &Binding<'_>) -> Self {
+        Self {
+            info: b.info,
+            host: b.ptr as usize,
+            bytes: b.bytes,
+            device: b.device,
+        }
+    }
+}
+
+/// A kernel set up, launched (or not) and fed on the set-up thread of a streamed call.
+struct Started<'g> {
+    shared: Arc<Shared>,
+    /// The host arrays' device copies (`None` for a resident array), by argument.
+    copies: Vec<Option<CudaSlice<u8>>>,
+    snapshots: Snapshots,
+    admitted: Reservation<'g>,
+    begin: CudaEvent,
+    end: CudaEvent,
+    desc: RegionDesc,
+    workers: u32,
+    /// Whether some host array was uploaded.
+    uploaded: bool,
+    /// The launch (the upload before it): an error leaves no kernel running.
+    launched: Result<(), Error>,
+    /// When each step ran on the set-up thread.
+    steps: Steps,
+}
+
+/// When the set-up thread of a streamed call chose and loaded the kernel, set its tables,
+/// uploaded the host arrays, launched it and fed its last batch.
+struct Steps {
+    start: Instant,
+    loaded: Instant,
+    set: Instant,
+    uploaded: Instant,
+    launched: Instant,
+    fed: Instant,
+}
+
+impl Steps {
+    /// The call's phases beyond the body, which ended at `body`: what each step took after it.
+    /// The feeding after the body counts as upload (the tables' copies).
+    fn after(&self, body: Instant) -> [Duration; 4] {
+        let part = |from: Instant, to: Instant| to.saturating_duration_since(from.max(body));
+        [
+            part(self.start, self.loaded),
+            part(self.loaded, self.set),
+            part(self.set, self.uploaded) + part(self.launched, self.fed),
+            part(self.uploaded, self.launched),
+        ]
+    }
+}
+
+/// Chooses the kernel for a streamed call, sets its empty tables on the device, and launches it
+/// behind the host arrays' upload: what the set-up thread does before it feeds. `stopped` is
+/// raised when it fails.
+fn start_kernel<'g>(
+    gpu: &'g Gpu,
+    meta: &RegionMeta,
+    options: &Options,
+    arrays: &[Arg],
     capacity: usize,
-    record: impl FnOnce(Box<dyn Feed>) -> Result<(Inspection, usize, usize), Error>,
-) -> Result<GpuStreamed, Error> {
+    stopped: &Arc<AtomicBool>,
+) -> Result<Started<'g>, Error> {
+    let started = set_up_kernel(gpu, meta, options, arrays, capacity, stopped);
+    if !matches!(&started, Ok(s) if s.launched.is_ok()) {
+        stopped.store(true, Ordering::Relaxed);
+    }
+    started
+}
+
+fn set_up_kernel<'g>(
+    gpu: &'g Gpu,
+    meta: &RegionMeta,
+    options: &Options,
+    arrays: &[Arg],
+    capacity: usize,
+    stopped: &Arc<AtomicBool>,
+) -> Result<Started<'g>, Error> {
     let start = Instant::now();
-    gpu.check_usable()?;
-    let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
-    gpu.check_code(code)?;
-    let _ordered = Ordered::after_earlier(arrays);
-    let loading = Instant::now();
+    // The copies below need the context current on this thread.
+    gpu.bind()?;
     let sms = gpu.sm_count();
     // The DAG's width is not known yet: as wide as the region's last streamed call's, else a
     // worker per SM, unless the region sets the workers.
@@ -513,19 +593,18 @@ pub(crate) fn run_gpu(
         .get(meta.name)
         .copied()
         .unwrap_or(sms as usize);
-    let picked = gpu.pick(&meta, &options, meta.kernel, |resident| {
+    let picked = gpu.pick(meta, options, meta.kernel, |resident| {
         options
             .workers
             .unwrap_or_else(|| default_workers(resident, sms, widest))
     })?;
-    let load = loading.elapsed();
+    let loaded = Instant::now();
     let workers = picked.blocks;
     let capacity = capacity.max(MIN_CAPACITY);
     let mirror = StreamTables::new(0, 0, capacity, workers, options.run_policy());
     let places = Places::of(&mirror, arrays.len());
-    let setting = Instant::now();
-    // The host arrays, whole, into buffers of their own (uploaded while the body records, below);
-    // resident arrays stay where they are.
+    // The host arrays, whole, into buffers of their own (uploaded below); resident arrays stay
+    // where they are.
     let mut copies: Vec<Option<CudaSlice<u8>>> = Vec::with_capacity(arrays.len());
     let mut pieces = Vec::new();
     let mut descs = Vec::with_capacity(arrays.len());
@@ -542,7 +621,7 @@ pub(crate) fn run_gpu(
                     .map_err(gpu.alloc_error(format!("allocating {}", b.info.name), bytes))?;
                 let device = copy.device_ptr(gpu.stream()).0;
                 pieces.push(Piece {
-                    host: b.ptr as usize,
+                    host: b.host,
                     device,
                     len: b.bytes,
                 });
@@ -599,7 +678,7 @@ pub(crate) fn run_gpu(
         ..options.desc(workers, arrays.len())
     };
     set_up(gpu, &device, &mirror, &descs, &desc)?;
-    let setup = setting.elapsed();
+    let set = Instant::now();
     // The launch, as the persistent backend makes it (`backend::persistent`).
     let event = || {
         gpu.context()
@@ -619,21 +698,18 @@ pub(crate) fn run_gpu(
     let shared = Arc::new(Shared {
         tables: Mutex::new(mirror),
         device,
-        stopped: AtomicBool::new(false),
+        stopped: stopped.clone(),
         ended: AtomicBool::new(false),
         failed: Mutex::new(None),
     });
-    // Uploads the host arrays, then launches the kernel behind them on the region stream: how long
-    // each took. On a thread of its own while the body records when there is something to upload
-    // (the feeder may fill the tables before the kernel starts: it reads what was published
-    // whenever it starts).
-    let launch_kernel = || -> Result<(Duration, Duration), Error> {
-        let uploading = Instant::now();
-        // SAFETY: each host range is an array the call borrows, unwritten while it runs, each
-        // device range its new copy.
-        unsafe { gpu.upload(&pieces) }?;
-        let upload = uploading.elapsed();
-        let launching = Instant::now();
+    // The host arrays' upload, then the kernel behind it on the region stream. The batches the
+    // body recorded meanwhile wait in the feed's channel; the kernel reads whatever the feeder
+    // published before it started.
+    // SAFETY: each host range is an array the call borrows, unwritten while it runs, each device
+    // range its new copy.
+    let upload = unsafe { gpu.upload(&pieces) };
+    let uploaded = Instant::now();
+    let launched = upload.and_then(|()| {
         begin
             .record(gpu.stream())
             .map_err(Error::cuda("recording an event"))?;
@@ -650,54 +726,113 @@ pub(crate) fn run_gpu(
             let _ = gpu.stream().synchronize();
             return Err(Error::cuda("recording an event")(error));
         }
-        Ok((upload, launching.elapsed()))
-    };
-    let before = match pieces.is_empty().then(launch_kernel) {
-        Some(Err(error)) => {
-            // No kernel runs, and the body need not: nothing was written.
-            drop(admitted);
-            snapshots.restore(gpu)?;
-            return Err(error);
-        }
-        before => before,
-    };
-    // The body, while the feeder copies what it records and the kernel runs it. The feed, and
-    // with it the channel's sending end, is dropped with the recorder: the feeder then ends.
+        Ok(())
+    });
+    let launched_at = Instant::now();
+    Ok(Started {
+        shared,
+        copies,
+        snapshots,
+        admitted,
+        begin,
+        end,
+        desc,
+        workers,
+        uploaded: !pieces.is_empty(),
+        launched,
+        steps: Steps {
+            start,
+            loaded,
+            set,
+            uploaded,
+            launched: launched_at,
+            fed: launched_at,
+        },
+    })
+}
+
+/// Runs a region's body with its tasks streamed to the persistent kernel on `gpu` (see the
+/// module docs). `record` runs the body into the recorder it is given and finishes the
+/// inspection, as for [`super::run_cpu`]; the tables hold `capacity` tasks, and at least
+/// [`MIN_CAPACITY`].
+///
+/// The kernel is chosen (its module loaded on a region's first call in a process), its tables
+/// set, the host arrays uploaded and the kernel launched on a thread of its own while the body
+/// records, which then feeds it the batches, those recorded meanwhile first.
+pub(crate) fn run_gpu(
+    gpu: &Gpu,
+    meta: RegionMeta,
+    options: Options,
+    arrays: &[Binding<'_>],
+    capacity: usize,
+    record: impl FnOnce(Box<dyn Feed>) -> Result<(Inspection, usize, usize), Error>,
+) -> Result<GpuStreamed, Error> {
+    let start = Instant::now();
+    gpu.check_usable()?;
+    let code = meta.code().ok_or(Error::NoPtx { region: meta.name })?;
+    gpu.check_code(code)?;
+    // The copies to the tables after the body, and the reads after the kernel, are made here.
+    gpu.bind()?;
+    let _ordered = Ordered::after_earlier(arrays);
+    // The body, while the set-up thread starts the kernel and then feeds it what the body
+    // records. The feed, and with it the channel's sending end, is dropped with the recorder:
+    // the feeder then ends.
+    let stopped = Arc::new(AtomicBool::new(false));
     let (to, batches) = mpsc::channel();
     let feed = Feeding {
         to,
-        shared: shared.clone(),
+        stopped: stopped.clone(),
     };
-    let (recorded, launched, upload_wait) = std::thread::scope(|scope| {
-        let feeding = scope.spawn(|| feeder(gpu, &shared, batches));
-        let launching = before.is_none().then(|| scope.spawn(launch_kernel));
+    let args: Vec<Arg> = arrays.iter().map(Arg::of).collect();
+    let (recorded, body_end, started) = std::thread::scope(|scope| {
+        let starting = scope.spawn(|| {
+            let mut started = start_kernel(gpu, &meta, &options, &args, capacity, &stopped);
+            if let Ok(s) = &mut started
+                && s.launched.is_ok()
+            {
+                feeder(&s.shared, batches);
+                s.steps.fed = Instant::now();
+            }
+            started
+        });
         let recorded = catch_unwind(AssertUnwindSafe(|| record(Box::new(feed))));
-        let waiting = Instant::now();
-        let launched = match launching {
-            Some(launching) => launching
-                .join()
-                .unwrap_or_else(|panic| resume_unwind(panic)),
-            None => before.expect("launched before the body, or beside it"),
-        };
-        let upload_wait = waiting.elapsed();
-        if feeding.join().is_err() {
-            shared.stopped.store(true, Ordering::Relaxed);
-        }
-        (recorded, launched, upload_wait)
+        let body_end = Instant::now();
+        let started = starting.join().unwrap_or_else(|panic| resume_unwind(panic));
+        (recorded, body_end, started)
     });
-    let (upload, launch) = match launched {
-        Ok(times) => times,
+    let started = match started {
+        Ok(started) => started,
+        // Nothing was launched or written.
         Err(error) => {
-            // No kernel runs: nothing was written, and the tables can go.
-            let _ = gpu.stream().synchronize();
-            drop(admitted);
-            snapshots.restore(gpu)?;
             return match recorded {
                 Err(panic) => resume_unwind(panic),
                 Ok(_) => Err(error),
             };
         }
     };
+    let Started {
+        shared,
+        copies,
+        snapshots,
+        admitted,
+        begin,
+        end,
+        desc,
+        workers,
+        uploaded,
+        launched,
+        steps,
+    } = started;
+    if let Err(error) = launched {
+        // No kernel runs: nothing was written, and the tables can go.
+        let _ = gpu.stream().synchronize();
+        drop(admitted);
+        snapshots.restore(gpu)?;
+        return match recorded {
+            Err(panic) => resume_unwind(panic),
+            Ok(_) => Err(error),
+        };
+    }
     let failed = shared
         .failed
         .lock()
@@ -835,19 +970,21 @@ pub(crate) fn run_gpu(
         Duration::from_secs_f64(f64::from(kernel) / 1e3),
         stats,
     )?;
-    report.setup_time += setup;
+    // The set-up thread's steps, as long as they took, and as phases what the call waited for
+    // them beyond the body.
+    report.setup_time += steps.set - steps.start;
+    let [load, tables, upload, launch] = steps.after(body_end);
     report.phases.load = load;
-    report.phases.tables = setup;
+    report.phases.tables = tables;
+    report.phases.upload = upload;
     report.phases.launch = launch;
     report.phases.wait = wait;
-    // What the call waited for the upload after the body, beside what it took in all.
-    report.phases.upload = if pieces.is_empty() {
-        upload
-    } else {
-        upload_wait
-    };
     report.phases.download = download;
-    report.transfer_time = upload + download;
+    report.transfer_time = if uploaded {
+        steps.uploaded - steps.set
+    } else {
+        Duration::ZERO
+    } + download;
     Ok(GpuStreamed::Ran(
         Box::new(report.since(start)),
         Box::new(plan),
