@@ -3,10 +3,10 @@
 //!
 //! 1. On a thread of its own while the body starts recording: the region's kernel is picked (its
 //!    module loaded on the region's first call in a process), the tables are allocated in one
-//!    piece and set as an empty run's (zeros, open lists, empty queues, the total unknown), the
-//!    host arrays are copied to the GPU whole (no task is known yet to say what it touches), and
-//!    the kernel is launched behind them. That thread then feeds the kernel, the batches the body
-//!    recorded meanwhile first.
+//!    piece and set as an empty run's (zeros, open lists, empty queues, the total unknown). That
+//!    thread then feeds the tables, the batches the body recorded meanwhile first, while another
+//!    copies the host arrays to the GPU whole (no task is known yet to say what it touches) and
+//!    launches the kernel behind them.
 //! 2. Each batch goes into a host mirror of the tables ([`StreamTables::publish`], as on the CPU
 //!    backend), and what it wrote is copied into the device's tables on the control stream, which
 //!    does not wait for the kernel: the records, argument words, CSR rows, counters, cross edges
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{
-    CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, result,
+    CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, result,
 };
 use taskweave_device::abi::{ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, WorkerStats};
 use taskweave_device::error::ErrorRecord;
@@ -545,20 +545,78 @@ struct Started<'g> {
     copies: Vec<Option<CudaSlice<u8>>>,
     snapshots: Snapshots,
     admitted: Reservation<'g>,
-    begin: CudaEvent,
-    end: CudaEvent,
     desc: RegionDesc,
     workers: u32,
-    /// Whether some host array was uploaded.
-    uploaded: bool,
-    /// The launch (the upload before it): an error leaves no kernel running.
-    launched: Result<(), Error>,
-    /// When each step ran on the set-up thread.
+    /// When each step ran.
     steps: Steps,
 }
 
-/// When the set-up thread of a streamed call chose and loaded the kernel, set its tables,
-/// uploaded the host arrays, launched it and fed its last batch.
+/// A streamed call's upload and launch, on a thread of their own beside the feeder (the kernel
+/// reads whatever the feeder published before it started).
+struct Launch {
+    pieces: Vec<Piece>,
+    function: CudaFunction,
+    config: LaunchConfig,
+    desc: u64,
+    shared: Arc<Shared>,
+}
+
+/// How a streamed call's launch went.
+struct Went {
+    begin: CudaEvent,
+    end: CudaEvent,
+    /// The launch (the upload before it): an error leaves no kernel running.
+    result: Result<(), Error>,
+    /// Whether some host array was uploaded.
+    uploaded: bool,
+}
+
+impl Launch {
+    /// Uploads the host arrays, then launches the kernel behind them on the region stream; the
+    /// steps' times into `steps`.
+    fn run(self, gpu: &Gpu, region: &'static str, steps: &mut Steps) -> Result<Went, Error> {
+        gpu.bind()?;
+        let event = || {
+            gpu.context()
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(Error::cuda("creating an event"))
+        };
+        let (begin, end) = (event()?, event()?);
+        // SAFETY: each host range is an array the call borrows, unwritten while it runs, each
+        // device range its new copy.
+        let upload = unsafe { gpu.upload(&self.pieces) };
+        steps.uploaded = Instant::now();
+        let result = upload.and_then(|()| {
+            begin
+                .record(gpu.stream())
+                .map_err(Error::cuda("recording an event"))?;
+            let mut builder = gpu.stream().launch_builder(&self.function);
+            builder.arg(&self.desc);
+            // SAFETY: the kernel's one parameter is `*const RegionDesc`; the descriptor and every
+            // table it points to live in `shared` and the call's copies, which outlive the kernel
+            // (or are abandoned).
+            unsafe { builder.launch(self.config) }
+                .map_err(Error::cuda(format!("launching region `{region}`")))?;
+            if let Err(error) = end.record(gpu.stream()) {
+                // The kernel waits for a total that will not come: stopped before its tables go.
+                self.shared.device.abort();
+                let _ = gpu.stream().synchronize();
+                return Err(Error::cuda("recording an event")(error));
+            }
+            Ok(())
+        });
+        steps.launched = Instant::now();
+        Ok(Went {
+            begin,
+            end,
+            result,
+            uploaded: !self.pieces.is_empty(),
+        })
+    }
+}
+
+/// When a streamed call's kernel was chosen and loaded, its tables set, the host arrays uploaded,
+/// the kernel launched and its last batch fed.
 struct Steps {
     start: Instant,
     loaded: Instant,
@@ -582,24 +640,8 @@ impl Steps {
     }
 }
 
-/// Chooses the kernel for a streamed call, sets its empty tables on the device, and launches it
-/// behind the host arrays' upload: what the set-up thread does before it feeds. `stopped` is
-/// raised when it fails.
-fn start_kernel<'g>(
-    gpu: &'g Gpu,
-    meta: &RegionMeta,
-    options: &Options,
-    arrays: &[Arg],
-    capacity: usize,
-    stopped: &Arc<AtomicBool>,
-) -> Result<Started<'g>, Error> {
-    let started = set_up_kernel(gpu, meta, options, arrays, capacity, stopped);
-    if !matches!(&started, Ok(s) if s.launched.is_ok()) {
-        stopped.store(true, Ordering::Relaxed);
-    }
-    started
-}
-
+/// Chooses the kernel for a streamed call and sets its empty tables on the device: what the
+/// set-up thread does before it feeds, the upload and the launch ([`Launch`]) going beside it.
 fn set_up_kernel<'g>(
     gpu: &'g Gpu,
     meta: &RegionMeta,
@@ -607,7 +649,7 @@ fn set_up_kernel<'g>(
     arrays: &[Arg],
     capacity: usize,
     stopped: &Arc<AtomicBool>,
-) -> Result<Started<'g>, Error> {
+) -> Result<(Started<'g>, Launch), Error> {
     let start = Instant::now();
     // The copies below need the context current on this thread.
     gpu.bind()?;
@@ -704,16 +746,10 @@ fn set_up_kernel<'g>(
     };
     set_up(gpu, &device, &mirror, &descs, &desc)?;
     let set = Instant::now();
-    // The launch, as the persistent backend makes it (`backend::persistent`).
-    let event = || {
-        gpu.context()
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(Error::cuda("creating an event"))
-    };
-    let (begin, end) = (event()?, event()?);
     let admitted = gpu
         .residency
         .reserve(sms, workers, picked.resident / sms.max(1));
+    // The launch, as the persistent backend makes it (`backend::persistent`).
     let config = LaunchConfig {
         grid_dim: (picked.blocks, 1, 1),
         block_dim: (options.threads, 1, 1),
@@ -727,53 +763,30 @@ fn set_up_kernel<'g>(
         ended: AtomicBool::new(false),
         failed: Mutex::new(None),
     });
-    // The host arrays' upload, then the kernel behind it on the region stream. The batches the
-    // body recorded meanwhile wait in the feed's channel; the kernel reads whatever the feeder
-    // published before it started.
-    // SAFETY: each host range is an array the call borrows, unwritten while it runs, each device
-    // range its new copy.
-    let upload = unsafe { gpu.upload(&pieces) };
-    let uploaded = Instant::now();
-    let launched = upload.and_then(|()| {
-        begin
-            .record(gpu.stream())
-            .map_err(Error::cuda("recording an event"))?;
-        let mut builder = gpu.stream().launch_builder(&picked.function);
-        builder.arg(&desc_ptr);
-        // SAFETY: the kernel's one parameter is `*const RegionDesc`; the descriptor and every
-        // table it points to live in `shared` and `copies`, which outlive the kernel (or are
-        // abandoned).
-        unsafe { builder.launch(config) }
-            .map_err(Error::cuda(format!("launching region `{}`", meta.name)))?;
-        if let Err(error) = end.record(gpu.stream()) {
-            // The kernel waits for a total that will not come: stopped before its tables go.
-            shared.device.abort();
-            let _ = gpu.stream().synchronize();
-            return Err(Error::cuda("recording an event")(error));
-        }
-        Ok(())
-    });
-    let launched_at = Instant::now();
-    Ok(Started {
+    let launch = Launch {
+        pieces,
+        function: picked.function,
+        config,
+        desc: desc_ptr,
+        shared: shared.clone(),
+    };
+    let started = Started {
         shared,
         copies,
         snapshots,
         admitted,
-        begin,
-        end,
         desc,
         workers,
-        uploaded: !pieces.is_empty(),
-        launched,
         steps: Steps {
             start,
             loaded,
             set,
-            uploaded,
-            launched: launched_at,
-            fed: launched_at,
+            uploaded: set,
+            launched: set,
+            fed: set,
         },
-    })
+    };
+    Ok((started, launch))
 }
 
 /// Runs a region's body with its tasks streamed to the persistent kernel on `gpu` (see the
@@ -781,9 +794,9 @@ fn set_up_kernel<'g>(
 /// inspection, as for [`super::run_cpu`]; the tables hold `capacity` tasks, and at least
 /// [`MIN_CAPACITY`].
 ///
-/// The kernel is chosen (its module loaded on a region's first call in a process), its tables
-/// set, the host arrays uploaded and the kernel launched on a thread of its own while the body
-/// records, which then feeds it the batches, those recorded meanwhile first.
+/// The kernel is chosen (its module loaded on a region's first call in a process) and its tables
+/// set on a thread of its own while the body records, which then feeds them the batches, those
+/// recorded meanwhile first, while a third uploads the host arrays and launches the kernel.
 pub(crate) fn run_gpu(
     gpu: &Gpu,
     meta: RegionMeta,
@@ -811,21 +824,28 @@ pub(crate) fn run_gpu(
     let args: Vec<Arg> = arrays.iter().map(Arg::of).collect();
     let (recorded, body_end, started) = std::thread::scope(|scope| {
         let starting = scope.spawn(|| {
-            let mut started = start_kernel(gpu, &meta, &options, &args, capacity, &stopped);
-            if let Ok(s) = &mut started
-                && s.launched.is_ok()
-            {
-                feeder(&s.shared, batches);
-                s.steps.fed = Instant::now();
-            }
-            started
+            let set = set_up_kernel(gpu, &meta, &options, &args, capacity, &stopped);
+            let (mut started, launch) =
+                set.inspect_err(|_| stopped.store(true, Ordering::Relaxed))?;
+            let mut steps = started.steps;
+            let launching = scope.spawn(move || {
+                let launched = launch.run(gpu, meta.name, &mut steps);
+                (launched, steps)
+            });
+            feeder(&started.shared, batches);
+            let fed = Instant::now();
+            let (launched, steps) = launching
+                .join()
+                .unwrap_or_else(|panic| resume_unwind(panic));
+            started.steps = Steps { fed, ..steps };
+            Ok((started, launched?))
         });
         let recorded = catch_unwind(AssertUnwindSafe(|| record(Box::new(feed))));
         let body_end = Instant::now();
         let started = starting.join().unwrap_or_else(|panic| resume_unwind(panic));
         (recorded, body_end, started)
     });
-    let started = match started {
+    let (started, launched) = match started {
         Ok(started) => started,
         // Nothing was launched or written.
         Err(error) => {
@@ -840,15 +860,17 @@ pub(crate) fn run_gpu(
         copies,
         snapshots,
         admitted,
-        begin,
-        end,
         desc,
         workers,
-        uploaded,
-        launched,
         steps,
     } = started;
-    if let Err(error) = launched {
+    let Went {
+        begin,
+        end,
+        result,
+        uploaded,
+    } = launched;
+    if let Err(error) = result {
         // No kernel runs: nothing was written, and the tables can go.
         let _ = gpu.stream().synchronize();
         drop(admitted);
