@@ -344,20 +344,14 @@ struct Shared {
 }
 
 impl Shared {
-    /// Publishes `batches` into the mirror, up to the first that does not fit, and sends what they
-    /// wrote at once; false when one does not fit or a copy fails.
-    fn feed(&self, batches: impl Iterator<Item = Owned>) -> bool {
+    /// Publishes `batch` into the mirror and sends it; false when it does not fit or a copy fails.
+    fn feed(&self, batch: &Batch<'_>) -> bool {
         let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         let from = Marks::of(&t);
-        let mut fits = true;
-        for batch in batches {
-            fits = t.publish(&batch.batch()).is_ok();
-            if !fits {
-                break;
-            }
+        if t.publish(batch).is_err() {
+            return false;
         }
-        // What was published goes, whether or not the last batch fitted.
-        self.sent(self.device.send(&written(&t, &self.device.places, &from))) && fits
+        self.sent(self.device.send(&written(&t, &self.device.places, &from)))
     }
 
     /// Publishes the total, `tasks`, when every one of them is in the tables.
@@ -400,32 +394,13 @@ impl Feed for Feeding {
 /// The feeder, on the set-up thread once the kernel is launched (the context current there):
 /// puts each batch into the tables and the total after them, until the recording thread drops
 /// its end of the channel, or a batch does not fit or a copy fails.
-///
-/// A feeder behind the body publishes every batch waiting before it copies what they wrote: each
-/// copy from pageable memory costs the driver's call and staging, and a batch's copies are about
-/// eight, so a feeder that fell behind catches up in fewer of them.
 fn feeder(shared: &Shared, batches: mpsc::Receiver<Message>) {
-    let mut end = None;
-    while let Ok(message) = batches.recv() {
+    for message in batches {
         let went = match message {
-            Message::Batch(batch) => {
-                // The batch, and every batch waiting behind it.
-                let waiting = std::iter::from_fn(|| match batches.try_recv() {
-                    Ok(Message::Batch(more)) => Some(more),
-                    Ok(Message::End(tasks)) => {
-                        end = Some(tasks);
-                        None
-                    }
-                    Err(_) => None,
-                });
-                shared.feed(std::iter::once(batch).chain(waiting))
-            }
-            Message::End(tasks) => {
-                end = Some(tasks);
-                true
-            }
+            Message::Batch(batch) => shared.feed(&batch.batch()),
+            Message::End(tasks) => shared.end(tasks),
         };
-        if !(went && end.take().is_none_or(|tasks| shared.end(tasks))) {
+        if !went {
             shared.stopped.store(true, Ordering::Relaxed);
             return;
         }
@@ -1159,14 +1134,10 @@ mod tests {
 
     /// Publishes `batch` into `t`, and checks that the pieces [`written`] gives cover every byte
     /// the batch changed, in a table's place, and end with the published count.
-    /// Publishes `batches` and checks that one copy of what they wrote covers every byte of the
-    /// mirror they changed, as the feeder sends them.
-    fn check_batch(t: &mut StreamTables, p: &Places, batches: &[Batch<'_>]) {
+    fn check_batch(t: &mut StreamTables, p: &Places, batch: &Batch<'_>) {
         let before = tables(t, p);
         let from = Marks::of(t);
-        for batch in batches {
-            t.publish(batch).expect("the batch fits");
-        }
+        t.publish(batch).expect("the batch fits");
         let pieces = written(t, p, &from);
         let last = pieces.last().expect("a batch is published");
         assert_eq!(last.place.at, p.words.at, "the published count goes last");
@@ -1211,54 +1182,27 @@ mod tests {
         check_batch(
             &mut t,
             &p,
-            &[Batch {
+            &Batch {
                 first: 0,
                 records: &first,
                 args: &args,
                 args_from: 0,
                 edges: &[(1, 0), (2, 1), (3, 0)],
-            }],
+            },
         );
         // Tasks 4..8: 4 after 3 and 6 after 2 (cross edges), 5 after 4, 7 after 6.
         let second = [8, 9, 12, 15, 20].map(|a| record(2, a));
         check_batch(
             &mut t,
             &p,
-            &[Batch {
+            &Batch {
                 first: 4,
                 records: &second,
                 args: &args[8..],
                 args_from: 8,
                 edges: &[(4, 3), (5, 4), (6, 2), (7, 6)],
-            }],
+            },
         );
         assert_eq!((t.fed, t.cross_len, t.links_len), (8, 2, 3));
-        // Tasks 8..10 and 10..12, published together (a feeder that fell behind): 8 after 7, 9
-        // after 8, 10 after 9 and 5, 11 after 10.
-        let (third, fourth) = (
-            [20, 22, 24].map(|a| record(3, a)),
-            [24, 27, 30].map(|a| record(4, a)),
-        );
-        check_batch(
-            &mut t,
-            &p,
-            &[
-                Batch {
-                    first: 8,
-                    records: &third,
-                    args: &args[20..],
-                    args_from: 20,
-                    edges: &[(8, 7), (9, 8)],
-                },
-                Batch {
-                    first: 10,
-                    records: &fourth,
-                    args: &args[24..],
-                    args_from: 24,
-                    edges: &[(10, 9), (10, 5), (11, 10)],
-                },
-            ],
-        );
-        assert_eq!((t.fed, t.cross_len, t.links_len), (12, 5, 5));
     }
 }
