@@ -391,9 +391,9 @@ impl Feed for Feeding {
     }
 }
 
-/// The feeder, on the set-up thread once the kernel is launched (the context current there):
-/// puts each batch into the tables and the total after them, until the recording thread drops
-/// its end of the channel, or a batch does not fit or a copy fails.
+/// The feeder, on the set-up thread once the tables are set (the context current there): puts
+/// each batch into the tables and the total after them, until the recording thread drops its end
+/// of the channel, or a batch does not fit or a copy fails.
 fn feeder(shared: &Shared, batches: mpsc::Receiver<Message>) {
     for message in batches {
         let went = match message {
@@ -513,7 +513,7 @@ impl Arg {
     }
 }
 
-/// A kernel set up, launched (or not) and fed on the set-up thread of a streamed call.
+/// A streamed call's kernel as its set-up thread leaves it: chosen, its tables set and fed.
 struct Started<'g> {
     shared: Arc<Shared>,
     /// The host arrays' device copies (`None` for a resident array), by argument.
