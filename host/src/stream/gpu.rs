@@ -823,12 +823,7 @@ pub(crate) fn run_gpu(
     let (started, launched) = match started {
         Ok(started) => started,
         // Nothing was launched or written.
-        Err(error) => {
-            return match recorded {
-                Err(panic) => resume_unwind(panic),
-                Ok(_) => Err(error),
-            };
-        }
+        Err(error) => return unlaunched(recorded, error),
     };
     let Started {
         shared,
@@ -850,10 +845,7 @@ pub(crate) fn run_gpu(
         let _ = gpu.stream().synchronize();
         drop(admitted);
         snapshots.restore(gpu)?;
-        return match recorded {
-            Err(panic) => resume_unwind(panic),
-            Ok(_) => Err(error),
-        };
+        return unlaunched(recorded, error);
     }
     let failed = shared
         .failed
@@ -1011,6 +1003,15 @@ pub(crate) fn run_gpu(
         Box::new(report.since(start)),
         Box::new(plan),
     ))
+}
+
+/// How a streamed call that launched no kernel ends once its body has returned: with the body's
+/// panic, else with `error`.
+fn unlaunched<T>(recorded: std::thread::Result<T>, error: Error) -> Result<GpuStreamed, Error> {
+    if let Err(panic) = recorded {
+        resume_unwind(panic);
+    }
+    Err(error)
 }
 
 /// Sets the device tables as an empty streamed run's on the region stream, and waits for it:
