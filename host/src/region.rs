@@ -271,8 +271,8 @@ impl<'a> Region<'a> {
     /// leaves the region's arrays as they were.
     ///
     /// Streams on the CPU backend (host arrays) and the persistent GPU backend (host arrays and
-    /// arrays resident on the GPU), for regions without wide tasks, trace or SM-aware workers,
-    /// under the policies that do not plan ahead; a call that cannot stream runs as it would
+    /// arrays resident on the GPU), for regions without wide tasks or SM-aware workers, under the
+    /// policies that do not plan ahead, traced or not; a call that cannot stream runs as it would
     /// without (see [`Report::streamed`]). Batches go while every array the region writes keeps
     /// to whole tiles of one size, whose edges are known as each task is recorded; the rest of
     /// the region goes when its body returns.

@@ -40,6 +40,11 @@ struct Cli {
     /// calls on its default workers, without the `W − 1` kinds.
     #[arg(long)]
     gpu: bool,
+    /// After the timed calls, one traced inspected call and one traced streamed call per case:
+    /// each prints its trace's summary, and writes the records to `DIR/CASE-KIND.csv` (task, its
+    /// kind, start and end in ns from the first start, worker, SM, its parent that ended last).
+    #[arg(long, value_name = "DIR")]
+    trace: Option<std::path::PathBuf>,
 }
 
 /// Median of `v`.
@@ -137,7 +142,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             region.cache(false)
         }
-        let call = |stream: bool, fewer: bool| -> Result<(Report, Vec<f64>), taskweave::Error> {
+        let traced = |stream: bool,
+                      fewer: bool,
+                      trace: bool|
+         -> Result<(Report, Vec<f64>), taskweave::Error> {
             // The streamed call leaves a core to the recording thread by itself.
             fn set(region: Region<'_>, fewer: Option<u32>) -> Region<'_> {
                 match fewer {
@@ -154,14 +162,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "wavefront" => dags::wavefront(&mut g, nb, 0),
                         _ => dags::chain(&mut g, 0),
                     };
-                    let report = set(region.cache(false).stream(stream), fewer).run(&rt)?;
+                    let region = region.cache(false).stream(stream).trace(trace);
+                    let report = set(region, fewer).run(&rt)?;
                     a = g.iter().map(|&v| f64::from(v)).collect();
                     report
                 }
-                _ => set(region(which, &mut a, nb, bs).stream(stream), fewer).run(&rt)?,
+                _ => set(
+                    region(which, &mut a, nb, bs).stream(stream).trace(trace),
+                    fewer,
+                )
+                .run(&rt)?,
             };
             Ok((report, a))
         };
+        let call = |stream: bool, fewer: bool| traced(stream, fewer, false);
         let mut kinds: [Vec<Report>; 4] = Default::default();
         let mut results: [Vec<f64>; 4] = Default::default();
         for rep in 0..=cli.reps {
@@ -235,6 +249,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if !check || !same {
             eprintln!("{case}: streamed result checked {check}; bit for bit as inspected: {same}");
         }
+        if let Some(dir) = &cli.trace {
+            for (stream, what) in [(false, "inspected"), (true, "streamed")] {
+                let (report, _) = traced(stream, false, true)?;
+                assert_eq!(report.streamed, stream, "{case}: streamed as asked, traced");
+                let file = dir.join(format!("{}-{what}.csv", case.replace(':', "-")));
+                print_trace(&report, what, &file)?;
+            }
+        }
     }
     if cli.gpu {
         failures(&rt)?;
@@ -242,6 +264,71 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "W ins, W strm: the median wall of inspected and streamed calls on the runtime's W workers; W-1: on one fewer; inspect: the inspected calls' inspection (body, recording, edges); ratio: streamed wall over inspected; best: the kind with the least wall."
     );
+    Ok(())
+}
+
+/// Prints a traced call's summary, and writes its records to `file` (see `--trace`): its span,
+/// how busy its workers were, each task's wait from its last parent's end to its start (the
+/// hop, and the time a freed task waited to be fed, linked or picked), and the path that set the
+/// span.
+fn print_trace(
+    report: &Report,
+    what: &str,
+    file: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (Some(trace), Some(kinds), Some(last)) = (
+        report.trace.as_deref(),
+        report.task_kinds.as_deref(),
+        report.last_parent.as_deref(),
+    ) else {
+        return Err(format!("{what}: the call recorded no trace").into());
+    };
+    let origin = trace.iter().map(|r| r.start).min().unwrap_or(0);
+    let end = trace.iter().map(|r| r.end).max().unwrap_or(0);
+    let span = (end - origin) as f64;
+    let busy: f64 = trace.iter().map(|r| (r.end - r.start) as f64).sum();
+    let mut waits: Vec<u64> = (0..trace.len())
+        .filter(|&t| last[t] != u32::MAX)
+        .map(|t| trace[t].start.saturating_sub(trace[last[t] as usize].end))
+        .collect();
+    waits.sort_unstable();
+    let at = |q: f64| {
+        waits
+            .get((waits.len() as f64 * q) as usize)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1e3
+    };
+    println!(
+        "  traced {what:<9} execute {:.3} ms, span {:.3} ms, workers busy {:.1}% of {}, wait after the last parent: median {:.1} us, p90 {:.1}, p99 {:.1}",
+        ms(report.execute_time),
+        span / 1e6,
+        100.0 * busy / (span * f64::from(report.workers)).max(1.0),
+        report.workers,
+        at(0.5),
+        at(0.9),
+        at(0.99),
+    );
+    if let Some(path) = report.trace_path() {
+        println!("    {path}");
+    }
+    let mut out = String::from("task,kind,start_ns,end_ns,worker,sm,last_parent\n");
+    for (t, r) in trace.iter().enumerate() {
+        let parent = match last[t] {
+            u32::MAX => String::new(),
+            p => p.to_string(),
+        };
+        out.push_str(&format!(
+            "{t},{},{},{},{},{},{parent}\n",
+            report.kinds[kinds[t] as usize],
+            r.start - origin,
+            r.end - origin,
+            r.worker,
+            r.sm,
+        ));
+    }
+    std::fs::create_dir_all(file.parent().unwrap_or(std::path::Path::new(".")))?;
+    std::fs::write(file, out)?;
     Ok(())
 }
 

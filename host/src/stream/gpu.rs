@@ -32,7 +32,9 @@ use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{
     CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, result,
 };
-use taskweave_device::abi::{ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, WorkerStats};
+use taskweave_device::abi::{
+    ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, TraceRecord, WorkerStats,
+};
 use taskweave_device::error::ErrorRecord;
 use taskweave_device::sched::affinity::{NO_PARENT, NOT_RUN};
 use taskweave_device::sched::queue::NIL;
@@ -103,6 +105,8 @@ struct Places {
     abort: Place,
     arrays: Place,
     desc: Place,
+    /// A record per task of the capacity when traced, else empty.
+    trace: Place,
 }
 
 impl Places {
@@ -112,8 +116,9 @@ impl Places {
         Place { at, bytes }
     }
 
-    /// The places of `t`'s tables, and of the run's own words for `arrays` arrays.
-    fn of(t: &StreamTables, arrays: usize) -> Self {
+    /// The places of `t`'s tables, and of the run's own words for `arrays` arrays, with a trace
+    /// record per task of the capacity when `traced`.
+    fn of(t: &StreamTables, arrays: usize, traced: bool) -> Self {
         let mut p = Self::default();
         let w = t.head.len();
         p.tasks = p.put(t.tasks.len * size_of::<TaskRecord>());
@@ -139,6 +144,9 @@ impl Places {
         p.abort = p.put(8);
         p.arrays = p.put(arrays * size_of::<ArrayDesc>());
         p.desc = p.put(size_of::<RegionDesc>());
+        if traced {
+            p.trace = p.put(t.capacity * size_of::<TraceRecord>());
+        }
         p
     }
 }
@@ -644,7 +652,7 @@ fn set_up_kernel<'g>(
     let workers = picked.blocks;
     let capacity = capacity.max(MIN_CAPACITY);
     let mirror = StreamTables::new(0, 0, capacity, workers, options.run_policy());
-    let places = Places::of(&mirror, arrays.len());
+    let places = Places::of(&mirror, arrays.len(), options.trace);
     // The host arrays, whole, into buffers of their own (uploaded below); resident arrays stay
     // where they are.
     let mut copies: Vec<Option<CudaSlice<u8>>> = Vec::with_capacity(arrays.len());
@@ -717,6 +725,11 @@ fn set_up_kernel<'g>(
         stream_links: device.addr(p.links),
         stream_edges_len: (mirror.edges.len() / EDGE_WORDS) as u32,
         stream_links_len: (mirror.links.len() / LINK_WORDS) as u32,
+        trace: if options.trace {
+            device.addr(p.trace)
+        } else {
+            0
+        },
         ..options.desc(workers, arrays.len())
     };
     set_up(gpu, &device, &mirror, &descs, &desc)?;
@@ -955,6 +968,17 @@ pub(crate) fn run_gpu(
     }
     let stats_at = (device.places.stats.at - device.places.error.at) as usize;
     let stats = records::<WorkerStats>(&both[stats_at..stats_at + device.places.stats.bytes]);
+    let trace = if options.trace {
+        let n = inspection.task_count();
+        let bytes = read(
+            gpu,
+            device.addr(device.places.trace),
+            (n * size_of::<TraceRecord>()) as u64,
+        )?;
+        Some(records::<TraceRecord>(&bytes))
+    } else {
+        None
+    };
     // The written arrays back, whole.
     let back: Vec<Piece> = arrays
         .iter()
@@ -981,8 +1005,11 @@ pub(crate) fn run_gpu(
         inspection,
         arrays,
         (Backend::Persistent, workers, threads),
-        Duration::from_secs_f64(f64::from(kernel) / 1e3),
-        stats,
+        (
+            Duration::from_secs_f64(f64::from(kernel) / 1e3),
+            stats,
+            trace,
+        ),
     )?;
     // The set-up thread's steps, as long as they took, and as phases what the call waited for
     // them beyond the body.
@@ -1164,7 +1191,7 @@ mod tests {
     #[test]
     fn a_batch_is_copied_wherever_the_mirror_changed() {
         let mut t = StreamTables::new(0, 0, 64, 4, Policy::Grr);
-        let p = Places::of(&t, 2);
+        let p = Places::of(&t, 2, false);
         // Every place on its own lines, in order, inside the allocation.
         let all = [
             p.tasks, p.args, p.offsets, p.children, p.rank, p.affine, p.ran_by, p.pending, p.next,

@@ -14,7 +14,7 @@
 //! * A body that fails or panics aborts the workers, and the region's arrays are restored from
 //!   their snapshot: nothing the run wrote is left.
 //! * What streams: the CPU backend, under every policy that does not plan ahead (not
-//!   [`Policy::Static`]), for regions without wide tasks, trace or SM-aware workers, on host arrays.
+//!   [`Policy::Static`]), for regions without wide tasks or SM-aware workers, on host arrays.
 //!   Anything else runs inspected, as without streaming. The persistent GPU backend streams too,
 //!   on the same scheduler code, with its host half in [`gpu`].
 //! * What a streamed run does not know yet while it runs: the critical path (the priority policy's
@@ -26,7 +26,9 @@ use std::sync::atomic::{AtomicU32 as StdAtomic, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use taskweave_device::abi::{ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, WorkerStats};
+use taskweave_device::abi::{
+    ArrayDesc, FLAG_STREAM, RegionDesc, TaskRecord, TraceRecord, WorkerStats,
+};
 use taskweave_device::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
 use taskweave_device::sched::affinity::{NO_PARENT, NOT_RUN};
 use taskweave_device::sched::deps::SOLE_PARENT;
@@ -450,13 +452,10 @@ pub(crate) fn streams(meta: &RegionMeta, options: &Options, arrays: &[Binding<'_
 }
 
 /// Whether a call streams on a backend that streams, by its region and options: not under a
-/// policy that plans ahead, nor with wide tasks, a trace or SM-aware workers. (Each backend says
-/// which arrays it streams on: those a failed call can leave as they were.)
+/// policy that plans ahead, nor with wide tasks or SM-aware workers. (Each backend says which
+/// arrays it streams on: those a failed call can leave as they were.)
 fn streams_here(meta: &RegionMeta, options: &Options) -> bool {
-    !options.run_policy().row().plans
-        && !meta.dispatch.gangs()
-        && !options.trace
-        && !options.sm_aware()
+    !options.run_policy().row().plans && !meta.dispatch.gangs() && !options.sm_aware()
 }
 
 /// What a streamed run leaves beside its report: for tests, what it fed.
@@ -522,6 +521,8 @@ pub(crate) fn run_cpu(
         }
     };
     let mut stats = vec![WorkerStats::default(); workers as usize];
+    // A record per task of the first tables, when traced; the rest's come after them.
+    let mut trace = vec![TraceRecord::default(); if options.trace { capacity } else { 0 }];
     let abort = StdAtomic::new(0);
     let current: Vec<StdAtomic> = (0..workers).map(|_| StdAtomic::new(u32::MAX)).collect();
     let failure: Mutex<Option<Caught>> = Mutex::new(None);
@@ -532,6 +533,7 @@ pub(crate) fn run_cpu(
             abort: abort.as_ptr() as u64,
             stats: stats.as_mut_ptr() as u64,
             current: current.as_ptr() as u64,
+            trace: table_ptr(trace.as_mut_ptr(), trace.len()),
             ..tables.desc(options.desc(workers, descs.len()))
         }
     };
@@ -601,9 +603,10 @@ pub(crate) fn run_cpu(
     let mut edges = tables.kept.take();
     let ran = tables.fed;
     drop(tables);
+    trace.truncate(ran);
     if ran < n {
         // The region outgrew the tables: its last tasks run on tables of their own.
-        match run_rest(&meta, &options, &inspection, ran, &desc, lanes) {
+        match run_rest(&meta, &options, &inspection, ran, &desc, lanes, &mut trace) {
             Ok(rest) => {
                 if let Some(edges) = &mut edges {
                     edges.extend(rest);
@@ -615,14 +618,14 @@ pub(crate) fn run_cpu(
             }
         }
     }
+    let trace = options.trace.then_some(trace);
     let (_, report) = finished(
         meta,
         options,
         inspection,
         arrays,
         (Backend::Cpu, workers, lanes),
-        execute_end - start,
-        stats,
+        (execute_end - start, stats, trace),
     )?;
     Ok(Streamed {
         report: report.since(start),
@@ -633,15 +636,15 @@ pub(crate) fn run_cpu(
 }
 
 /// A streamed call's plan, made from its finished `inspection`, and its report: run on `backend`
-/// by `workers` workers of `lanes` threads (or lanes) each, for `execute`.
+/// by `workers` workers of `lanes` threads (or lanes) each, for `execute`, with the workers'
+/// `stats` and the `trace` if traced.
 fn finished(
     meta: RegionMeta,
     options: Options,
     inspection: Inspection,
     arrays: &[Binding<'_>],
     (backend, workers, lanes): (Backend, u32, u32),
-    execute: Duration,
-    stats: Vec<WorkerStats>,
+    (execute, stats, trace): (Duration, Vec<WorkerStats>, Option<Vec<TraceRecord>>),
 ) -> Result<(Plan, Report), Error> {
     let (inspect_time, edges_time) = (inspection.time, inspection.edges_time);
     let mut plan = Plan::new(meta, options, inspection)?;
@@ -663,7 +666,7 @@ fn finished(
         Duration::ZERO,
         execute,
         stats,
-        None,
+        trace,
     );
     report.streamed = true;
     Ok((plan, report))
@@ -709,7 +712,8 @@ fn batch_of(inspection: &Inspection, range: core::ops::Range<usize>) -> Rest<'_>
 }
 
 /// Runs tasks `from..` of `inspection`, whose earlier tasks have run, on tables of their own
-/// (the workers and buffers of `desc`). Returns the edges it fed.
+/// (the workers and buffers of `desc`), their trace records appended to `trace` when traced.
+/// Returns the edges it fed.
 fn run_rest(
     meta: &RegionMeta,
     options: &Options,
@@ -717,6 +721,7 @@ fn run_rest(
     from: usize,
     desc: &RegionDesc,
     lanes: u32,
+    trace: &mut Vec<TraceRecord>,
 ) -> Result<Vec<(u32, u32)>, Error> {
     let workers = desc.n_workers;
     let n = inspection.task_count();
@@ -748,8 +753,11 @@ fn run_rest(
     tables.stream().end((n - from) as u32);
     let abort = StdAtomic::new(0);
     let failure: Mutex<Option<Caught>> = Mutex::new(None);
+    // The rest's tasks are numbered from 0 here, as its trace records.
+    let mut rest_trace = vec![TraceRecord::default(); if options.trace { n - from } else { 0 }];
     let rest_desc = RegionDesc {
         abort: abort.as_ptr() as u64,
+        trace: table_ptr(rest_trace.as_mut_ptr(), rest_trace.len()),
         ..tables.desc(*desc)
     };
     let pool = Pool {
@@ -779,6 +787,7 @@ fn run_rest(
             first: Vec::new(),
         });
     }
+    trace.append(&mut rest_trace);
     Ok(tables.kept.take().unwrap_or_default())
 }
 
@@ -1118,6 +1127,46 @@ mod tests {
             tasks.iter().all(|&t| t <= 40),
             "one worker ran most of the leaves: {tasks:?}"
         );
+    }
+
+    /// A traced streamed run has a record per task, its own tables' and the rest's past the
+    /// capacity alike, and each task starts after its parents in the inspected DAG have ended.
+    #[test]
+    fn a_traced_streamed_run_records_every_task_after_its_parents() {
+        let steps = tiled_steps(700, 9, 4);
+        let start: Vec<u64> = (0..(9 * TILE) as u64).collect();
+        let inspected = region(&mut start.clone(), &steps, None, false)
+            .inspect()
+            .expect("the region inspects");
+        for capacity in [1 << 12, 300] {
+            let mut x = start.clone();
+            let streamed = region(&mut x, &steps, None, false)
+                .trace(true)
+                .run_streamed(3, Some(capacity), false, None)
+                .expect("the region runs streamed");
+            assert!(streamed.report.streamed);
+            assert_eq!(capacity < steps.len(), streamed.first_tables < steps.len());
+            let mut want = start.clone();
+            reference(&mut want, &steps);
+            assert_eq!(x, want, "capacity {capacity}");
+            let trace = streamed.report.trace.as_deref().expect("a trace");
+            assert_eq!(trace.len(), steps.len(), "capacity {capacity}");
+            let dag = &inspected.dag;
+            for (t, r) in trace.iter().enumerate() {
+                assert!(
+                    r.start > 0 && r.start <= r.end && r.worker < 3,
+                    "task {t}: {r:?}"
+                );
+                for &p in dag.parents().parents_of(t as u32) {
+                    let parent = trace[p as usize];
+                    assert!(
+                        parent.end <= r.start,
+                        "capacity {capacity}: task {t} started before its parent {p} ended"
+                    );
+                }
+            }
+            assert!(streamed.report.trace_path().is_some());
+        }
     }
 
     /// A body that panics after some of its tasks ran: the panic reaches the caller, and the
