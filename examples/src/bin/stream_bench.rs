@@ -299,8 +299,39 @@ fn print_trace(
             .unwrap_or(0) as f64
             / 1e3
     };
+    // Of those waits, the time the task's worker ran other tasks: the task queued behind them.
+    // The rest its worker was idle: the task was not in its queue yet (not fed, not linked, or
+    // pushed late).
+    let mut runs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); report.workers as usize];
+    for r in trace {
+        if let Some(w) = runs.get_mut(r.worker as usize) {
+            w.push((r.start, r.end));
+        }
+    }
+    for w in &mut runs {
+        w.sort_unstable();
+    }
+    let (mut waited, mut queued) = (0u64, 0u64);
+    for (t, r) in trace.iter().enumerate() {
+        if last[t] == u32::MAX {
+            continue;
+        }
+        let ready = trace[last[t] as usize].end;
+        if r.start <= ready {
+            continue;
+        }
+        waited += r.start - ready;
+        let Some(w) = runs.get(r.worker as usize) else {
+            continue;
+        };
+        let from = w.partition_point(|&(_, e)| e <= ready);
+        queued += (w[from..].iter())
+            .take_while(|&&(s, _)| s < r.start)
+            .map(|&(s, e)| e.min(r.start).saturating_sub(s.max(ready)))
+            .sum::<u64>();
+    }
     println!(
-        "  traced {what:<9} execute {:.3} ms, span {:.3} ms, workers busy {:.1}% of {}, wait after the last parent: median {:.1} us, p90 {:.1}, p99 {:.1}",
+        "  traced {what:<9} execute {:.3} ms, span {:.3} ms, workers busy {:.1}% of {}, wait after the last parent: median {:.1} us, p90 {:.1}, p99 {:.1}; {:.1} ms in all, {:.1} of it behind other tasks on its worker",
         ms(report.execute_time),
         span / 1e6,
         100.0 * busy / (span * f64::from(report.workers)).max(1.0),
@@ -308,6 +339,8 @@ fn print_trace(
         at(0.5),
         at(0.9),
         at(0.99),
+        waited as f64 / 1e6,
+        queued as f64 / 1e6,
     );
     if let Some(path) = report.trace_path() {
         println!("    {path}");
