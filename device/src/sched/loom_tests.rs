@@ -1370,3 +1370,40 @@ fn loom_a_worker_links_the_batch_the_host_publishes() {
         t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
     });
 }
+
+/// j⁗. A link round: two threads of one idle block link their shares of two claimed links
+/// ([`stream::link_share`]), each a cross edge from task 0 into its list, while task 0 runs and
+/// closes it (the model's own thread is thread 0 of the block, then pops). The two CASes on one
+/// head race each other and the close; both children are pushed once, each after task 0's result.
+#[test]
+fn loom_two_threads_of_a_block_link_one_round() {
+    model_long(10_000, || {
+        let t = Tables::new(3, &[&[0], &[]], &[0, 2, 2]);
+        let s = StreamWords::new(3, &[(0, 1), (0, 2)]);
+        let stream = s.stream();
+        stream.set_link(0, 1, 0..1);
+        stream.set_link(1, 2, 1..2);
+        stream.publish(2);
+        let claimed = stream
+            .claim(stream::LINK_CLAIM)
+            .expect("two published links");
+        assert_eq!(claimed, 0..2);
+        let parent = spawn_parent(&t, &s);
+        let share = |thread: u32, t: &Tables, s: &StreamWords| {
+            stream::link_share(&s.stream(), &t.pending, 0..2, (thread, 2), |task| {
+                t.queues().push_fenced(1, task | COUNTED);
+            });
+        };
+        let other = {
+            let (t, s) = (t.clone(), s.clone());
+            thread::spawn(move || share(1, &t, &s))
+        };
+        share(0, &t, &s);
+        let got = sorted(pop_ready(&t, 1, 2));
+        assert_eq!(got, [(1, 0xFF01), (2, 0xFF02)]);
+        assert_eq!(t.read(0), 100);
+        parent.join().unwrap();
+        other.join().unwrap();
+        t.assert_empty(1, t.head[1].load(Gpu, Relaxed));
+    });
+}

@@ -54,6 +54,15 @@ pub(super) fn pick<'a, 'w>(
         rt.take(ahead, &mut me, false)
     } else {
         match rt.acquire(&mut me, false) {
+            // A link round (a streamed region's): the claimed links stay in the `ARGS` words.
+            command::NONE => (
+                command::NONE,
+                Record {
+                    args: me.get(words::ARGS),
+                    args_end: me.get(words::ARGS_END),
+                    ..Record::default()
+                },
+            ),
             command if command >= command::NONE => (command, Record::default()),
             link => rt.take(link, &mut me, false),
         }
@@ -69,6 +78,23 @@ pub(super) fn pick<'a, 'w>(
     me.words.store(words::CURRENT, task);
     record.store(me.words);
     me
+}
+
+/// A streamed region's link round, in every thread of the block after the barrier that follows
+/// the pick: each thread links its share of the links its leader claimed (`ARGS..ARGS_END`,
+/// [`stream::link_share`]), and the tasks that free go round robin, as an idle worker's roots do.
+/// Out of line: only a streamed region's idle workers come here.
+#[inline(never)]
+pub(super) fn link_round<'a>(rt: &impl Tables<'a>, words: words::Words) {
+    let Some(stream) = rt.stream() else {
+        return;
+    };
+    let claimed = words.load(words::ARGS)..words.load(words::ARGS_END);
+    let me = (arch::thread_idx(), arch::block_dim());
+    stream::link_share(&stream, rt.pending(), claimed, me, |task| {
+        let to = rt.grr().fetch_add(1, Gpu, Relaxed) % rt.workers();
+        rt.queues().push_fenced(to, task | COUNTED);
+    });
 }
 
 /// A: the pick of a region with wide tasks (see [`crate::gang`]). A forming gang comes first: the
@@ -202,7 +228,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
     }
 
     /// The leader's wait for work: a queued task's link (see [`Pick::take`]), or `DONE`, or
-    /// `ABORT`. Before it idles it adds its locally counted completions to the global count, which
+    /// `ABORT`; in a streamed region also `NONE`, a link round for the block ([`link_round`]) of
+    /// the links it claimed into the `ARGS` words. Before it idles it adds its locally counted completions to the global count, which
     /// is what termination reads.
     ///
     /// In a region with wide tasks (`gangs`) it also returns `NONE` when a gang is forming, for
@@ -230,10 +257,10 @@ pub(super) trait Pick<'a>: Tables<'a> {
             if let Some(link) = policy::steal(p, self, me) {
                 return link;
             }
-            // A streamed region's idle worker links the batches the host has published.
-            if self.flags() & FLAG_STREAM != 0 && self.link_published() {
-                idle = 0;
-                continue;
+            // A streamed region's idle worker links the batches the host has published: the
+            // leader claims them here, and its whole block links them (`link_round`).
+            if self.flags() & FLAG_STREAM != 0 && self.claim_links(me) {
+                return command::NONE;
             }
             me.flush(self.completed());
             // The flags and the count are lines every idle worker reads: polled on every
@@ -271,18 +298,20 @@ pub(super) trait Pick<'a>: Tables<'a> {
         }
     }
 
-    /// A streamed region's idle leader: links the batches the host has published
-    /// ([`stream::link_claimed`]), their tasks that free going round robin, this worker's own
-    /// queue among them. Whether it claimed any. Out of line (see [`Tables::streamed_total`]).
+    /// A streamed region's idle leader: claims published links for a link round of its block
+    /// ([`link_round`]), one per thread and at least [`stream::LINK_CLAIM`], into the `ARGS`
+    /// words. Whether it claimed any. Out of line (see [`Tables::streamed_total`]).
     #[inline(never)]
-    fn link_published(&self) -> bool {
+    fn claim_links(&self, me: &Leader) -> bool {
         let Some(stream) = self.stream() else {
             return false;
         };
-        stream::link_claimed(&stream, self.pending(), |task| {
-            let to = self.grr().fetch_add(1, Gpu, Relaxed) % self.workers();
-            self.queues().push_fenced(to, task | COUNTED);
-        })
+        let Some(claimed) = stream.claim(stream::LINK_CLAIM.max(arch::block_dim())) else {
+            return false;
+        };
+        me.words.store(words::ARGS, claimed.start);
+        me.words.store(words::ARGS_END, claimed.end);
+        true
     }
 
     /// The task of a popped queue link and its record, its parents' results acquired through its

@@ -1,7 +1,7 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
-use super::pick::{Pick, pick, pick_gang};
+use super::pick::{Pick, link_round, pick, pick_gang};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
 use super::tables::Tables;
@@ -92,6 +92,13 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         arch::sync_threads();
         let task = running(words);
         if task >= command::NONE {
+            // A streamed region's idle worker links what its leader claimed, every thread a share,
+            // and picks again.
+            if task == command::NONE && rt.flags() & FLAG_STREAM != 0 {
+                link_round(rt, words);
+                arch::sync_threads();
+                continue;
+            }
             break;
         }
         // This block's rank in the task's gang (`NONE`: a one-block task, or a region without

@@ -933,10 +933,16 @@ mod tests {
         })
     }
 
-    /// Runs `steps` streamed under `policy` on 3 workers with tables of `capacity` tasks, its
-    /// tracker moved to a thread of its own as `piping` says, and checks it against the inspected
-    /// DAG and the sequential reference.
-    fn check(steps: &[Step], tiles: usize, policy: Policy, capacity: usize, piping: Piping) {
+    /// Runs `steps` streamed under `policy` on 3 workers of `lanes` lanes with tables of
+    /// `capacity` tasks, its tracker moved to a thread of its own as `piping` says, and checks it
+    /// against the inspected DAG and the sequential reference.
+    fn check(
+        steps: &[Step],
+        tiles: usize,
+        (policy, lanes): (Policy, u32),
+        capacity: usize,
+        piping: Piping,
+    ) {
         let start: Vec<u64> = (0..(tiles * TILE) as u64).map(|i| i * 7 + 1).collect();
         let mut want = start.clone();
         reference(&mut want, steps);
@@ -949,6 +955,7 @@ mod tests {
         let mut x = start.clone();
         let streamed = region(&mut x, steps, None, false)
             .policy(policy)
+            .cpu_lanes(lanes)
             .run_streamed(3, Some(capacity), true, Some(piping))
             .expect("the region runs streamed");
         assert!(streamed.report.streamed);
@@ -1019,14 +1026,16 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// Random tiled regions of up to 600 tasks, fed in several batches.
+        /// Random tiled regions of up to 600 tasks, fed in several batches, on workers of one to
+        /// three lanes (the lanes of an idle worker share its link rounds).
         #[test]
         fn a_streamed_region_runs_the_inspected_dag(
             steps in steps(12, 600, false),
             policy in streaming(),
+            lanes in 1..4u32,
             piping in piping(),
         ) {
-            check(&steps, 12, policy, 1 << 12, piping);
+            check(&steps, 12, (policy, lanes), 1 << 12, piping);
         }
 
         /// The same with ranges that leave the tile path part-way: what was fed before runs
@@ -1037,7 +1046,7 @@ mod tests {
             policy in streaming(),
             piping in piping(),
         ) {
-            check(&steps, 8, policy, 1 << 12, piping);
+            check(&steps, 8, (policy, 1), 1 << 12, piping);
         }
 
         /// Tables too small for the region: what fits runs, then the rest on tables of its own.
@@ -1047,7 +1056,7 @@ mod tests {
             policy in streaming(),
             piping in piping(),
         ) {
-            check(&steps, 6, policy, 100, piping);
+            check(&steps, 6, (policy, 1), 100, piping);
         }
     }
 
