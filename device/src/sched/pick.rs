@@ -229,8 +229,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
 
     /// The leader's wait for work: a queued task's link (see [`Pick::take`]), or `DONE`, or
     /// `ABORT`; in a streamed region also `NONE`, a link round for the block ([`link_round`]) of
-    /// the links it claimed into the `ARGS` words. Before it idles it adds its locally counted completions to the global count, which
-    /// is what termination reads.
+    /// the links it claimed into the `ARGS` words. Before it idles it adds its locally counted
+    /// completions to the global count, which is what termination reads.
     ///
     /// In a region with wide tasks (`gangs`) it also returns `NONE` when a gang is forming, for
     /// the caller to join; and under the static policy a worker whose list is done stays, to join

@@ -24,7 +24,7 @@
 //! worker's leader claims published links ([`Stream::claim`], a CAS of the claimed count), at
 //! least [`LINK_CLAIM`] and one per thread of its block, and every thread of the block links its
 //! share of them ([`link_share`]), pushing each task that frees: a *link round*. (A leader alone,
-//! 16 at a time, left a streamed Cholesky's kernel 1.25x and LU's 1.5x an inspected one's with
+//! 16 at a time, left a streamed Cholesky's kernel 1.2x and LU's 1.5x an inspected one's with
 //! every task fed before the launch: each link is a few dependent round trips to L2.)
 //!
 //! The region ends when the completed count reaches the *total*, a word that stays `u32::MAX`
@@ -255,19 +255,14 @@ pub fn link_share(
 }
 
 /// Claims published links, at most [`LINK_CLAIM`], and links and opens each one's task
-/// ([`link_and_open`]), handing each task that frees to `push`: a link round of one thread.
-/// Whether it claimed any.
+/// ([`link_share`] of a block of one thread), handing each task that frees to `push`. Whether it
+/// claimed any.
 #[inline]
-pub fn link_claimed(stream: &Stream<'_>, pending: &[AtomicU32], mut push: impl FnMut(u32)) -> bool {
+pub fn link_claimed(stream: &Stream<'_>, pending: &[AtomicU32], push: impl FnMut(u32)) -> bool {
     let Some(claimed) = stream.claim(LINK_CLAIM) else {
         return false;
     };
-    for i in claimed {
-        let (task, edges) = stream.link_of(i);
-        if link_and_open(stream, pending, task, edges) {
-            push(task);
-        }
-    }
+    link_share(stream, pending, claimed, (0, 1), push);
     true
 }
 
