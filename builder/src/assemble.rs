@@ -1,8 +1,12 @@
 //! Assembling a crate's kernels: one module per region, in parallel, each once.
 //!
 //! 1. A [`Group`] is one region's kernels (or the kernels of no region), each with its [`Cap`].
-//! 2. Its first module holds every kernel at its fixed cap, or uncapped where its cap is to be
-//!    fitted ([`crate::fit`]); `ptxas -v` on it gives every kernel's registers and spills.
+//! 2. Its first modules hold its kernels at their fixed caps, or uncapped where a cap is to be
+//!    fitted ([`crate::fit`]); `ptxas -v` on them gives every kernel's registers and spills. In a
+//!    release build a region's kernels get a module each, so that a call loads (inflates, and has
+//!    the driver load) the one kernel it runs, not the region's six; `ptxas` then takes about a
+//!    third longer on them, so a debug build (the tests') keeps one module per region. The
+//!    kernels of no region, which are small, share one module.
 //! 3. Fitting probes, one kernel alone at a time, only rungs below the registers the kernel used;
 //!    most kernels fit at or above them and keep the first module's code.
 //! 4. A second module, when needed, holds what the first could not: kernels fitted below what
@@ -62,7 +66,7 @@ pub(crate) struct Piece {
 
 /// What assembling a group gave.
 pub(crate) struct Assembled {
-    /// Its modules: the first, and the second when one was needed.
+    /// Its modules: the first ones ([`Group::firsts`]), and the second when one was needed.
     pub pieces: Vec<Piece>,
     /// Each kernel name the host may ask for: the piece and the symbol there.
     pub index: Vec<(String, usize, String)>,
@@ -71,12 +75,28 @@ pub(crate) struct Assembled {
     pub caps: BTreeMap<String, Option<u32>>,
 }
 
+impl Group {
+    /// How the group's kernels split into its first modules, as indices into
+    /// [`Group::kernels`]: when `split`, a module per kernel of a region, else one module (see
+    /// the module docs).
+    fn firsts(&self, split: bool) -> Vec<Vec<usize>> {
+        match split && !self.region.is_empty() {
+            true => (0..self.kernels.len()).map(|k| vec![k]).collect(),
+            false => vec![(0..self.kernels.len()).collect()],
+        }
+    }
+}
+
 /// A group's state between its jobs.
 #[derive(Default)]
 struct State {
-    /// The first module's text, until its job takes it.
-    text: Option<String>,
-    first: Option<Piece>,
+    /// The first modules' texts, until their jobs take them.
+    texts: Vec<Option<String>>,
+    firsts: Vec<Option<Piece>>,
+    /// First modules still to assemble.
+    firsts_left: usize,
+    /// What `ptxas -v` said of the first modules, every kernel of them.
+    report: Report,
     /// Fitted caps, as the probes finish.
     fitted: BTreeMap<String, u32>,
     /// Probes still running or queued.
@@ -90,7 +110,8 @@ struct State {
 }
 
 enum Job {
-    First(usize),
+    /// A group's first module (its index in [`Group::firsts`]).
+    First(usize, usize),
     Probe(usize, String),
     Second(usize),
 }
@@ -108,27 +129,35 @@ pub(crate) struct Work<'a> {
     pub jobs: usize,
     /// Whether to assemble uncapped twins (release builds).
     pub twins: bool,
+    /// Whether a region's kernels get a module each (release builds; see the module docs).
+    pub split: bool,
 }
 
 impl Work<'_> {
     /// Assembles every group; per group, what it gave or why it failed.
     pub(crate) fn run(&self) -> Vec<Result<Assembled, String>> {
-        let texts: Vec<String> = self.groups.iter().map(|g| self.text(g)).collect();
-        // Largest first: the heavy regions bound the build's length.
-        let mut order: Vec<usize> = (0..self.groups.len()).collect();
-        order.sort_by_key(|&g| std::cmp::Reverse(texts[g].len()));
+        let texts: Vec<Vec<String>> = self.groups.iter().map(|g| self.texts(g)).collect();
+        // Largest first: the heavy kernels bound the build's length.
+        let mut order: Vec<(usize, usize)> = (texts.iter().enumerate())
+            .flat_map(|(g, t)| (0..t.len()).map(move |m| (g, m)))
+            .collect();
+        order.sort_by_key(|&(g, m)| std::cmp::Reverse(texts[g][m].len()));
         let states: Vec<Mutex<State>> = texts
             .into_iter()
-            .map(|text| {
+            .map(|texts| {
                 Mutex::new(State {
-                    text: Some(text),
+                    firsts: texts.iter().map(|_| None).collect(),
+                    firsts_left: texts.len(),
+                    texts: texts.into_iter().map(Some).collect(),
                     cached: true,
                     ..State::default()
                 })
             })
             .collect();
         let queue = Mutex::new((
-            order.into_iter().map(Job::First).collect::<VecDeque<_>>(),
+            (order.into_iter())
+                .map(|(g, m)| Job::First(g, m))
+                .collect::<VecDeque<_>>(),
             0,
         ));
         let wake = Condvar::new();
@@ -176,13 +205,14 @@ impl Work<'_> {
             .zip(self.groups)
             .map(|(state, group)| {
                 let state = state.into_inner().expect("no job panics holding it");
-                self.finish(group, state)
+                finish(group, state, self.twins, self.split)
             })
             .collect()
     }
 
-    /// The text of `group`'s first module: every kernel at its fixed cap, or uncapped.
-    fn text(&self, group: &Group) -> String {
+    /// The texts of `group`'s first modules ([`Group::firsts`]): each kernel at its fixed cap,
+    /// or uncapped.
+    fn texts(&self, group: &Group) -> Vec<String> {
         let caps: BTreeMap<&str, Option<u32>> = group
             .kernels
             .iter()
@@ -194,10 +224,17 @@ impl Work<'_> {
                 (k.name.as_str(), cap)
             })
             .collect();
-        canonical(&self.module.only(
-            |name| caps.contains_key(name),
-            |name| caps.get(name).copied().flatten(),
-        ))
+        (group.firsts(self.split).into_iter())
+            .map(|kernels| {
+                let names: Vec<&str> = (kernels.iter())
+                    .map(|&k| group.kernels[k].name.as_str())
+                    .collect();
+                canonical(&self.module.only(
+                    |name| names.contains(&name),
+                    |name| caps.get(name).copied().flatten(),
+                ))
+            })
+            .collect()
     }
 
     /// Runs one job; the jobs that follow it.
@@ -212,53 +249,58 @@ impl Work<'_> {
     ) -> Vec<Job> {
         let lock = |g: usize| states[g].lock().expect("no job panics holding it");
         match job {
-            Job::First(g) => {
+            Job::First(g, m) => {
                 let group = &self.groups[g];
-                let text = lock(g).text.take().unwrap_or_default();
+                let text = lock(g).texts[m].take().unwrap_or_default();
                 let got = self.assemble(&text, worker, threads, true);
                 let mut state = lock(g);
+                state.firsts_left -= 1;
                 match got {
                     Ok((entry, seconds, hit)) => {
                         state.seconds += seconds;
                         state.cached &= hit;
-                        let report = entry.report;
-                        let probes: Vec<Job> = group
-                            .kernels
-                            .iter()
-                            .filter(|k| k.cap == Cap::Fit)
-                            .filter(|k| {
-                                report
-                                    .kernels
-                                    .get(&k.name)
-                                    .is_some_and(|r| fit::known(r.registers).is_some())
-                            })
-                            .map(|k| Job::Probe(g, k.name.clone()))
-                            .collect();
-                        state.first = Some(Piece {
+                        (state.report.kernels).extend(
+                            entry
+                                .report
+                                .kernels
+                                .iter()
+                                .map(|(k, r)| (k.clone(), r.clone())),
+                        );
+                        state.firsts[m] = Some(Piece {
                             cubin: entry.cubin.unwrap_or_default(),
-                            report,
+                            report: entry.report,
                         });
-                        state.probing = probes.len();
-                        if probes.is_empty() {
-                            vec![Job::Second(g)]
-                        } else {
-                            probes
-                        }
                     }
                     Err(why) => {
-                        state.failed = Some(why);
-                        drop(state);
-                        self.region_done(g, &lock(g), done, total);
-                        Vec::new()
+                        state.failed.get_or_insert(why);
                     }
+                }
+                if state.firsts_left > 0 {
+                    return Vec::new();
+                }
+                if state.failed.is_some() {
+                    self.region_done(g, &state, done, total);
+                    return Vec::new();
+                }
+                let probes: Vec<Job> = group
+                    .kernels
+                    .iter()
+                    .filter(|k| k.cap == Cap::Fit)
+                    .filter(|k| {
+                        (state.report.kernels.get(&k.name))
+                            .is_some_and(|r| fit::known(r.registers).is_some())
+                    })
+                    .map(|k| Job::Probe(g, k.name.clone()))
+                    .collect();
+                state.probing = probes.len();
+                if probes.is_empty() {
+                    vec![Job::Second(g)]
+                } else {
+                    probes
                 }
             }
             Job::Probe(g, kernel) => {
-                let base = lock(g)
-                    .first
-                    .as_ref()
-                    .and_then(|p| p.report.kernels.get(&kernel).cloned())
-                    .unwrap_or_default();
+                let base = (lock(g).report.kernels.get(&kernel).cloned()).unwrap_or_default();
                 let fitted = self.fit(&kernel, &base, worker);
                 let mut state = lock(g);
                 match fitted {
@@ -342,8 +384,7 @@ impl Work<'_> {
     /// The second module of a group, if it needs one: kernels fitted below what they used
     /// uncapped, and the uncapped twins (renamed) of kernels that reached their fixed cap.
     fn second_text(&self, group: &Group, state: &State) -> Option<String> {
-        let first = state.first.as_ref()?;
-        let used = |name: &str| first.report.kernels.get(name).map_or(0, |r| r.registers);
+        let used = |name: &str| state.report.kernels.get(name).map_or(0, |r| r.registers);
         let mut capped = BTreeMap::new();
         let mut twins = Vec::new();
         for k in &group.kernels {
@@ -433,59 +474,69 @@ impl Work<'_> {
         self.cache.put(key, &entry);
         Ok((entry, start.elapsed().as_secs_f64(), false))
     }
+}
 
-    /// The group's modules and index, once its jobs are done.
-    fn finish(&self, group: &Group, state: State) -> Result<Assembled, String> {
-        if let Some(why) = state.failed {
-            return Err(why);
+/// The group's modules and index, once its jobs are done (`twins` and `split` as in [`Work`]).
+fn finish(group: &Group, state: State, twins: bool, split: bool) -> Result<Assembled, String> {
+    if let Some(why) = state.failed {
+        return Err(why);
+    }
+    let firsts: Vec<Piece> = (state.firsts.into_iter())
+        .collect::<Option<_>>()
+        .ok_or("a first module was not assembled")?;
+    // The first module that holds each kernel, and where the second module goes.
+    let mut first_of = vec![0; group.kernels.len()];
+    for (m, kernels) in group.firsts(split).into_iter().enumerate() {
+        for k in kernels {
+            first_of[k] = m;
         }
-        let first = state.first.ok_or("the first module was not assembled")?;
-        let second = state.second.flatten();
-        let in_second = |name: &str| {
-            second
-                .as_ref()
-                .is_some_and(|p| p.report.kernels.contains_key(name))
-        };
-        let mut index = Vec::new();
-        let mut caps = BTreeMap::new();
-        for k in &group.kernels {
-            let twin = Kernel::parse(&k.name).map(|p| p.uncapped().to_string());
-            let used = first.report.kernels.get(&k.name).map_or(0, |r| r.registers);
-            match k.cap {
-                Cap::Fit if in_second(&k.name) => {
-                    // Fitted below what it used: the capped kernel is new, the twin is the first.
-                    index.push((k.name.clone(), 1, k.name.clone()));
-                    if let Some(twin) = twin.filter(|_| k.twin && self.twins) {
-                        index.push((twin, 0, k.name.clone()));
-                    }
-                    caps.insert(k.name.clone(), state.fitted.get(&k.name).copied());
+    }
+    let at_second = firsts.len();
+    let second = state.second.flatten();
+    let in_second = |name: &str| {
+        second
+            .as_ref()
+            .is_some_and(|p| p.report.kernels.contains_key(name))
+    };
+    let mut index = Vec::new();
+    let mut caps = BTreeMap::new();
+    for (k, first) in group.kernels.iter().zip(first_of) {
+        let twin = Kernel::parse(&k.name).map(|p| p.uncapped().to_string());
+        let used = state.report.kernels.get(&k.name).map_or(0, |r| r.registers);
+        match k.cap {
+            Cap::Fit if in_second(&k.name) => {
+                // Fitted below what it used: the capped kernel is new, the twin is the first.
+                index.push((k.name.clone(), at_second, k.name.clone()));
+                if let Some(twin) = twin.filter(|_| k.twin && twins) {
+                    index.push((twin, first, k.name.clone()));
                 }
-                Cap::Fit => {
-                    index.push((k.name.clone(), 0, k.name.clone()));
-                    let fitted = state.fitted.get(&k.name).copied().unwrap_or(fit::MOST);
-                    caps.insert(k.name.clone(), Some(fitted.max(used)));
+                caps.insert(k.name.clone(), state.fitted.get(&k.name).copied());
+            }
+            Cap::Fit => {
+                index.push((k.name.clone(), first, k.name.clone()));
+                let fitted = state.fitted.get(&k.name).copied().unwrap_or(fit::MOST);
+                caps.insert(k.name.clone(), Some(fitted.max(used)));
+            }
+            Cap::Fixed(cap) => {
+                index.push((k.name.clone(), first, k.name.clone()));
+                if let Some(twin) = twin.filter(|t| in_second(t)) {
+                    index.push((twin.clone(), at_second, twin));
                 }
-                Cap::Fixed(cap) => {
-                    index.push((k.name.clone(), 0, k.name.clone()));
-                    if let Some(twin) = twin.filter(|t| in_second(t)) {
-                        index.push((twin.clone(), 1, twin));
-                    }
-                    caps.insert(k.name.clone(), Some(cap));
-                }
-                Cap::None => {
-                    index.push((k.name.clone(), 0, k.name.clone()));
-                    caps.insert(k.name.clone(), None);
-                }
+                caps.insert(k.name.clone(), Some(cap));
+            }
+            Cap::None => {
+                index.push((k.name.clone(), first, k.name.clone()));
+                caps.insert(k.name.clone(), None);
             }
         }
-        let mut pieces = vec![first];
-        pieces.extend(second);
-        Ok(Assembled {
-            pieces,
-            index,
-            caps,
-        })
     }
+    let mut pieces = firsts;
+    pieces.extend(second);
+    Ok(Assembled {
+        pieces,
+        index,
+        caps,
+    })
 }
 
 /// `capped` (a module, possibly without kernels) with the kernels `twins` of `uncapped` appended
@@ -521,6 +572,93 @@ fn merge_twins(capped: &str, uncapped: &str, twins: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A piece whose report has `kernels` at `registers` registers each.
+    fn piece(kernels: &[&str], registers: u32) -> Piece {
+        let kernels = kernels.iter().map(|k| {
+            let report = KernelReport {
+                registers,
+                ..KernelReport::default()
+            };
+            (k.to_string(), report)
+        });
+        Piece {
+            cubin: Vec::new(),
+            report: Report {
+                kernels: kernels.collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_split_region_s_kernels_each_have_a_module_and_their_twins_the_second() {
+        let (a, b, c) = (
+            "taskweave_region_r_0123abcd",
+            "taskweave_listed_r_0123abcd",
+            "taskweave_levels_r_0123abcd",
+        );
+        let planned = |name: &str, cap| Planned {
+            name: name.to_owned(),
+            cap,
+            twin: true,
+        };
+        let group = Group {
+            region: "r_0123abcd".to_owned(),
+            kernels: vec![
+                planned(a, Cap::Fixed(64)),
+                planned(b, Cap::Fit),
+                planned(c, Cap::Fixed(200)),
+            ],
+        };
+        assert_eq!(group.firsts(true), [vec![0], vec![1], vec![2]]);
+        assert_eq!(group.firsts(false), [vec![0, 1, 2]]);
+        let no_region = Group {
+            region: String::new(),
+            ..group.clone()
+        };
+        assert_eq!(no_region.firsts(true), [vec![0, 1, 2]]);
+        // `a` reached its cap (its twin is in the second module), `b` was fitted below what it
+        // used (the capped kernel is in the second, its first module is its twin), `c` did not
+        // reach its cap.
+        let twin_a = format!("{a}{UNCAPPED_SUFFIX}");
+        let state = State {
+            firsts: vec![
+                Some(piece(&[a], 64)),
+                Some(piece(&[b], 90)),
+                Some(piece(&[c], 80)),
+            ],
+            report: Report {
+                kernels: [piece(&[a], 64), piece(&[b], 90), piece(&[c], 80)]
+                    .into_iter()
+                    .flat_map(|p| p.report.kernels)
+                    .collect(),
+            },
+            fitted: [(b.to_owned(), 72)].into(),
+            second: Some(Some(piece(&[b, &twin_a], 72))),
+            ..State::default()
+        };
+        let done = finish(&group, state, true, true).expect("every piece assembled");
+        assert_eq!(done.pieces.len(), 4);
+        let mut index = done.index;
+        index.sort();
+        let expect =
+            |name: &str, piece: usize, symbol: &str| (name.to_owned(), piece, symbol.to_owned());
+        let mut want = vec![
+            expect(a, 0, a),
+            expect(&twin_a, 3, &twin_a),
+            expect(b, 3, b),
+            expect(&format!("{b}{UNCAPPED_SUFFIX}"), 1, b),
+            expect(c, 2, c),
+        ];
+        want.sort();
+        assert_eq!(index, want);
+        // A first module missing is an error, not a kernel in the wrong module.
+        let state = State {
+            firsts: vec![Some(piece(&[a], 64)), None, Some(piece(&[c], 80))],
+            ..State::default()
+        };
+        assert!(finish(&group, state, true, true).is_err());
+    }
 
     #[test]
     fn twins_are_renamed_and_share_what_they_call() {

@@ -336,6 +336,7 @@ impl Builder {
                         scratch: &scratch,
                         jobs: jobs(),
                         twins: release,
+                        split: release,
                     }
                     .run()
                 }
