@@ -1,6 +1,6 @@
 //! The kernel bundle's bytes: modules gathered as the build goes, compressed in parallel at the
-//! end (a crate's cubins and PTX are a hundred megabytes or more before DEFLATE, which takes one
-//! core seconds per ten).
+//! end (a crate's cubins and PTX are a hundred megabytes or more before compression, which takes
+//! one core seconds per ten): cubins as LZ4 blocks, PTX with DEFLATE ([`codec`]).
 
 use taskweave_names::bundle::{Codec, Form, Writer};
 
@@ -35,10 +35,10 @@ impl Packer {
                 scope.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((_, _, _, data)) = self.modules.get(i) else {
+                        let Some((_, _, form, data)) = self.modules.get(i) else {
                             return;
                         };
-                        let _ = packed[i].set(miniz_oxide::deflate::compress_to_vec(data, LEVEL));
+                        let _ = packed[i].set(pack(*form, data));
                     }
                 });
             }
@@ -48,9 +48,9 @@ impl Packer {
             .modules
             .iter()
             .zip(packed)
-            .map(|((region, arch, form, data), deflated)| {
-                let deflated = deflated.into_inner().unwrap_or_default();
-                writer.module(region, *arch, *form, Codec::Deflate, &deflated, data.len())
+            .map(|((region, arch, form, data), packed)| {
+                let packed = packed.into_inner().unwrap_or_default();
+                writer.module(region, *arch, *form, codec(*form), &packed, data.len())
             })
             .collect();
         for (name, module, symbol, flags) in &self.kernels {
@@ -63,6 +63,26 @@ impl Packer {
 /// DEFLATE's level: 6 packs the examples' bundle into 24.7 MB where 3 gave 26.9, and the
 /// modules are compressed in parallel.
 const LEVEL: u8 = 6;
+
+/// How a module of `form` is packed: a cubin, which a call loads before it can start, as an LZ4
+/// block, which the H200's host inflated in 1.2-1.4 ms where DEFLATE took 4-5 (a 1.1 MB kernel,
+/// bench/results/kernel-load-h200/), at 1.5x the bytes; PTX, loaded only where no cubin runs and
+/// then compiled for seconds, with DEFLATE, which packs it tighter.
+fn codec(form: Form) -> Codec {
+    match form {
+        Form::Cubin => Codec::Lz4,
+        Form::Ptx => Codec::Deflate,
+    }
+}
+
+/// `data`, a module of `form`, packed with its [`codec`].
+fn pack(form: Form, data: &[u8]) -> Vec<u8> {
+    match codec(form) {
+        Codec::Lz4 => lz4_flex::block::compress(data),
+        Codec::Deflate => miniz_oxide::deflate::compress_to_vec(data, LEVEL),
+        Codec::Raw => data.to_vec(),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -79,9 +99,16 @@ mod tests {
         let bytes = packer.finish(3);
         let bundle = Bundle::parse(&bytes).unwrap();
         let (m, k) = bundle.find("k", 90).unwrap();
-        assert_eq!((m.form, m.size, k.flags), (Form::Cubin, 1200, 1));
-        let inflated = miniz_oxide::inflate::decompress_to_vec(m.data).unwrap();
+        assert_eq!(
+            (m.form, m.codec, m.size, k.flags),
+            (Form::Cubin, Codec::Lz4, 1200, 1)
+        );
+        let inflated = lz4_flex::block::decompress(m.data, m.size).unwrap();
         assert_eq!(inflated, b"cubin bytes ".repeat(100));
         assert!(m.data.len() < 200, "compressed");
+        let ptx = bundle.module(b as u32).unwrap();
+        assert_eq!((ptx.form, ptx.codec), (Form::Ptx, Codec::Deflate));
+        let inflated = miniz_oxide::inflate::decompress_to_vec(ptx.data).unwrap();
+        assert_eq!(inflated, b".target sm_90");
     }
 }

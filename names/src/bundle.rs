@@ -54,6 +54,9 @@ pub enum Codec {
     Raw,
     /// Compressed with DEFLATE (RFC 1951, no zlib header).
     Deflate,
+    /// An LZ4 block (no frame, no size before it): a cubin, which inflates four times faster than
+    /// from DEFLATE at 1.5x the bytes.
+    Lz4,
 }
 
 /// One module of a bundle.
@@ -205,6 +208,7 @@ impl<'a> Bundle<'a> {
             codec: match w(4)? {
                 0 => Codec::Raw,
                 1 => Codec::Deflate,
+                2 => Codec::Lz4,
                 _ => return Err(BadBundle::Kind),
             },
             data: slice(self.bytes, w(5)?, w(6)?)?,
@@ -308,6 +312,7 @@ impl Writer {
         let codec = match codec {
             Codec::Raw => 0,
             Codec::Deflate => 1,
+            Codec::Lz4 => 2,
         };
         self.modules
             .push([r_at, r_len, arch, form, codec, d_at, d_len, size as u32]);
@@ -363,7 +368,7 @@ mod tests {
         let ptx = w.module("lu_1", 80, Form::Ptx, Codec::Raw, b".target sm_80", 13);
         let c80 = w.module("lu_1", 80, Form::Cubin, Codec::Deflate, b"zz", 100);
         let c90 = w.module("lu_1", 90, Form::Cubin, Codec::Raw, b"ELF90", 5);
-        let twin = w.module("lu_1", 90, Form::Cubin, Codec::Raw, b"ELF90b", 6);
+        let twin = w.module("lu_1", 90, Form::Cubin, Codec::Lz4, b"ELF90b", 6);
         for m in [ptx, c80, c90] {
             w.kernel(
                 "taskweave_region_lu_1",
@@ -404,8 +409,8 @@ mod tests {
         assert_eq!(arch(75), None, "nothing runs on sm_75");
         let (m, k) = b.find("taskweave_region_lu_1__uncapped", 90).unwrap();
         assert_eq!(
-            (m.data, k.symbol, k.flags),
-            (&b"ELF90b"[..], "taskweave_region_lu_1", 0)
+            (m.codec, m.data, k.symbol, k.flags),
+            (Codec::Lz4, &b"ELF90b"[..], "taskweave_region_lu_1", 0)
         );
         let (_, k) = b.find("taskweave_region_lu_1", 90).unwrap();
         assert_eq!(k.flags, KERNEL_USES_TILES);

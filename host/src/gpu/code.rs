@@ -348,5 +348,45 @@ fn inflate(record: &ModuleRecord<'_>) -> Result<Vec<u8>, String> {
             miniz_oxide::inflate::decompress_to_vec_with_limit(record.data, record.size)
                 .map_err(|e| format!("a module of the kernel bundle does not inflate: {e:?}"))
         }
+        Codec::Lz4 => lz4_flex::block::decompress(record.data, record.size)
+            .map_err(|e| format!("a module of the kernel bundle does not inflate: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cubin-like record of `codec` holding `packed`, `size` bytes once decoded.
+    fn record(codec: Codec, packed: &[u8], size: usize) -> ModuleRecord<'_> {
+        ModuleRecord {
+            index: 0,
+            region: "r_1",
+            arch: 90,
+            form: Form::Cubin,
+            codec,
+            data: packed,
+            size,
+        }
+    }
+
+    #[test]
+    fn every_codec_inflates_what_it_packed_and_a_cut_module_is_an_error() {
+        let cubin: Vec<u8> = (0..50_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let lz4 = lz4_flex::block::compress(&cubin);
+        let deflate = miniz_oxide::deflate::compress_to_vec(&cubin, 6);
+        for (codec, packed) in [
+            (Codec::Raw, &cubin),
+            (Codec::Lz4, &lz4),
+            (Codec::Deflate, &deflate),
+        ] {
+            let got = inflate(&record(codec, packed, cubin.len()));
+            assert_eq!(got.as_deref(), Ok(&cubin[..]), "{codec:?}");
+        }
+        let cut = &lz4[..lz4.len() / 2];
+        let error = inflate(&record(Codec::Lz4, cut, cubin.len())).unwrap_err();
+        assert!(error.contains("does not inflate"), "{error}");
     }
 }
