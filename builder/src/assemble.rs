@@ -1,12 +1,14 @@
-//! Assembling a crate's kernels: one module per region, in parallel, each once.
+//! Assembling a crate's kernels: one module per kernel (per region in a debug build), in
+//! parallel, each once.
 //!
 //! 1. A [`Group`] is one region's kernels (or the kernels of no region), each with its [`Cap`].
 //! 2. Its first modules hold its kernels at their fixed caps, or uncapped where a cap is to be
 //!    fitted ([`crate::fit`]); `ptxas -v` on them gives every kernel's registers and spills. In a
 //!    release build a region's kernels get a module each, so that a call loads (inflates, and has
-//!    the driver load) the one kernel it runs, not the region's six; `ptxas` then takes about a
-//!    third longer on them, so a debug build (the tests') keeps one module per region. The
-//!    kernels of no region, which are small, share one module.
+//!    the driver load) the one kernel it runs, not the region's six; assembly took as long
+//!    (bench/results/kernel-load-h200/). A debug build (the tests', CI's) keeps one module per
+//!    region, as before: what splitting costs there is within the build machine's spread, and
+//!    is left untaken. The kernels of no region, which are small, share one module.
 //! 3. Fitting probes, one kernel alone at a time, only rungs below the registers the kernel used;
 //!    most kernels fit at or above them and keep the first module's code.
 //! 4. A second module, when needed, holds what the first could not: kernels fitted below what

@@ -110,7 +110,7 @@ pub fn task_region(input: TokenStream) -> TokenStream {
 }
 
 /// The kernel bundle that `taskweave_build` made for the calling crate, as a `taskweave::gpu::Code`
-/// (every region's cubins and PTX, which the runtime loads a region at a time). Call it in a crate
+/// (every region's cubins and PTX, which the runtime loads a kernel at a time). Call it in a crate
 /// whose `build.rs` runs `taskweave_build::Builder` (regions embed it themselves), for kernels of
 /// your own outside any region: `gpu.function(CODE, "my_kernel")`.
 #[proc_macro]

@@ -1,9 +1,10 @@
-//! Loading kernels from a crate's device code, a region at a time.
+//! Loading kernels from a crate's device code, a kernel at a time.
 //!
 //! 1. [`Gpu::function`] finds a kernel in the crate's [bundle](taskweave_names::bundle): in the
 //!    cubin of this GPU's architecture when the build made one, loaded as it is; else in the
 //!    region's PTX, of which the kernel alone (and what it calls) goes to the driver to compile.
-//!    Either way only the module of the call's region is loaded, once per device.
+//!    Either way only the module of the call's kernel (of its region, in a debug build) is
+//!    loaded and inflated, once per device.
 //! 2. Before the driver compiles PTX, which takes seconds to a minute per kernel, the runtime says
 //!    so on stderr: what, how large, why there was no cubin, and that the driver keeps the result
 //!    in its cache.
