@@ -372,6 +372,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "compressing runs for minutes under Miri, and `inflate` has no unsafe code"
+    )]
     fn every_codec_inflates_what_it_packed_and_a_cut_module_is_an_error() {
         let cubin: Vec<u8> = (0..50_000u32)
             .flat_map(|i| (i % 251).to_le_bytes())
