@@ -364,15 +364,21 @@
 #| host/src/stream/gpu.rs | set_up_kernel | 2 | not: driver (the allocations of a streamed run's copies and tables)
 #| host/src/stream/gpu.rs | tables | 1 | miri: B (stream::gpu::tests::a_batch_is_copied_wherever_the_mirror_changed: the test's read of the mirror's tables)
 #| host/src/stream/gpu.rs | take | 2 | not: driver (device-to-device copies)
-#| host/src/stream/mod.rs | drop | 1 | miri: B (stream::tests::batches_are_fed_while_the_body_records)
-#| host/src/stream/mod.rs | impl <T: Send> Send for Raw<T> | 1 | miri: B (as above)
-#| host/src/stream/mod.rs | impl <T: Sync> Sync for Raw<T> | 1 | miri: B (as above)
-#| host/src/stream/mod.rs | publish | 3 | miri: B (as above: the task records written while the workers run)
+#| host/src/stream/mod.rs | publish | 3 | miri: B (stream::tests::batches_are_fed_while_the_body_records: the task records written while the workers run)
 #| host/src/stream/mod.rs | run | 1 | miri: B (as above: the test's dispatch)
 #| host/src/stream/mod.rs | run_cpu | 2 | miri: B (as above)
 #| host/src/stream/mod.rs | run_rest | 1 | not: reached only by a region past its tables' capacity, in property tests too slow to interpret (natively: stream::tests::a_region_past_the_capacity_runs_its_rest_apart); the same pool as run_cpu's
-#| host/src/stream/mod.rs | set | 1 | miri: B (as above)
-#| host/src/stream/mod.rs | zeroed | 1 | miri: B (as above: the counters and cross edges, zeroed by the allocator)
+#| host/src/stream/table.rs | a_table_is_zero_or_its_value_in_pages_of_its_own_or_not | 1 | miri: B (the test itself)
+#| host/src/stream/table.rs | deref | 1 | miri: B (stream::tests::batches_are_fed_while_the_body_records: the workers' atomics)
+#| host/src/stream/table.rs | drop | 1 | miri: B (as above: the allocator's memory; Miri runs no mmap, so every table has it)
+#| host/src/stream/table.rs | impl <T: Send> Send for Table<T> | 1 | miri: B (as above)
+#| host/src/stream/table.rs | impl <T: Sync> Sync for Table<T> | 1 | miri: B (as above)
+#| host/src/stream/table.rs | impl Zero for AtomicU32 | 1 | miri: B (as above: the tables start zero)
+#| host/src/stream/table.rs | impl Zero for TaskRecord | 1 | miri: B (as above)
+#| host/src/stream/table.rs | impl Zero for u32 | 1 | miri: B (as above)
+#| host/src/stream/table.rs | impl Zero for u64 | 1 | miri: B (as above)
+#| host/src/stream/table.rs | set | 1 | miri: B (as above: the records' bounds)
+#| host/src/stream/table.rs | zeroed | 1 | miri: B (as above, and stream::table::tests::a_table_is_zero_or_its_value_in_pages_of_its_own_or_not)
 #| host/src/submit.rs | detach | 1 | miri: C (submitted regions' copies of their host arrays)
 #| host/src/submit.rs | impl Send for Job | 1 | miri: C (jobs handed to the helper threads)
 #| host/src/submit.rs | finish | 2 | miri: C
@@ -404,7 +410,7 @@ cargo miri test -p taskweave-device --lib
 cargo miri test -p taskweave-tile --lib -- "${skips[@]}"
 cargo miri test -p taskweave-host --lib -- backend:: inspect:: gpu:: resident:: \
     stream::tests::batches_are_fed_while_the_body_records \
-    stream::gpu::tests::a_batch_is_copied_wherever_the_mirror_changed
+    stream::gpu::tests::a_batch_is_copied_wherever_the_mirror_changed stream::table::
 cargo miri test -p taskweave-tests --test cpu_backend --test concurrent_regions \
     --test inferred_access --test sm_aware --test async_regions --test resident \
     --test unsafe_task --test plans --test wide_tasks -- --test-threads=1

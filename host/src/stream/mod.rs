@@ -45,8 +45,10 @@ use crate::plan::Plan;
 use crate::policy::Policy;
 use crate::report::Report;
 use crate::tables::{CounterWords, table_ptr};
+use table::Table;
 
 pub(crate) mod gpu;
+mod table;
 
 /// The fewest tasks a streamed call's tables hold (the last inspection of the region may ask
 /// for more).
@@ -54,49 +56,6 @@ const MIN_CAPACITY: usize = 1 << 16;
 /// Argument words, CSR entries and cross edges the tables hold per task of the capacity.
 const ARGS_PER_TASK: usize = 16;
 const EDGES_PER_TASK: usize = 8;
-
-/// A table the host writes while the workers read it: each entry written once, before the
-/// workers can reach it, and never after (see the module docs of
-/// [`stream`](taskweave_device::sched::stream)). Held as a raw allocation, so that the host's
-/// writes go through no reference that the workers' reads would alias.
-struct Raw<T> {
-    ptr: *mut T,
-    len: usize,
-}
-
-impl<T: Copy> Raw<T> {
-    fn new(len: usize, value: T) -> Self {
-        let boxed: Box<[T]> = vec![value; len].into_boxed_slice();
-        Self {
-            len: boxed.len(),
-            ptr: Box::into_raw(boxed).cast(),
-        }
-    }
-
-    /// Writes entry `i`, which no worker reads until it is published.
-    fn set(&self, i: usize, value: T) {
-        assert!(i < self.len, "stream table index {i} out of {}", self.len);
-        // SAFETY: in bounds; the protocol keeps workers off an entry until it is published.
-        unsafe { self.ptr.add(i).write(value) };
-    }
-
-    fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-}
-
-impl<T> Drop for Raw<T> {
-    fn drop(&mut self) {
-        // SAFETY: made by `Box::into_raw` of a slice of `len` entries in `new`.
-        drop(unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
-    }
-}
-
-// SAFETY: the tables are written by the feeding thread and read by the workers only as the
-// protocol orders them.
-unsafe impl<T: Send> Send for Raw<T> {}
-// SAFETY: as for `Send`.
-unsafe impl<T: Sync> Sync for Raw<T> {}
 
 /// `edges` (`(child, parent)`) sorted and without duplicates. When every child is one of the `n`
 /// tasks from `first`, as a batch's are, a counting sort by child and then each child's few
@@ -138,20 +97,9 @@ fn by_child(
     sorted
 }
 
-fn atomics(len: usize, value: u32) -> Box<[AtomicU32]> {
-    if value == 0 {
-        // Zeroed by the allocator: a large table's pages are touched only where it is written.
-        return zeroed(len);
-    }
+/// A small table of `len` atomics, each `value`.
+fn words(len: usize, value: u32) -> Box<[AtomicU32]> {
     (0..len).map(|_| AtomicU32::new(value)).collect()
-}
-
-/// `len` atomics, zero.
-fn zeroed(len: usize) -> Box<[AtomicU32]> {
-    let words: Box<[u32]> = vec![0u32; len].into_boxed_slice();
-    // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32` (`repr(transparent)`
-    // over the host's atomic, itself over a `u32`).
-    unsafe { Box::from_raw(Box::into_raw(words) as *mut [AtomicU32]) }
 }
 
 /// A batch that does not fit the tables.
@@ -165,22 +113,22 @@ pub(crate) struct StreamTables {
     /// The argument word of the region at local word 0.
     args_base: u32,
     capacity: usize,
-    tasks: Raw<TaskRecord>,
-    args: Raw<u64>,
-    offsets: Raw<u32>,
-    children: Raw<u32>,
+    tasks: Table<TaskRecord>,
+    args: Table<u64>,
+    offsets: Table<u32>,
+    children: Table<u32>,
     rank: Box<[u32]>,
     affine: Box<[u32]>,
-    ran_by: Box<[AtomicU32]>,
-    pending: Box<[AtomicU32]>,
-    next: Box<[AtomicU32]>,
+    ran_by: Table<AtomicU32>,
+    pending: Table<AtomicU32>,
+    next: Table<AtomicU32>,
     head: Box<[AtomicU32]>,
     tail: Box<[AtomicU32]>,
     lock: Box<[AtomicU32]>,
     counters: Box<CounterWords>,
-    heads: Box<[AtomicU32]>,
-    edges: Box<[AtomicU32]>,
-    links: Box<[AtomicU32]>,
+    heads: Table<AtomicU32>,
+    edges: Table<AtomicU32>,
+    links: Table<AtomicU32>,
     /// The stream's words: the total, the links published and claimed.
     words: Box<[AtomicU32]>,
     /// Local tasks, argument words, CSR entries, cross edges and links fed so far.
@@ -199,7 +147,7 @@ impl StreamTables {
     fn new(base: u32, args_base: u32, capacity: usize, workers: u32, policy: Policy) -> Self {
         let w = workers as usize;
         let (args_cap, edges_cap) = (capacity * ARGS_PER_TASK, capacity * EDGES_PER_TASK);
-        let tasks = Raw::new(capacity + 1, TaskRecord::default());
+        let tasks = Table::zeroed(capacity + 1);
         // The record past the capacity bounds the argument words, and the offset past it the
         // CSR, for the workers' view of the tables (no task ever ends there: see `publish`).
         tasks.set(
@@ -209,10 +157,10 @@ impl StreamTables {
                 args: args_cap as u32,
             },
         );
-        let offsets = Raw::new(capacity + 1, 0u32);
+        let offsets = Table::zeroed(capacity + 1);
         offsets.set(capacity, edges_cap as u32);
         let ran_by = policy.row().records_ran_by;
-        let next = atomics(capacity + w, NIL);
+        let next = Table::atomics(capacity + w, NIL);
         // Each queue starts empty: its stub, the node after the tasks, is head and tail.
         let stubs = |_| {
             (capacity..capacity + w)
@@ -224,22 +172,22 @@ impl StreamTables {
             args_base,
             capacity,
             tasks,
-            args: Raw::new(args_cap, 0),
+            args: Table::zeroed(args_cap),
             offsets,
-            children: Raw::new(edges_cap, 0),
+            children: Table::zeroed(edges_cap),
             rank: vec![0; capacity].into(),
             affine: vec![NO_PARENT; if ran_by { capacity } else { 0 }].into(),
-            ran_by: atomics(if ran_by { capacity } else { 0 }, NOT_RUN),
-            pending: atomics(capacity, 0),
+            ran_by: Table::atomics(if ran_by { capacity } else { 0 }, NOT_RUN),
+            pending: Table::atomics(capacity, 0),
             next,
             head: stubs(()),
             tail: stubs(()),
-            lock: atomics(w, 0),
+            lock: words(w, 0),
             counters: CounterWords::fresh(workers, 0, 1),
-            heads: atomics(capacity, stream::OPEN),
-            edges: atomics(edges_cap * EDGE_WORDS, 0),
+            heads: Table::atomics(capacity, stream::OPEN),
+            edges: Table::atomics(edges_cap * EDGE_WORDS, 0),
             // At most one link per task.
-            links: atomics(capacity * LINK_WORDS, 0),
+            links: Table::atomics(capacity * LINK_WORDS, 0),
             words: [stream::UNKNOWN_TOTAL, 0, 0].map(AtomicU32::new).into(),
             fed: 0,
             args_len: 0,
@@ -736,9 +684,9 @@ fn run_rest(
     tables.kept = Some(Vec::new());
     // Generous room: everything is known.
     let rest = batch_of(inspection, from..n);
-    tables.args = Raw::new(inspection.args.len() - args_base as usize + 1, 0);
-    tables.children = Raw::new(rest.edges.len() + 1, 0);
-    tables.edges = atomics((rest.edges.len() + 1) * EDGE_WORDS, 0);
+    tables.args = Table::zeroed(inspection.args.len() - args_base as usize + 1);
+    tables.children = Table::zeroed(rest.edges.len() + 1);
+    tables.edges = Table::atomics((rest.edges.len() + 1) * EDGE_WORDS, 0);
     tables.tasks.set(
         n - from + 1,
         TaskRecord {
