@@ -5,11 +5,11 @@
 //! (an anonymous map, [`memmap2`]): zero until written, only the pages written cost anything, and
 //! they go back when the table is dropped.
 //!
-//! From the allocator, the same tables cost a process's later calls 8-13 ms where its first paid
-//! 0.3-0.9 (H200 host, `bench/results/stream-setup-h200/`): once a block that large is freed,
-//! glibc serves the next ones from its heap, which it must clear whole, and whose pages it has
-//! often given back. Small tables, and every table under Miri (which runs no `mmap`), come from
-//! the allocator.
+//! From the allocator, the same tables cost a process's later calls 7-12 ms where its first paid
+//! 0.3-0.8 (H200 host, `bench/results/stream-setup-h200/`); in pages of their own, 0.3-0.8 on
+//! every call. Once a block that large is freed, glibc serves the next ones from its heap, which
+//! it must clear whole, and whose pages it has often given back. Small tables, and every table
+//! under Miri (where no test needs pages of their own), come from the allocator.
 
 use std::ops::Deref;
 
