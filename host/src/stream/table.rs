@@ -41,17 +41,17 @@ unsafe impl Zero for AtomicU32 {}
 pub(super) struct Table<T> {
     pub(super) ptr: *mut T,
     pub(super) len: usize,
-    /// The table's own pages, or `None` for allocator memory (`Box::into_raw` of `len` entries).
+    /// The table's own pages, or `None` for the allocator's memory (which `Drop` frees).
     pages: Option<memmap2::MmapMut>,
 }
 
 impl<T: Zero> Table<T> {
     /// `len` entries, zero.
     pub(super) fn zeroed(len: usize) -> Self {
-        let bytes = len * size_of::<T>();
-        if bytes >= PAGES_FROM
+        let layout = std::alloc::Layout::array::<T>(len).expect("a table fits the address space");
+        if layout.size() >= PAGES_FROM
             && !cfg!(miri)
-            && let Ok(mut pages) = memmap2::MmapOptions::new().len(bytes).map_anon()
+            && let Ok(mut pages) = memmap2::MmapOptions::new().len(layout.size()).map_anon()
         {
             return Self {
                 ptr: pages.as_mut_ptr().cast(),
@@ -59,7 +59,6 @@ impl<T: Zero> Table<T> {
                 pages: Some(pages),
             };
         }
-        let layout = std::alloc::Layout::array::<T>(len).expect("a table fits the address space");
         let ptr = match layout.size() {
             0 => std::ptr::NonNull::<T>::dangling().as_ptr(),
             // SAFETY: the layout's size is not zero.
@@ -68,7 +67,7 @@ impl<T: Zero> Table<T> {
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        // The allocation, as a box of `len` zero entries (valid: `T: Zero`), is what `Drop` frees.
+        // `len` zero entries (valid: `T: Zero`), which `Drop` frees with the same layout.
         Self {
             ptr,
             len,
