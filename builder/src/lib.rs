@@ -15,14 +15,14 @@
 //!    `sm_90`). The kernels crate declares none of this. The nested build runs on the nightly
 //!    taskweave pins ([`PINNED`], or `TASKWEAVE_TOOLCHAIN`), chosen through rustup whatever
 //!    toolchain builds the crate itself, which may be stable.
-//! 3. It cuts the PTX into one module per region (and one for the kernels of no region), and a
-//!    release build each region's module into one per kernel, and, with
-//!    a `ptxas` (`TASKWEAVE_PTXAS`, `PATH`, the CUDA toolkit, or the `.venv` that
-//!    `scripts/setup.sh` makes), assembles them into cubins, several `ptxas` at once, each module
-//!    cached by its own text: a change to one region's code assembles that region's kernels
-//!    again and no other. Release builds fit each kernel's register cap ([`fit`]) and keep an uncapped twin
-//!    only where it differs from the kernel. It prints each region as it finishes, on the
-//!    terminal and in `<target>/taskweave-device/build.log`.
+//! 3. It cuts the PTX into one module per region (and one for the kernels of no region; a
+//!    release build cuts each region's module again, into one per kernel), and, with a `ptxas`
+//!    (`TASKWEAVE_PTXAS`, `PATH`, the CUDA toolkit, or the `.venv` that `scripts/setup.sh`
+//!    makes), assembles them into cubins, several `ptxas` at once, each module cached by its own
+//!    text: a change to one region's code assembles that region's kernels again and no other.
+//!    Release builds fit each kernel's register cap ([`fit`]) and keep an uncapped twin only
+//!    where it differs from the kernel. It prints each region as it finishes, on the terminal
+//!    and in `<target>/taskweave-device/build.log`.
 //! 4. Everything lands in one [kernel bundle](taskweave_names::bundle) in `$OUT_DIR`: per region,
 //!    its cubins and its PTX (for GPUs no cubin fits, which the driver then compiles, one kernel
 //!    at a time, when a call first needs it). The builder sets `cfg(taskweave_ptx)` so that
