@@ -289,6 +289,51 @@ fn sizes() -> std::sync::MutexGuard<'static, std::collections::HashMap<&'static 
     (SIZES.get_or_init(Default::default).lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The buffers of the last inspection of each region, cleared, for its next inspection to write
+/// into (see [`graph::Spare`]): its task records, argument words and locations, and the
+/// tracker's tables and DAG.
+#[derive(Debug, Default)]
+struct Kept {
+    tasks: Vec<TaskRecord>,
+    args: Vec<u64>,
+    locations: Vec<&'static Location<'static>>,
+    graph: graph::Spare,
+}
+
+impl Kept {
+    fn bytes(&self) -> usize {
+        self.tasks.capacity() * size_of::<TaskRecord>()
+            + self.args.capacity() * size_of::<u64>()
+            + self.locations.capacity() * size_of::<&Location<'_>>()
+            + self.graph.bytes()
+    }
+}
+
+/// [`Kept`] buffers by region name.
+fn kept() -> std::sync::MutexGuard<'static, std::collections::HashMap<&'static str, Kept>> {
+    static KEPT: OnceLock<std::sync::Mutex<std::collections::HashMap<&'static str, Kept>>> =
+        OnceLock::new();
+    (KEPT.get_or_init(Default::default).lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Adds what `add` gives to the buffers kept for `region`, unless they would then hold more than
+/// [`graph::MAX_SPARE_BYTES`]: a region that large has them freed.
+fn keep(region: &'static str, add: impl FnOnce(&mut Kept)) {
+    let mut kept = kept();
+    let entry = kept.entry(region).or_default();
+    add(entry);
+    if entry.bytes() > graph::MAX_SPARE_BYTES {
+        kept.remove(region);
+    }
+}
+
+/// `v` cleared, with room for `len` items.
+fn cleared<T>(mut v: Vec<T>, len: usize) -> Vec<T> {
+    v.clear();
+    v.reserve(len);
+    v
+}
+
 /// How many tasks the last inspection of region `region` in this process recorded (0: none).
 pub(crate) fn size_hint(region: &str) -> usize {
     sizes().get(region).map_or(0, |s| s.tasks)
@@ -304,6 +349,8 @@ impl Recorder {
         let mut tracker = DepTracker::new(&lens);
         let last = sizes().get(region).cloned().unwrap_or_default();
         tracker.reserve(&last.arrays);
+        let spare = kept().remove(region).unwrap_or_default();
+        tracker.recycle(spare.graph);
         // A `&[T]` parameter reaches tasks only as `&[T]`: no task writes it.
         for (slot, array) in arrays.iter().enumerate() {
             if !array.writable {
@@ -323,9 +370,9 @@ impl Recorder {
                 .collect(),
             arrays,
             // One more task: the sentinel that `finish` appends.
-            tasks: Vec::with_capacity(last.tasks + 1),
-            args: Vec::with_capacity(last.args),
-            locations: Vec::with_capacity(last.tasks),
+            tasks: cleared(spare.tasks, last.tasks + 1),
+            args: cleared(spare.args, last.args),
+            locations: cleared(spare.locations, last.tasks),
             ranges: None,
             max_tasks: MAX_TASKS,
             max_args: u64::from(u32::MAX),
@@ -617,7 +664,9 @@ impl Recorder {
             kind: u32::MAX,
             args: self.args.len() as u32,
         });
-        let dag = tracker.finish().map_err(too_large)?;
+        let mut spare = graph::Spare::default();
+        let dag = tracker.finish_keeping(&mut spare).map_err(too_large)?;
+        keep(self.region, |kept| kept.graph.fill_from(spare));
         Ok(Inspection {
             region: self.region,
             kinds: self.kinds,
@@ -716,6 +765,37 @@ pub struct Inspection {
     /// Of [`Inspection::time`], what tracking the dependences and building the CSR took; the rest
     /// ran the body and recorded the tasks and ranges.
     pub edges_time: Duration,
+}
+
+/// An inspection's buffers are kept for the region's next one (see [`graph::Spare`]).
+impl Drop for Inspection {
+    fn drop(&mut self) {
+        let dag = Dag {
+            offsets: std::mem::take(&mut self.dag.offsets),
+            children: std::mem::take(&mut self.dag.children),
+            kinds: std::mem::take(&mut self.dag.kinds),
+            in_degree: std::mem::take(&mut self.dag.in_degree),
+            ready: std::mem::take(&mut self.dag.ready),
+            rank: std::mem::take(&mut self.dag.rank),
+        };
+        let (tasks, args) = (
+            std::mem::take(&mut self.tasks),
+            std::mem::take(&mut self.args),
+        );
+        let locations = std::mem::take(&mut self.locations);
+        keep(self.region, |kept| {
+            if kept.tasks.capacity() < tasks.capacity() {
+                kept.tasks = tasks;
+            }
+            if kept.args.capacity() < args.capacity() {
+                kept.args = args;
+            }
+            if kept.locations.capacity() < locations.capacity() {
+                kept.locations = locations;
+            }
+            kept.graph.keep_dag(dag);
+        });
+    }
 }
 
 impl Inspection {
@@ -851,6 +931,40 @@ mod tests {
             write: false,
             param: "d",
         }
+    }
+
+    #[test]
+    fn a_regions_next_inspection_writes_into_the_last_ones_buffers_and_records_the_same() {
+        let inspect = || {
+            let arrays = vec![ArrayInfo {
+                name: "x",
+                len: 64,
+                writable: true,
+                elem_bytes: 4,
+                output: false,
+            }];
+            // A name of its own: tests run side by side, and buffers are kept by region.
+            let mut rec = Recorder::new("kept buffers", &["t"], arrays);
+            let here = Location::caller();
+            for i in 0..200u64 {
+                let tile = (i * 5 % 8) as usize * 8;
+                rec.spawn(0, here, &[i], &write(tile, tile + 8)).unwrap();
+            }
+            rec.finish(Instant::now()).unwrap()
+        };
+        let first = inspect();
+        let (tasks, children) = (first.tasks.as_ptr(), first.dag.children.as_ptr());
+        let (dag, args) = (first.dag.clone(), first.args.clone());
+        assert_eq!(
+            dag.edge_count(),
+            192,
+            "each write follows the last one of its tile"
+        );
+        drop(first);
+        let second = inspect();
+        assert_eq!(second.tasks.as_ptr(), tasks, "the task records' buffer");
+        assert_eq!(second.dag.children.as_ptr(), children, "the DAG's");
+        assert_eq!((&second.dag, &second.args), (&dag, &args));
     }
 
     #[test]

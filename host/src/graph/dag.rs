@@ -54,10 +54,23 @@ fn transpose(
     targets: &[u32],
     kinds: &[EdgeKind],
 ) -> (Vec<u32>, Vec<u32>, Vec<EdgeKind>) {
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    transpose_into(offsets, targets, kinds, &mut out);
+    out
+}
+
+/// [`transpose`] into the vectors of `out`, which are cleared first.
+fn transpose_into(
+    offsets: &[u32],
+    targets: &[u32],
+    kinds: &[EdgeKind],
+    (out, out_targets, out_kinds): &mut (Vec<u32>, Vec<u32>, Vec<EdgeKind>),
+) {
     let n = offsets.len() - 1;
     // First `out[t]` counts edges into `t`, then (exclusive prefix sum) where they start, then
     // (after the scatter) where they end, which is where `t + 1`'s start: shift right by one.
-    let mut out = vec![0u32; n + 1];
+    out.clear();
+    out.resize(n + 1, 0);
     for &t in targets {
         out[t as usize] += 1;
     }
@@ -67,8 +80,10 @@ fn transpose(
         *slot = sum;
         sum += count;
     }
-    let mut out_targets = vec![0u32; targets.len()];
-    let mut out_kinds = vec![EdgeKind::Raw; targets.len()];
+    out_targets.clear();
+    out_targets.resize(targets.len(), 0);
+    out_kinds.clear();
+    out_kinds.resize(targets.len(), EdgeKind::Raw);
     for row in 0..n {
         let range = offsets[row] as usize..offsets[row + 1] as usize;
         for (&t, &kind) in targets[range.clone()].iter().zip(&kinds[range]) {
@@ -80,7 +95,6 @@ fn transpose(
     }
     out.copy_within(0..n, 1);
     out[0] = 0;
-    (out, out_targets, out_kinds)
 }
 
 impl Dag {
@@ -90,6 +104,17 @@ impl Dag {
     /// This is the CSR construction (a counting sort by parent, `O(tasks + edges)`), followed by
     /// in-degrees, the ready list and ranks.
     pub fn from_parent_lists(in_offsets: &[u32], parents: &[u32], kinds: &[EdgeKind]) -> Dag {
+        Self::from_parent_lists_in(None, in_offsets, parents, kinds)
+    }
+
+    /// [`Dag::from_parent_lists`] written into the vectors of `spare`, a DAG no longer needed
+    /// (see [`Spare`](super::Spare)): memory already in use rather than fresh pages.
+    pub(crate) fn from_parent_lists_in(
+        spare: Option<Dag>,
+        in_offsets: &[u32],
+        parents: &[u32],
+        kinds: &[EdgeKind],
+    ) -> Dag {
         assert!(!in_offsets.is_empty(), "in_offsets has n + 1 entries");
         assert_eq!(parents.len(), kinds.len());
         assert_eq!(
@@ -97,20 +122,29 @@ impl Dag {
             parents.len()
         );
         let n = in_offsets.len() - 1;
-        let in_degree: Vec<u32> = in_offsets.windows(2).map(|w| w[1] - w[0]).collect();
-        let ready = (0..n as u32)
-            .filter(|&t| in_degree[t as usize] == 0)
-            .collect();
-        let (offsets, children, kinds) = transpose(in_offsets, parents, kinds);
-        let mut dag = Dag {
-            offsets,
-            children,
-            kinds,
-            in_degree,
-            ready,
+        let mut dag = spare.unwrap_or(Dag {
+            offsets: Vec::new(),
+            children: Vec::new(),
+            kinds: Vec::new(),
+            in_degree: Vec::new(),
+            ready: Vec::new(),
             rank: Vec::new(),
-        };
-        dag.rank = dag.bottom_levels();
+        });
+        dag.in_degree.clear();
+        (dag.in_degree).extend(in_offsets.windows(2).map(|w| w[1] - w[0]));
+        dag.ready.clear();
+        let in_degree = &dag.in_degree;
+        (dag.ready).extend((0..n as u32).filter(|&t| in_degree[t as usize] == 0));
+        let mut csr = (
+            std::mem::take(&mut dag.offsets),
+            std::mem::take(&mut dag.children),
+            std::mem::take(&mut dag.kinds),
+        );
+        transpose_into(in_offsets, parents, kinds, &mut csr);
+        (dag.offsets, dag.children, dag.kinds) = csr;
+        let mut rank = std::mem::take(&mut dag.rank);
+        dag.bottom_levels_into(&mut rank);
+        dag.rank = rank;
         dag
     }
 
@@ -184,10 +218,18 @@ impl Dag {
         width.into_iter().max().unwrap_or(0)
     }
 
-    /// Bottom level of every task (what [`Dag::rank`] holds).
-    fn bottom_levels(&self) -> Vec<u32> {
-        let levels = self.bottom_levels_by(|_| 1);
-        levels.into_iter().map(|l| l as u32).collect()
+    /// Bottom level of every task (what [`Dag::rank`] holds), into `rank` (cleared first).
+    fn bottom_levels_into(&self, rank: &mut Vec<u32>) {
+        let n = self.task_count();
+        rank.clear();
+        rank.resize(n, 0);
+        // Children have higher ids, so a reverse scan is a reverse topological order.
+        for t in (0..n).rev() {
+            let deepest = (self.children_of(t as u32).iter())
+                .map(|&c| rank[c as usize])
+                .max();
+            rank[t] = 1 + deepest.unwrap_or(0);
+        }
     }
 
     /// Every task's bottom level when task `t` costs `cost(t)`: its cost plus its deepest

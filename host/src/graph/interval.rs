@@ -56,6 +56,20 @@ impl ReaderArena {
         index
     }
 
+    /// An arena writing into `nodes` (cleared first), a spare buffer.
+    pub(super) fn with_nodes(mut nodes: Vec<(u32, u32)>) -> Self {
+        nodes.clear();
+        Self {
+            nodes,
+            ..Self::default()
+        }
+    }
+
+    /// The arena's buffer, to be kept for a later one.
+    pub(super) fn into_nodes(self) -> Vec<(u32, u32)> {
+        self.nodes
+    }
+
     /// Whether a push found the arena full.
     pub(super) fn overflowed(&self) -> bool {
         self.overflowed

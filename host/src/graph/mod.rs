@@ -78,6 +78,7 @@ mod pipe;
 mod proptests;
 mod schedule;
 mod sink;
+mod spare;
 mod split;
 mod tiles;
 mod tracker;
@@ -89,6 +90,7 @@ pub use schedule::{
     Costs, Reserve, Schedule, list_schedule, list_schedule_costed, list_schedule_reserving,
     list_schedule_wide,
 };
+pub(crate) use spare::{MAX_SPARE_BYTES, Spare};
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub(crate) use tiles::ArraySizes;
 pub use tiles::TILE_PATH_VAR;

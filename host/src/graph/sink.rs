@@ -1,6 +1,28 @@
 //! [`EdgeSink`]: the edges of one job, one per (parent, child) pair, as they are found.
 
+use super::job::JobEdges;
 use super::{EdgeKind, MAX_EDGES};
+
+/// The buffers of an [`EdgeSink`] no longer needed, kept for a later one (see
+/// [`Spare`](super::Spare)).
+#[derive(Debug, Default)]
+pub(super) struct SinkBuffers {
+    pub global: Vec<u32>,
+    pub mark: Vec<u32>,
+    /// The edges' vectors, once the edges are merged.
+    pub edges: JobEdges,
+}
+
+impl SinkBuffers {
+    pub(super) fn bytes(&self) -> usize {
+        use super::spare::bytes;
+        bytes(&self.global)
+            + bytes(&self.mark)
+            + bytes(&self.edges.parents)
+            + bytes(&self.edges.kinds)
+            + bytes(&self.edges.children)
+    }
+}
 
 /// Collects the edges of the task being added, one per parent.
 ///
@@ -53,6 +75,39 @@ impl EdgeSink {
             max_edges,
             ..Self::default()
         }
+    }
+
+    /// A sink that refuses edges past `max_edges`, writing into the buffers of `spare` (cleared
+    /// first).
+    pub(super) fn with_buffers(max_edges: usize, spare: SinkBuffers) -> Self {
+        let SinkBuffers {
+            global,
+            mark,
+            edges,
+        } = spare;
+        Self {
+            global: super::spare::cleared(global),
+            mark: super::spare::cleared(mark),
+            parents: super::spare::cleared(edges.parents),
+            kinds: super::spare::cleared(edges.kinds),
+            children: super::spare::cleared(edges.children),
+            ..Self::with_max_edges(max_edges)
+        }
+    }
+
+    /// The edges found, and the buffers to keep for a later sink.
+    pub(super) fn into_edges(self) -> (JobEdges, SinkBuffers) {
+        let edges = JobEdges {
+            children: self.children,
+            parents: self.parents,
+            kinds: self.kinds,
+        };
+        let rest = SinkBuffers {
+            global: self.global,
+            mark: self.mark,
+            edges: JobEdges::default(),
+        };
+        (edges, rest)
     }
 
     /// Tasks begun so far.

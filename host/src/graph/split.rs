@@ -19,10 +19,11 @@ use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use super::LimitExceeded;
 use super::dag::Dag;
 use super::job::{self, JobEdges, Limits, Part, Rec, Span};
 use super::log::ArrayLog;
-use super::{EdgeKind, LimitExceeded};
+use super::spare::Lists;
 
 /// The ranges a thread must have to track before [`Split::auto`] starts it: starting and joining
 /// a thread costs tens of microseconds, tracking a range tens of nanoseconds.
@@ -259,30 +260,35 @@ fn parallel_map<T: Send>(threads: usize, items: usize, f: impl Fn(usize) -> T + 
 /// kind with the highest [`EdgeKind::priority`].
 pub(super) fn merge(
     n: usize,
-    mut outs: Vec<JobEdges>,
+    outs: &[JobEdges],
     max_edges: usize,
+    spare: Option<Dag>,
+    lists: &mut Lists,
 ) -> Result<Dag, LimitExceeded> {
     let too_many = LimitExceeded {
         what: "dependence edges",
         limit: max_edges as u64,
     };
+    let in_offsets = &mut lists.offsets;
+    in_offsets.clear();
+    in_offsets.reserve(n + 1);
+    in_offsets.push(0);
     if outs.len() <= 1 {
         // One job's lists have no duplicates: only the empty tasks' offsets are missing.
+        let none = JobEdges::default();
         let JobEdges {
             children,
             parents,
             kinds,
-        } = outs.pop().unwrap_or_default();
-        let mut in_offsets = Vec::with_capacity(n + 1);
-        in_offsets.push(0);
+        } = outs.first().unwrap_or(&none);
         let mut end = 0;
-        for (child, child_end) in children {
+        for &(child, child_end) in children {
             in_offsets.resize(child as usize + 1, end);
             in_offsets.push(child_end);
             end = child_end;
         }
         in_offsets.resize(n + 1, end);
-        return Ok(Dag::from_parent_lists(&in_offsets, &parents, &kinds));
+        return Ok(Dag::from_parent_lists_in(spare, in_offsets, parents, kinds));
     }
     // A k-way merge by child: the job whose next child is smallest gives its edges next, so the
     // lists are written in order; duplicates across jobs are dropped as they come.
@@ -292,12 +298,15 @@ pub(super) fn merge(
     // Per job: its next group of edges, and where that group starts.
     let mut cursor = vec![(0usize, 0usize); outs.len()];
     let total: usize = outs.iter().map(|out| out.parents.len()).sum();
-    let mut parents = Vec::with_capacity(total);
-    let mut kinds: Vec<EdgeKind> = Vec::with_capacity(total);
-    let mut in_offsets = Vec::with_capacity(n + 1);
-    in_offsets.push(0u32);
+    let (parents, kinds) = (&mut lists.parents, &mut lists.kinds);
+    parents.clear();
+    parents.reserve(total);
+    kinds.clear();
+    kinds.reserve(total);
     // `mark[p]`: one more than the index of the newest kept edge from `p`.
-    let mut mark = vec![0usize; n];
+    let mark = &mut lists.mark;
+    mark.clear();
+    mark.resize(n, 0);
     let mut first = 0;
     let mut current = None;
     while let Some(Reverse((child, j))) = next.pop() {
@@ -331,9 +340,8 @@ pub(super) fn merge(
             next.push(Reverse((child, j)));
         }
     }
-    drop(outs);
     in_offsets.resize(n + 1, parents.len() as u32);
-    Ok(Dag::from_parent_lists(&in_offsets, &parents, &kinds))
+    Ok(Dag::from_parent_lists_in(spare, in_offsets, parents, kinds))
 }
 
 #[cfg(test)]

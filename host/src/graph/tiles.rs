@@ -13,7 +13,8 @@ use super::Access;
 use super::compress::Endpoints;
 use super::interval::{NONE, ReaderArena};
 use super::job::{JobEdges, Limits, Rec};
-use super::sink::EdgeSink;
+use super::sink::{EdgeSink, SinkBuffers};
+use super::spare::{bytes, cleared};
 use super::{EdgeKind, LimitExceeded};
 
 /// The environment variable that turns the tile path off (`0`), for an A/B of inspection: every
@@ -73,6 +74,22 @@ struct Tile {
     readers: u32,
 }
 
+/// The buffers of a [`Tiles`] no longer needed, kept for a later one (see
+/// [`Spare`](super::Spare)).
+#[derive(Debug, Default)]
+pub(crate) struct TileBuffers {
+    tiles: Vec<Tile>,
+    recs: Vec<(u32, u32, Access)>,
+    nodes: Vec<(u32, u32)>,
+    pub(super) sink: SinkBuffers,
+}
+
+impl TileBuffers {
+    pub(super) fn bytes(&self) -> usize {
+        bytes(&self.tiles) + bytes(&self.recs) + bytes(&self.nodes) + self.sink.bytes()
+    }
+}
+
 /// The tiles of one array and the edges their accesses gave so far (see the module docs).
 #[derive(Clone, Debug)]
 pub(super) struct Tiles {
@@ -92,30 +109,37 @@ pub(super) struct Tiles {
 impl Tiles {
     /// The tiles of an array of `len` elements whose first range is `range` (non-empty), or
     /// `None` when tiles of that size would be too many to keep (or the path is off,
-    /// [`TILE_PATH_VAR`]).
-    pub(super) fn new(len: usize, range: &core::ops::Range<usize>, limits: Limits) -> Option<Self> {
+    /// [`TILE_PATH_VAR`]). Its tables are written into `spare`'s buffers.
+    pub(super) fn new(
+        len: usize,
+        range: &core::ops::Range<usize>,
+        limits: Limits,
+        spare: TileBuffers,
+    ) -> Option<Self> {
         let size = range.end - range.start;
         let base = range.start % size;
         let count = (len - base) / size;
         if count > MAX_TILES || !enabled() {
             return None;
         }
-        let mut arena = ReaderArena::default();
+        let mut arena = ReaderArena::with_nodes(spare.nodes);
         arena.set_max_nodes(limits.reader_entries);
+        let mut tiles = cleared(spare.tiles);
+        tiles.resize(
+            count,
+            Tile {
+                writer: NONE,
+                readers: NONE,
+            },
+        );
         Some(Tiles {
             base,
             size,
             shift: size.is_power_of_two().then(|| size.trailing_zeros()),
-            tiles: vec![
-                Tile {
-                    writer: NONE,
-                    readers: NONE,
-                };
-                count
-            ],
+            tiles,
             arena,
-            sink: EdgeSink::with_max_edges(limits.edges),
-            recs: Vec::new(),
+            sink: EdgeSink::with_buffers(limits.edges, spare.sink),
+            recs: cleared(spare.recs),
         })
     }
 
@@ -238,8 +262,9 @@ impl Tiles {
         *cursor = children.len();
     }
 
-    /// The edges found, or the limit they passed.
-    pub(super) fn edges(self) -> Result<JobEdges, LimitExceeded> {
+    /// The edges found, or the limit they passed; with the buffers to keep for a later
+    /// inspection (the edges' own once they are merged).
+    pub(super) fn edges(self) -> Result<(JobEdges, TileBuffers), LimitExceeded> {
         if self.sink.overflowed {
             return Err(LimitExceeded {
                 what: "dependence edges",
@@ -252,11 +277,14 @@ impl Tiles {
                 limit: self.arena.max_nodes() as u64,
             });
         }
-        Ok(JobEdges {
-            children: self.sink.children,
-            parents: self.sink.parents,
-            kinds: self.sink.kinds,
-        })
+        let (edges, sink) = self.sink.into_edges();
+        let rest = TileBuffers {
+            tiles: self.tiles,
+            recs: self.recs,
+            nodes: self.arena.into_nodes(),
+            sink,
+        };
+        Ok((edges, rest))
     }
 
     /// The recorded accesses as the general path's records, their ends numbered in `ends`.

@@ -15,8 +15,9 @@ use super::compress::Endpoints;
 use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
 use super::log::ArrayLog;
+use super::spare::Spare;
 use super::split::{self, Split};
-use super::tiles::{ArraySizes, Tiles};
+use super::tiles::{ArraySizes, TileBuffers, Tiles};
 use super::{Access, LimitExceeded};
 
 /// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
@@ -46,6 +47,9 @@ pub struct DepTracker {
     /// What an earlier inspection recorded on each array, reserved when the array takes its path
     /// ([`DepTracker::reserve`]).
     hints: Vec<ArraySizes>,
+    /// Buffers of an earlier inspection of the same region, written into rather than fresh
+    /// memory ([`DepTracker::recycle`]).
+    spare: Spare,
 }
 
 /// How the tracker finds an array's edges.
@@ -69,8 +73,9 @@ fn first_path(
     range: &Range<usize>,
     limits: Limits,
     hint: ArraySizes,
+    spare: TileBuffers,
 ) -> Path {
-    match Tiles::new(array.len, range, limits) {
+    match Tiles::new(array.len, range, limits, spare) {
         Some(mut tiles) => {
             tiles.reserve(hint);
             Path::Tiles(Box::new(tiles))
@@ -111,6 +116,7 @@ impl DepTracker {
             paths: vec![Path::Unseen; array_lens.len()],
             touched: Vec::new(),
             hints: vec![ArraySizes::default(); array_lens.len()],
+            spare: Spare::default(),
             tasks: 0,
             limits: Limits {
                 edges: MAX_EDGES,
@@ -182,7 +188,8 @@ impl DepTracker {
             }
             let path = &mut self.paths[slot as usize];
             if let Path::Unseen = path {
-                *path = first_path(array, &range, self.limits, self.hints[slot as usize]);
+                let spare = self.spare.take_tiles(slot);
+                *path = first_path(array, &range, self.limits, self.hints[slot as usize], spare);
             }
             if let Path::Tiles(tiles) = path {
                 if let Some(tile) = tiles.tile(&range) {
@@ -296,6 +303,12 @@ impl DepTracker {
         }
     }
 
+    /// Writes this tracker's tables into `spare`, the buffers of an earlier inspection of the
+    /// same region ([`DepTracker::finish_keeping`]), rather than fresh memory.
+    pub(crate) fn recycle(&mut self, spare: Spare) {
+        self.spare = spare;
+    }
+
     /// Arrays on the tile path.
     #[cfg(test)]
     pub(crate) fn tiled_arrays(&self) -> usize {
@@ -331,8 +344,14 @@ impl DepTracker {
     /// [`LimitExceeded`] when the DAG would have more than [`MAX_EDGES`] edges, or one job more
     /// than `u32::MAX - 1` reader-list entries (one per read and run of equal state it covers).
     pub fn finish(self) -> Result<Dag, LimitExceeded> {
+        self.finish_keeping(&mut Spare::default())
+    }
+
+    /// [`DepTracker::finish`], leaving in `keep` the buffers it used but for the DAG's own (and
+    /// those of [`DepTracker::recycle`] it did not use), for the next inspection of the region.
+    pub(crate) fn finish_keeping(self, keep: &mut Spare) -> Result<Dag, LimitExceeded> {
         let split = Split::auto(self.general_ranges());
-        self.finish_with(split)
+        self.finish_into(split, keep)
     }
 
     /// [`DepTracker::finish`] with the work spread as `split` says. Every split gives the same
@@ -343,13 +362,28 @@ impl DepTracker {
     /// As [`DepTracker::finish`]. Under a split into several jobs, reader-list entries are counted
     /// per job.
     pub fn finish_with(self, split: Split) -> Result<Dag, LimitExceeded> {
+        self.finish_into(split, &mut Spare::default())
+    }
+
+    /// [`DepTracker::finish_with`], keeping buffers as [`DepTracker::finish_keeping`] does.
+    pub(super) fn finish_into(
+        mut self,
+        split: Split,
+        keep: &mut Spare,
+    ) -> Result<Dag, LimitExceeded> {
         let n = self.tasks as usize;
         let limits = self.limits;
+        let mut spare = std::mem::take(&mut self.spare);
         let mut written = Vec::new();
         let mut tiled = Vec::new();
-        for (array, path) in self.arrays.into_iter().zip(self.paths) {
+        let mut buffers = Vec::new();
+        for (slot, (array, path)) in self.arrays.into_iter().zip(self.paths).enumerate() {
             match path {
-                Path::Tiles(tiles) if array.written => tiled.push(tiles.edges()?),
+                Path::Tiles(tiles) if array.written => {
+                    let (edges, rest) = tiles.edges()?;
+                    tiled.push(edges);
+                    buffers.push((slot as u32, rest));
+                }
                 Path::General if array.written && !array.recs.is_empty() => written.push(array),
                 _ => {}
             }
@@ -365,8 +399,20 @@ impl DepTracker {
         } else {
             split::track(written, split, limits)?
         };
+        let first_tiled = outs.len();
         outs.extend(tiled);
-        split::merge(n, outs, limits.edges)
+        let dag = split::merge(n, &outs, limits.edges, spare.dag.take(), &mut spare.lists)?;
+        for ((_, rest), edges) in buffers.iter_mut().zip(outs.drain(first_tiled..)) {
+            rest.sink.edges = edges;
+        }
+        // Buffers given and not used stay for a later inspection.
+        buffers.append(&mut spare.tiles);
+        *keep = Spare {
+            dag: None,
+            tiles: buffers,
+            lists: spare.lists,
+        };
+        Ok(dag)
     }
 }
 
