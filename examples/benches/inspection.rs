@@ -1,9 +1,10 @@
 //! Inspection of the real workload regions: each example workload at its default size, and the
 //! tile library's f64 LU (`taskweave_kernels::lu`) at N = 4096 in 64 × 64 tiles (89,440 tasks)
 //! and at 144 × 144 tiles of 16 (1,005,720 tasks), and Cholesky (`taskweave_kernels::cholesky`)
-//! at N = 4096 in 64 × 64 tiles (45,760 tasks), and an irregular region: 20,000 tasks, each
-//! reading a random range of one of two arrays of 2^20 elements and writing a random range of the
-//! other (1 to 4,096 elements, so that both arrays leave the tile path at once).
+//! at N = 4096 in 64 × 64 tiles (45,760 tasks) and at N = 2048 in 32 × 32 (5,984), and an
+//! irregular region: 20,000 tasks, each reading a random range of one of two arrays of 2^20
+//! elements and writing a random range of the other (1 to 4,096 elements, so that both arrays
+//! leave the tile path at once).
 //!
 //! Each region is inspected through [`Region::inspect`](taskweave::Region::inspect): running its
 //! body, recording the ranges, tracking the dependences and building the CSR, as a run does. Two
@@ -123,15 +124,17 @@ fn cases() -> Vec<Case> {
             timed(random_ranges(&mut x, &mut y, 20_000, 7))
         }),
     });
-    let (nb, bs) = (64, 64);
-    let mut a = Vec::new();
-    cases.push(Case {
-        name: format!("Cholesky {nb}x{nb} tiles"),
-        inspect: Box::new(move || {
-            a.resize(nb * nb * bs * bs, 0f64);
-            timed(cholesky::cholesky_f64(&mut a, nb, bs))
-        }),
-    });
+    // N = 4096 and 2048 on 64-tiles: the second shows what an inspection costs beyond its tasks.
+    for (nb, bs) in [(64, 64), (32, 64)] {
+        let mut a = Vec::new();
+        cases.push(Case {
+            name: format!("Cholesky {nb}x{nb} tiles"),
+            inspect: Box::new(move || {
+                a.resize(nb * nb * bs * bs, 0f64);
+                timed(cholesky::cholesky_f64(&mut a, nb, bs))
+            }),
+        });
+    }
     cases
 }
 
