@@ -767,7 +767,7 @@ pub struct Inspection {
     pub edges_time: Duration,
 }
 
-/// An inspection's buffers are kept for the region's next one (see [`graph::Spare`]).
+/// An inspection's buffers are kept for the region's next one (see `graph/spare.rs`).
 impl Drop for Inspection {
     fn drop(&mut self) {
         let dag = Dag {

@@ -257,7 +257,8 @@ fn parallel_map<T: Send>(threads: usize, items: usize, f: impl Fn(usize) -> T + 
 }
 
 /// The DAG over `n` tasks of the jobs' edges, united: one edge per (parent, child) pair, of the
-/// kind with the highest [`EdgeKind::priority`].
+/// kind with the highest [`EdgeKind::priority`](super::EdgeKind::priority). Its vectors are
+/// `spare`'s (a DAG no longer needed), its parent lists `lists`', where given.
 pub(super) fn merge(
     n: usize,
     outs: &[JobEdges],
