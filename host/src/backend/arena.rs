@@ -200,6 +200,7 @@ impl DeviceTables {
             pristine: layout.pristine,
             mailbox,
         };
+        layout.image.keep(ins.region);
         Ok((tables, slot, (built, layout_plan)))
     }
 

@@ -16,6 +16,7 @@ use cudarc::driver::CudaSlice;
 use taskweave_device::abi::{ArrayDesc, ListedTask, RegionDesc, TraceRecord, WorkerStats};
 use taskweave_device::error::ErrorRecord;
 
+use crate::graph::MAX_SPARE_BYTES;
 use crate::inspect::Inspection;
 use crate::options::Options;
 use crate::policy::{Start, StartOf};
@@ -94,8 +95,36 @@ pub(super) struct Image {
     pub bytes: Vec<u8>,
 }
 
+/// Each region's last table image, emptied, for its next layout to write into: memory already in
+/// use rather than fresh pages, which fault in one at a time (a region's inspection buffers are
+/// kept likewise, in `graph/spare.rs`). At most [`MAX_SPARE_BYTES`] a region.
+fn kept_images() -> std::sync::MutexGuard<'static, std::collections::HashMap<&'static str, Vec<u8>>>
+{
+    static KEPT: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<&'static str, Vec<u8>>>,
+    > = std::sync::OnceLock::new();
+    (KEPT.get_or_init(Default::default).lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Image {
     pub const ALIGN: usize = 128;
+
+    /// An empty image with room for `bound` bytes, in the memory of `region`'s last image when
+    /// it was kept ([`Image::keep`]).
+    fn for_region(region: &'static str, bound: usize) -> Self {
+        let mut bytes = kept_images().remove(region).unwrap_or_default();
+        bytes.clear();
+        bytes.reserve(bound);
+        Self { bytes }
+    }
+
+    /// Keeps this image's memory for `region`'s next layout, unless it is larger than
+    /// [`MAX_SPARE_BYTES`].
+    pub fn keep(self, region: &'static str) {
+        if self.bytes.capacity() <= MAX_SPARE_BYTES {
+            kept_images().insert(region, self.bytes);
+        }
+    }
 
     /// The most bytes a table of `bytes` takes.
     fn padded(bytes: usize) -> usize {
@@ -300,9 +329,7 @@ impl Layout {
         // Room for everything at once: a region of 350,000 tasks has a table image of tens of
         // megabytes, which growing by doubling would copy and fault in twice.
         let bound = tables_bytes(ins, options, workers, sms, arrays, keep);
-        let mut image = Image {
-            bytes: Vec::with_capacity(usize::try_from(bound).unwrap_or(0)),
-        };
+        let mut image = Image::for_region(ins.region, usize::try_from(bound).unwrap_or(0));
         let (tasks, args) = (
             image.put(bytes_of(&ins.tasks)),
             image.put(bytes_of(&ins.args)),
@@ -425,6 +452,11 @@ mod tests {
 
     /// 20 tasks over overlapping ranges of one array, some writing.
     fn inspection(ranges: bool) -> Inspection {
+        inspection_of("layout", ranges)
+    }
+
+    /// [`inspection`] of a region named `region`.
+    fn inspection_of(region: &'static str, ranges: bool) -> Inspection {
         let arrays = vec![ArrayInfo {
             name: "x",
             len: 64,
@@ -432,7 +464,7 @@ mod tests {
             elem_bytes: 4,
             output: false,
         }];
-        let mut recorder = Recorder::new("layout", &["t"], arrays);
+        let mut recorder = Recorder::new(region, &["t"], arrays);
         if ranges {
             recorder = recorder.with_ranges();
         }
@@ -606,6 +638,23 @@ mod tests {
             assert!(bytes.len() as u64 <= bound, "{} > {bound}", bytes.len());
             assert!(layout.slot_at + slot_bytes(2) <= bytes.len());
         }
+    }
+
+    #[test]
+    fn a_layout_writes_into_its_regions_kept_image_and_lays_out_the_same_bytes() {
+        // A name of its own: tests run side by side, and images are kept by region.
+        let ins = inspection_of("kept image", false);
+        let layout = || Layout::new(&ins, &Options::default(), 2, None, 2, Keep::No, |_| None);
+        let fresh = layout();
+        // A kept image larger than this one, holding something else.
+        let stale = Image {
+            bytes: vec![0xab; 2 * fresh.image.bytes.len()],
+        };
+        let at = stale.bytes.as_ptr();
+        stale.keep(ins.region);
+        let reused = layout();
+        assert_eq!(reused.image.bytes.as_ptr(), at, "the kept image's memory");
+        assert_eq!(reused.image.bytes, fresh.image.bytes);
     }
 
     #[test]
