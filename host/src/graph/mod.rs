@@ -66,6 +66,7 @@
 
 mod affinity;
 mod bitset;
+mod buffer;
 mod compress;
 mod dag;
 mod export;

@@ -1,6 +1,5 @@
 //! [`EdgeSink`]: the edges of one job, one per (parent, child) pair, as they are found.
 
-use super::job::JobEdges;
 use super::{EdgeKind, MAX_EDGES};
 
 /// The buffers of an [`EdgeSink`] no longer needed, kept for a later one (see
@@ -9,18 +8,20 @@ use super::{EdgeKind, MAX_EDGES};
 pub(super) struct SinkBuffers {
     pub global: Vec<u32>,
     pub mark: Vec<u32>,
-    /// The edges' vectors, once the edges are merged.
-    pub edges: JobEdges,
+    /// The edges' vectors: taken for the edges found, given back once they are merged.
+    pub parents: Vec<u32>,
+    pub kinds: Vec<EdgeKind>,
+    pub children: Vec<(u32, u32)>,
 }
 
 impl SinkBuffers {
     pub(super) fn bytes(&self) -> usize {
-        use super::spare::bytes;
+        use super::buffer::bytes;
         bytes(&self.global)
             + bytes(&self.mark)
-            + bytes(&self.edges.parents)
-            + bytes(&self.edges.kinds)
-            + bytes(&self.edges.children)
+            + bytes(&self.parents)
+            + bytes(&self.kinds)
+            + bytes(&self.children)
     }
 }
 
@@ -80,34 +81,26 @@ impl EdgeSink {
     /// A sink that refuses edges past `max_edges`, writing into the buffers of `spare` (cleared
     /// first).
     pub(super) fn with_buffers(max_edges: usize, spare: SinkBuffers) -> Self {
-        let SinkBuffers {
-            global,
-            mark,
-            edges,
-        } = spare;
+        use super::buffer::cleared;
         Self {
-            global: super::spare::cleared(global),
-            mark: super::spare::cleared(mark),
-            parents: super::spare::cleared(edges.parents),
-            kinds: super::spare::cleared(edges.kinds),
-            children: super::spare::cleared(edges.children),
+            global: cleared(spare.global),
+            mark: cleared(spare.mark),
+            parents: cleared(spare.parents),
+            kinds: cleared(spare.kinds),
+            children: cleared(spare.children),
             ..Self::with_max_edges(max_edges)
         }
     }
 
-    /// The edges found, and the buffers to keep for a later sink.
-    pub(super) fn into_edges(self) -> (JobEdges, SinkBuffers) {
-        let edges = JobEdges {
-            children: self.children,
-            parents: self.parents,
-            kinds: self.kinds,
-        };
-        let rest = SinkBuffers {
+    /// Its buffers, the edges found among them.
+    pub(super) fn into_buffers(self) -> SinkBuffers {
+        SinkBuffers {
             global: self.global,
             mark: self.mark,
-            edges: JobEdges::default(),
-        };
-        (edges, rest)
+            parents: self.parents,
+            kinds: self.kinds,
+            children: self.children,
+        }
     }
 
     /// Tasks begun so far.

@@ -10,6 +10,7 @@
 //! they make a later one-off call's inspection cost the same whatever ran before it.
 
 use super::EdgeKind;
+use super::buffer::bytes;
 use super::dag::Dag;
 use super::tiles::TileBuffers;
 
@@ -36,17 +37,6 @@ pub(super) struct Lists {
     pub parents: Vec<u32>,
     pub kinds: Vec<EdgeKind>,
     pub mark: Vec<usize>,
-}
-
-/// Bytes of capacity of `v`.
-pub(super) fn bytes<T>(v: &Vec<T>) -> usize {
-    v.capacity() * size_of::<T>()
-}
-
-/// `v` cleared, to be written from the start.
-pub(super) fn cleared<T>(mut v: Vec<T>) -> Vec<T> {
-    v.clear();
-    v
 }
 
 /// A clone has no buffers: they are a cache of memory, not state.

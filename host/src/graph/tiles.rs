@@ -10,11 +10,11 @@
 //! path ([`Tiles::into_recs`]): the edges are the same either way, only their cost differs.
 
 use super::Access;
+use super::buffer::{bytes, cleared};
 use super::compress::Endpoints;
 use super::interval::{NONE, ReaderArena};
 use super::job::{JobEdges, Limits, Rec};
 use super::sink::{EdgeSink, SinkBuffers};
-use super::spare::{bytes, cleared};
 use super::{EdgeKind, LimitExceeded};
 
 /// The environment variable that turns the tile path off (`0`), for an A/B of inspection: every
@@ -81,12 +81,18 @@ pub(crate) struct TileBuffers {
     tiles: Vec<Tile>,
     recs: Vec<(u32, u32, Access)>,
     nodes: Vec<(u32, u32)>,
-    pub(super) sink: SinkBuffers,
+    sink: SinkBuffers,
 }
 
 impl TileBuffers {
     pub(super) fn bytes(&self) -> usize {
         bytes(&self.tiles) + bytes(&self.recs) + bytes(&self.nodes) + self.sink.bytes()
+    }
+
+    /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
+    pub(super) fn give_back(&mut self, edges: JobEdges) {
+        (self.sink.parents, self.sink.kinds, self.sink.children) =
+            (edges.parents, edges.kinds, edges.children);
     }
 }
 
@@ -277,7 +283,12 @@ impl Tiles {
                 limit: self.arena.max_nodes() as u64,
             });
         }
-        let (edges, sink) = self.sink.into_edges();
+        let mut sink = self.sink.into_buffers();
+        let edges = JobEdges {
+            children: std::mem::take(&mut sink.children),
+            parents: std::mem::take(&mut sink.parents),
+            kinds: std::mem::take(&mut sink.kinds),
+        };
         let rest = TileBuffers {
             tiles: self.tiles,
             recs: self.recs,

@@ -403,7 +403,7 @@ impl DepTracker {
         outs.extend(tiled);
         let dag = split::merge(n, &outs, limits.edges, spare.dag.take(), &mut spare.lists)?;
         for ((_, rest), edges) in buffers.iter_mut().zip(outs.drain(first_tiled..)) {
-            rest.sink.edges = edges;
+            rest.give_back(edges);
         }
         // Buffers given and not used stay for a later inspection.
         buffers.append(&mut spare.tiles);
