@@ -205,6 +205,18 @@ mod tests {
         Plan::new(meta(name), Options::default(), ins).unwrap()
     }
 
+    #[test]
+    fn a_dropped_plan_gives_its_buffers_to_the_regions_next_inspection() {
+        // A name of its own: tests run side by side, and buffers are kept by region.
+        let first = plan("gives back");
+        let tasks = first.inspection().tasks.as_ptr();
+        drop(first);
+        let next = Recorder::new("gives back", &KINDS, vec![array(8)])
+            .finish(Instant::now())
+            .expect("an empty region");
+        assert_eq!(next.tasks.as_ptr(), tasks);
+    }
+
     fn key(name: &'static str, scalars: &[u64], len: usize) -> PlanKey {
         PlanKey::new(
             meta(name),

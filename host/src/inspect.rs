@@ -767,9 +767,11 @@ pub struct Inspection {
     pub edges_time: Duration,
 }
 
-/// An inspection's buffers are kept for the region's next one (see `graph/spare.rs`).
-impl Drop for Inspection {
-    fn drop(&mut self) {
+impl Inspection {
+    /// Gives this inspection's buffers to its region's next inspection (see `graph/spare.rs`),
+    /// leaving its tables empty: for the runtime, once the plan that held it is dropped. (Not a
+    /// `Drop` of its own: the fields are the caller's to move out of an inspection it was given.)
+    pub(crate) fn give_back(&mut self) {
         let dag = Dag {
             offsets: std::mem::take(&mut self.dag.offsets),
             children: std::mem::take(&mut self.dag.children),
@@ -796,9 +798,7 @@ impl Drop for Inspection {
             kept.graph.keep_dag(dag);
         });
     }
-}
 
-impl Inspection {
     /// The number of tasks.
     pub fn task_count(&self) -> usize {
         self.locations.len()
@@ -952,7 +952,7 @@ mod tests {
             }
             rec.finish(Instant::now()).unwrap()
         };
-        let first = inspect();
+        let mut first = inspect();
         let (tasks, children) = (first.tasks.as_ptr(), first.dag.children.as_ptr());
         let (dag, args) = (first.dag.clone(), first.args.clone());
         assert_eq!(
@@ -960,7 +960,7 @@ mod tests {
             192,
             "each write follows the last one of its tile"
         );
-        drop(first);
+        first.give_back();
         let second = inspect();
         assert_eq!(second.tasks.as_ptr(), tasks, "the task records' buffer");
         assert_eq!(second.dag.children.as_ptr(), children, "the DAG's");

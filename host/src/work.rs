@@ -180,6 +180,14 @@ impl Work {
     }
 }
 
+/// A plan's inspection gives its buffers to the region's next inspection: a one-off call's plan is
+/// dropped as the call returns, and the next call of the region writes into its memory.
+impl Drop for Work {
+    fn drop(&mut self) {
+        self.inspection.give_back();
+    }
+}
+
 /// The static plan of a plan run under the default policy, made on a thread of its own
 /// ([`Work::start_upgrade`]).
 struct Upgrade {
