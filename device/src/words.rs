@@ -81,22 +81,8 @@ pub const PARKED: usize = 29;
 /// In a region with wide tasks: whether this block's arrival ended the running gang (1), so that
 /// it releases the task's children.
 pub const GANG_LAST: usize = 30;
-/// Whether the running task's argument words are at [`ARGS_COPY`] (1), copied there while the
-/// leader waited for its parents, rather than only in the argument table (0). GPU only: on the
-/// host it stays 0.
-pub const ARGS_HERE: usize = 31;
-/// Five words: under the static policy, the record of the task after the running one in the
-/// worker's list (kind, `ARGS`, `ARGS_END`, `ROW`, `ROW_END`), which the leader starts copying as
-/// soon as the link to it (`AHEAD`) has landed, at the end of the running body, so that the pick
-/// finds it there instead of loading it after the release.
-pub const NEXT: usize = 32;
-/// [`ARGS_COPY_WORDS`] argument words (two runtime words each): a copy of the running task's
-/// argument words, which its body reads instead of the table's when [`ARGS_HERE`] is set.
-pub const ARGS_COPY: usize = 40;
-/// The most argument words a task may have for them to be copied to [`ARGS_COPY`].
-pub const ARGS_COPY_WORDS: usize = 16;
 /// Start of the freed-children list.
-pub const LIST: usize = ARGS_COPY + 2 * ARGS_COPY_WORDS;
+pub const LIST: usize = 32;
 /// Capacity of the freed-children list; further children are pushed by the thread that freed
 /// them.
 pub const LIST_CAP: usize = crate::shared::RUNTIME_WORDS - LIST;
@@ -218,28 +204,6 @@ impl<'w> Words<'w> {
                 )
             };
         }
-    }
-
-    /// Starts copying the `u64` at `src` into words `i` and `i + 1` (`i` even), as
-    /// [`prefetch`](Self::prefetch) does a word: on the GPU only, where the copy is a `cp.async`
-    /// of 8 bytes.
-    ///
-    /// # Safety
-    /// As for [`prefetch`](Self::prefetch), for an aligned `u64`.
-    #[cfg(target_arch = "nvptx64")]
-    #[inline(always)]
-    pub unsafe fn prefetch_u64(self, i: usize, src: *const u64) {
-        debug_assert!(i % 2 == 0 && i + 1 < crate::shared::RUNTIME_WORDS);
-        // SAFETY: guaranteed by the caller; the destination is words `i` and `i + 1` of this
-        // block's words, 8-aligned since the words are 16-aligned and `i` is even.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .u32 %twa; .reg .u64 %tws; mov.u32 %twa, tw_runtime_words; \
-                 add.u32 %twa, %twa, {o}; cvta.to.global.u64 %tws, {src}; \
-                 cp.async.ca.shared.global [%twa], [%tws], 8; }}",
-                o = in(reg32) (i * 4) as u32, src = in(reg64) src, options(nostack)
-            )
-        };
     }
 
     /// Waits until this thread's [`prefetch`](Self::prefetch)es have landed in their words.

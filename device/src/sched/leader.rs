@@ -15,8 +15,6 @@ pub(super) struct Record {
     pub args_end: u32,
     pub row: u32,
     pub row_end: u32,
-    /// 1 when the argument words were copied to [`words::ARGS_COPY`] (see [`words::ARGS_HERE`]).
-    pub here: u32,
 }
 
 impl Record {
@@ -28,20 +26,6 @@ impl Record {
         words.store(words::ARGS_END, self.args_end);
         words.store(words::ROW, self.row);
         words.store(words::ROW_END, self.row_end);
-        words.store(words::ARGS_HERE, self.here);
-    }
-
-    /// The record copied into the five words from `at` (see [`words::NEXT`]), once they landed.
-    #[inline(always)]
-    pub fn load(words: Words, at: usize) -> Self {
-        Record {
-            kind: words.load(at),
-            args: words.load(at + 1),
-            args_end: words.load(at + 2),
-            row: words.load(at + 3),
-            row_end: words.load(at + 4),
-            here: 0,
-        }
     }
 }
 

@@ -51,11 +51,7 @@ pub(super) fn pick<'a, 'w>(
         (kept, rt.record(kept))
     } else if ahead != command::NONE && ahead != queue::NIL {
         me.head = ahead & !COUNTED;
-        // Its record was copied into `NEXT` as soon as this link landed, at the end of the last
-        // body (see `run_worker`): no load of it after the release.
-        me.words.settle();
-        let record = Record::load(me.words, words::NEXT);
-        rt.take_with(ahead, record, &mut me, false)
+        rt.take(ahead, &mut me, false)
     } else {
         match rt.acquire(&mut me, false) {
             // A link round (a streamed region's): the claimed links stay in the `ARGS` words.
@@ -214,55 +210,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
                 args_end: tasks.args(t + 1),
                 row: offsets.get(t),
                 row_end: offsets.get(t + 1),
-                here: 0,
             }
         }
-    }
-
-    /// Starts copying `task`'s record into the five words from `at`, as [`Pick::record`] reads it
-    /// (see [`Words::prefetch`](crate::words::Words::prefetch)); it is there once the leader has
-    /// settled its copies.
-    ///
-    /// # Safety
-    /// `task < n_tasks`, and its record and row bounds are published (under the static policy,
-    /// every one is, before the launch).
-    #[inline(always)]
-    unsafe fn prefetch_record(&self, task: u32, words: words::Words, at: usize) {
-        let t = task as usize;
-        debug_assert!(t < self.n_tasks() as usize);
-        let (tasks, offsets) = (self.tasks(), self.offsets());
-        // SAFETY: the tables have `n_tasks + 1` entries; nobody writes them during the run.
-        unsafe {
-            let (kind, args) = tasks.fields(t);
-            words.prefetch(at, kind);
-            words.prefetch(at + 1, args);
-            words.prefetch(at + 2, tasks.fields(t + 1).1);
-            words.prefetch(at + 3, offsets.at(t));
-            words.prefetch(at + 4, offsets.at(t + 1));
-        }
-    }
-
-    /// Starts copying the argument words of `record` into [`words::ARGS_COPY`], if they fit: 1 if
-    /// it did (the record's `here`), 0 otherwise. On the GPU only, where the body then reads them
-    /// from shared memory instead of making an L2 round trip first; the host's tables are in its
-    /// caches already.
-    #[inline(always)]
-    fn copy_args(&self, record: Record, words: words::Words) -> u32 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let (start, end) = (record.args as usize, record.args_end as usize);
-            if end - start <= words::ARGS_COPY_WORDS {
-                let args = self.args();
-                for i in 0..end - start {
-                    // SAFETY: the record's words lie in the argument table, published with the
-                    // task; `i < ARGS_COPY_WORDS`.
-                    unsafe { words.prefetch_u64(words::ARGS_COPY + 2 * i, args.at(start + i)) };
-                }
-                return 1;
-            }
-        }
-        let _ = (record, words);
-        0
     }
 
     #[inline(always)]
@@ -374,32 +323,15 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// waited: the caller joins it and takes the link again later.
     #[inline(always)]
     fn take(&self, link: u32, me: &mut Leader, gangs: bool) -> (u32, Record) {
-        self.take_with(link, self.record(link & !COUNTED), me, gangs)
-    }
-
-    /// [`Pick::take`], for a link whose task's `record` the leader has already. A task that has
-    /// to wait for its parents has its argument words copied to the block's shared memory
-    /// meanwhile ([`Pick::copy_args`]), off the hop that ends the wait.
-    #[inline(always)]
-    fn take_with(
-        &self,
-        link: u32,
-        mut record: Record,
-        me: &mut Leader,
-        gangs: bool,
-    ) -> (u32, Record) {
         let task = link & !COUNTED;
+        let record = self.record(task);
         if link & COUNTED != 0 && !deps::ready(self.pending(), task) {
-            record.here = self.copy_args(record, me.words);
             let (outcome, polls) = self.wait(task, me.take_done(), gangs);
             me.add(IDLE_POLLS, polls);
-            // The copies must land before the barrier that hands the task to the block (or before
-            // the words are used again, when it is not handed).
-            me.words.settle();
             match outcome {
                 Waited::Ready => {}
                 Waited::Aborted => return (command::ABORT, record),
-                Waited::Gang => return (command::NONE, Record { here: 0, ..record }),
+                Waited::Gang => return (command::NONE, record),
             }
         }
         (task, record)
