@@ -81,13 +81,8 @@ pub const PARKED: usize = 29;
 /// In a region with wide tasks: whether this block's arrival ended the running gang (1), so that
 /// it releases the task's children.
 pub const GANG_LAST: usize = 30;
-/// Five words: under the static policy, the record of the task after the running one in the
-/// worker's list (kind, `ARGS`, `ARGS_END`, `ROW`, `ROW_END`), which the leader starts copying as
-/// soon as the link to it (`AHEAD`) has landed, at the end of the running body, so that the pick
-/// finds it there instead of loading it after the release.
-pub const NEXT: usize = 32;
 /// Start of the freed-children list.
-pub const LIST: usize = NEXT + 8;
+pub const LIST: usize = 32;
 /// Capacity of the freed-children list; further children are pushed by the thread that freed
 /// them.
 pub const LIST_CAP: usize = crate::shared::RUNTIME_WORDS - LIST;

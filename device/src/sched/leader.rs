@@ -27,18 +27,6 @@ impl Record {
         words.store(words::ROW, self.row);
         words.store(words::ROW_END, self.row_end);
     }
-
-    /// The record copied into the five words from `at` (see [`words::NEXT`]), once they landed.
-    #[inline(always)]
-    pub fn load(words: Words, at: usize) -> Self {
-        Record {
-            kind: words.load(at),
-            args: words.load(at + 1),
-            args_end: words.load(at + 2),
-            row: words.load(at + 3),
-            row_end: words.load(at + 4),
-        }
-    }
 }
 
 /// The leader's state between rounds. The queue cursor, which the hop needs at once, stays in a

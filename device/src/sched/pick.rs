@@ -51,11 +51,7 @@ pub(super) fn pick<'a, 'w>(
         (kept, rt.record(kept))
     } else if ahead != command::NONE && ahead != queue::NIL {
         me.head = ahead & !COUNTED;
-        // Its record was copied into `NEXT` as soon as this link landed, at the end of the last
-        // body (see `run_worker`): no load of it after the release.
-        me.words.settle();
-        let record = Record::load(me.words, words::NEXT);
-        rt.take_with(ahead, record, &mut me, false)
+        rt.take(ahead, &mut me, false)
     } else {
         match rt.acquire(&mut me, false) {
             // A link round (a streamed region's): the claimed links stay in the `ARGS` words.
@@ -218,29 +214,6 @@ pub(super) trait Pick<'a>: Tables<'a> {
         }
     }
 
-    /// Starts copying `task`'s record into the five words from `at`, as [`Pick::record`] reads it
-    /// (see [`Words::prefetch`](crate::words::Words::prefetch)); it is there once the leader has
-    /// settled its copies.
-    ///
-    /// # Safety
-    /// `task < n_tasks`, and its record and row bounds are published (under the static policy,
-    /// every one is, before the launch).
-    #[inline(always)]
-    unsafe fn prefetch_record(&self, task: u32, words: words::Words, at: usize) {
-        let t = task as usize;
-        debug_assert!(t < self.n_tasks() as usize);
-        let (tasks, offsets) = (self.tasks(), self.offsets());
-        // SAFETY: the tables have `n_tasks + 1` entries; nobody writes them during the run.
-        unsafe {
-            let (kind, args) = tasks.fields(t);
-            words.prefetch(at, kind);
-            words.prefetch(at + 1, args);
-            words.prefetch(at + 2, tasks.fields(t + 1).1);
-            words.prefetch(at + 3, offsets.at(t));
-            words.prefetch(at + 4, offsets.at(t + 1));
-        }
-    }
-
     #[inline(always)]
     fn aborted(&self) -> bool {
         // The host's watchdog writes the flag from outside the GPU: system scope. A faulting task
@@ -350,13 +323,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// waited: the caller joins it and takes the link again later.
     #[inline(always)]
     fn take(&self, link: u32, me: &mut Leader, gangs: bool) -> (u32, Record) {
-        self.take_with(link, self.record(link & !COUNTED), me, gangs)
-    }
-
-    /// [`Pick::take`], for a link whose task's `record` the leader has already.
-    #[inline(always)]
-    fn take_with(&self, link: u32, record: Record, me: &mut Leader, gangs: bool) -> (u32, Record) {
         let task = link & !COUNTED;
+        let record = self.record(task);
         if link & COUNTED != 0 && !deps::ready(self.pending(), task) {
             let (outcome, polls) = self.wait(task, me.take_done(), gangs);
             me.add(IDLE_POLLS, polls);

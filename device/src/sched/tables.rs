@@ -201,17 +201,6 @@ impl<'a, T: Copy> Table<'a, T> {
         unsafe { self.ptr.add(i).read() }
     }
 
-    /// Where entry `i` is, for a copy in the background ([`Words::prefetch`](crate::words::Words)).
-    ///
-    /// # Safety
-    /// `i < len`.
-    #[inline(always)]
-    pub unsafe fn at(&self, i: usize) -> *const T {
-        debug_assert!(i < self.len);
-        // SAFETY: the caller's promise.
-        unsafe { self.ptr.add(i) }
-    }
-
     /// Entries `range`, unchecked in release builds.
     ///
     /// # Safety
@@ -236,20 +225,6 @@ impl Table<'_, TaskRecord> {
         debug_assert!(i < self.len);
         // SAFETY: the caller's promise; no reference to the record is made.
         unsafe { (*self.ptr.add(i)).args }
-    }
-
-    /// Where record `i`'s kind and first argument word are (see [`Table::at`]).
-    ///
-    /// # Safety
-    /// `i < len`.
-    #[inline(always)]
-    pub unsafe fn fields(&self, i: usize) -> (*const u32, *const u32) {
-        debug_assert!(i < self.len);
-        // SAFETY: the caller's promise; no reference to the record is made.
-        unsafe {
-            let record = self.ptr.add(i);
-            (&raw const (*record).kind, &raw const (*record).args)
-        }
     }
 }
 

@@ -2,7 +2,6 @@
 
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, link_round, pick, pick_gang};
-use super::queue::{COUNTED, NIL};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
 use super::tables::Tables;
@@ -130,16 +129,6 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         let (mut row0, mut row1, mut queued) = (0u32, 0u32, false);
         if leader {
             words.settle();
-            // Under the static policy the link to the next task in this worker's list has landed:
-            // its record starts copying now, beside the barrier and the release, for the pick.
-            if policy::planned(rt.policy()) && !dispatch.gangs() {
-                let ahead = words.load(words::AHEAD);
-                if ahead != command::NONE && ahead != NIL {
-                    // SAFETY: a planned link names a task of the region, and every record and
-                    // row bound is written before the launch.
-                    unsafe { rt.prefetch_record(ahead & !COUNTED, words, words::NEXT) };
-                }
-            }
             (row0, row1) = (words.load(words::ROW0), words.load(words::ROW1));
             if policy::looks_at_queue(rt.policy()) {
                 queued = !rt.queues().looks_empty(me.head);
