@@ -40,7 +40,6 @@ pub(super) fn pick<'a, 'w>(
     mut me: Leader<'w>,
     kept: u32,
     abort_word: u32,
-    ahead_record: Option<Record>,
 ) -> Leader<'w> {
     let ahead = if policy::planned(rt.policy()) {
         me.get(words::AHEAD)
@@ -52,10 +51,7 @@ pub(super) fn pick<'a, 'w>(
         (kept, rt.record(kept))
     } else if ahead != command::NONE && ahead != queue::NIL {
         me.head = ahead & !COUNTED;
-        // Its record was loaded as soon as this link landed, at the end of the last body (see
-        // `run_worker`), beside the barrier and the release.
-        let record = ahead_record.unwrap_or_else(|| rt.record(ahead & !COUNTED));
-        rt.take_with(ahead, record, &mut me, false)
+        rt.take(ahead, &mut me, false)
     } else {
         match rt.acquire(&mut me, false) {
             // A link round (a streamed region's): the claimed links stay in the `ARGS` words.
@@ -327,13 +323,8 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// waited: the caller joins it and takes the link again later.
     #[inline(always)]
     fn take(&self, link: u32, me: &mut Leader, gangs: bool) -> (u32, Record) {
-        self.take_with(link, self.record(link & !COUNTED), me, gangs)
-    }
-
-    /// [`Pick::take`], for a link whose task's `record` the leader has already.
-    #[inline(always)]
-    fn take_with(&self, link: u32, record: Record, me: &mut Leader, gangs: bool) -> (u32, Record) {
         let task = link & !COUNTED;
+        let record = self.record(task);
         if link & COUNTED != 0 && !deps::ready(self.pending(), task) {
             let (outcome, polls) = self.wait(task, me.take_done(), gangs);
             me.add(IDLE_POLLS, polls);

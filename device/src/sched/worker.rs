@@ -2,7 +2,6 @@
 
 use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, link_round, pick, pick_gang};
-use super::queue::{COUNTED, NIL};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
 use super::tables::Tables;
@@ -79,9 +78,6 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
     // The abort flag as read at the end of the last body (0 when not read), looked at by the next
     // pick.
     let mut abort_word = 0u32;
-    // Under the static policy, the record of the next task in this worker's list, loaded by the
-    // leader at the end of the last body (`None`: not loaded), taken by the next pick.
-    let mut ahead_record = None;
 
     loop {
         // A: the leader picks the next task and hands it to the block.
@@ -89,10 +85,10 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
             me = if dispatch.gangs() {
                 pick_gang(rt, |kind| dispatch.width(kind), me, kept, abort_word)
             } else {
-                pick(rt, me, kept, abort_word, ahead_record)
+                pick(rt, me, kept, abort_word)
             };
         }
-        (kept, abort_word, ahead_record) = (command::NONE, 0, None);
+        (kept, abort_word) = (command::NONE, 0);
         arch::sync_threads();
         let task = running(words);
         if task >= command::NONE {
@@ -133,15 +129,6 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         let (mut row0, mut row1, mut queued) = (0u32, 0u32, false);
         if leader {
             words.settle();
-            // Under the static policy the link to the next task in this worker's list has landed:
-            // its record's loads are issued now, to overlap the barrier and the release, into
-            // registers that live only until the pick (not across a body).
-            if policy::planned(rt.policy()) && !dispatch.gangs() {
-                let ahead = words.load(words::AHEAD);
-                if ahead != command::NONE && ahead != NIL {
-                    ahead_record = Some(rt.record(ahead & !COUNTED));
-                }
-            }
             (row0, row1) = (words.load(words::ROW0), words.load(words::ROW1));
             if policy::looks_at_queue(rt.policy()) {
                 queued = !rt.queues().looks_empty(me.head);
