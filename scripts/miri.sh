@@ -142,6 +142,7 @@
 #| device/src/sched/release.rs | release_wide | 1 | miri: C (fan-outs over 8 children)
 #| device/src/sched/policy/priority.rs | keep | 1 | miri: C (the priority policy)
 #| device/src/sched/worker.rs | run_worker | 4 | miri: B, C (statistics)
+#| device/src/sched/worker.rs | run_worker | 2 | not: compiled in only when TASKWEAVE_HOP_STAMPS is set (a measurement build's trace writes; the trace records' other writes run under B, C)
 #| device/src/sched/worker.rs | run_body | 4 | miri: B, C (the trace's end: traces, tests/sm_aware.rs)
 #| device/src/sched/worker.rs | run_body | 1 | miri: C (tests/wide_tasks.rs: a gang member's block)
 #| device/src/sched/worker.rs | start_task | 2 | miri: C (the row's prefetch; traces, tests/sm_aware.rs)

@@ -213,6 +213,7 @@ impl Builder {
             env::PTXAS_JOBS,
             env::TOOLCHAIN,
             env::REGIONS,
+            env::HOP_STAMPS,
             "CUDA_HOME",
             "VIRTUAL_ENV",
         ] {

@@ -74,6 +74,10 @@ pub mod env {
     /// Read by the device build: how many `ptxas` processes run at once (default: cargo's job
     /// count).
     pub const PTXAS_JOBS: &str = "TASKWEAVE_PTXAS_JOBS";
+    /// Read when the device crate is compiled (`option_env!`): set, the persistent worker loop
+    /// writes the leader's cycles between its steps into a traced run's records instead of their
+    /// times, for `sched_bench` to print (a measurement build; see `docs/scheduler.md`).
+    pub const HOP_STAMPS: &str = "TASKWEAVE_HOP_STAMPS";
     /// Set by the device build for the kernels crate: the path of its whole PTX.
     pub const PTX: &str = "TASKWEAVE_PTX";
     /// Set by the device build for the kernels crate: the path of its kernel bundle.

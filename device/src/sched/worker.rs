@@ -46,6 +46,17 @@ pub trait Dispatch: Sync {
     }
 }
 
+/// A measurement build (`TASKWEAVE_HOP_STAMPS` set when the device crate is compiled): a traced
+/// run's records then hold the leader's `%clock64` cycles between the loop's steps instead of
+/// their times (see `stamp`).
+const STAMPS: bool = option_env!("TASKWEAVE_HOP_STAMPS").is_some();
+
+/// The cycles from `from` to `to`, saturated to 16 bits, at `at`'s 16-bit slot.
+#[inline(always)]
+fn stamp(from: u32, to: u32, at: u32) -> u64 {
+    u64::from(to.wrapping_sub(from).min(0xFFFF)) << (16 * at)
+}
+
 /// A busy worker adds its completions to the global count at least this often.
 const FLUSH_EVERY: u32 = 64;
 
@@ -79,7 +90,9 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
     // pick.
     let mut abort_word = 0u32;
 
+    let clock = || arch::clock64() as u32;
     loop {
+        let s0 = if STAMPS { clock() } else { 0 };
         // A: the leader picks the next task and hands it to the block.
         if leader {
             me = if dispatch.gangs() {
@@ -88,8 +101,10 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
                 pick(rt, me, kept, abort_word)
             };
         }
+        let s1 = if STAMPS { clock() } else { 0 };
         (kept, abort_word) = (command::NONE, 0);
         arch::sync_threads();
+        let s2 = if STAMPS { clock() } else { 0 };
         let task = running(words);
         if task >= command::NONE {
             // A streamed region's idle worker links what its leader claimed, every thread a share,
@@ -118,8 +133,16 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         if leader {
             start_task(rt, me, task, rank);
         }
+        let traced = STAMPS && leader && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null();
+        let s3 = if STAMPS { clock() } else { 0 };
+        if traced {
+            let packed = stamp(s0, s1, 0) | stamp(s1, s2, 1) | stamp(s2, s3, 2);
+            // SAFETY: `trace` has `n_tasks` records and each task runs once.
+            unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(packed) };
+        }
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
         let rounds = unsafe { run_body(rt, dispatch, task, rank, words, scratch, scratch_bytes) };
+        let s4 = if STAMPS { clock() } else { 0 };
         // Read before the barrier: after it the leader may already write the next task's record.
         let n_children = row_len(words);
         // The leader's body is done; before the barrier that waits for the others, it takes the
@@ -137,10 +160,12 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
                 abort_word = rt.abort_word();
             }
         }
+        let s5 = if STAMPS { clock() } else { 0 };
         arch::sync_threads();
         if leader {
             me.set(ENDED, arch::clock64() as u32);
         }
+        let s6 = if STAMPS { clock() } else { 0 };
         // A gang's member arrives at its end; only the last to arrive goes on to release the task's
         // children and count it.
         if rank != command::NONE && !end_gang(rt, dispatch, me, task, rounds) {
@@ -163,8 +188,19 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         if leader && rt.flags() & FLAG_STREAM != 0 {
             release_streamed(rt, me);
         }
+        let s7 = if STAMPS { clock() } else { 0 };
         if leader {
             end_task(rt, me);
+        }
+        if traced {
+            let s8 = clock();
+            let packed = stamp(s3, s4, 0) | stamp(s4, s5, 1) | stamp(s5, s6, 2) | stamp(s6, s7, 3);
+            // SAFETY: as above.
+            unsafe {
+                let rec = rt.trace().add(task as usize);
+                (&raw mut (*rec).end).write(packed);
+                (&raw mut (*rec).worker).write(s8.wrapping_sub(s7));
+            }
         }
     }
 
@@ -235,7 +271,8 @@ unsafe fn run_body<'a, T: Tables<'a>, D: Dispatch>(
     // The trace's end is the body's (the leader's part of it), written here, before the barrier
     // and the release that may start a child elsewhere: a child's start never precedes it. A
     // gang's rank 0 writes it; the member that ends the gang writes the rest.
-    if flags & FLAG_TRACE != 0
+    if !STAMPS
+        && flags & FLAG_TRACE != 0
         && arch::thread_idx() == 0
         && (rank == command::NONE || rank == 0)
         && !rt.trace().is_null()
@@ -307,7 +344,7 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
     // Before the barrier after the body, so that every release of a child follows it.
     policy::started(rt.policy(), rt, task, worker);
     me.set(STARTED, arch::clock64() as u32);
-    if first && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
+    if !STAMPS && first && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once.
         unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(arch::global_timer_ns()) };
     }
@@ -330,7 +367,7 @@ fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
     if me.get(words::DONE) >= FLUSH_EVERY {
         me.flush(rt.completed());
     }
-    if rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
+    if !STAMPS && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once; its start was written
         // before the body and its end at the body's end (`run_body`).
         unsafe {

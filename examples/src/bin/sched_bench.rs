@@ -217,6 +217,38 @@ fn hop_breakdown(
         v.sort_unstable();
         v[v.len() / 2]
     };
+    if std::env::var_os("TASKWEAVE_HOP_STAMPS").is_some() {
+        // A stamps build: each record holds the leader's cycles between the loop's steps.
+        let steps = [
+            "pick",
+            "hand-over barrier",
+            "start_task",
+            "body call",
+            "settle, row and hints",
+            "end barrier",
+            "release",
+            "end_task",
+        ];
+        let field = |t: &taskweave_device::abi::TraceRecord, i: usize| match i {
+            0..3 => (t.start >> (16 * i)) & 0xFFFF,
+            3..7 => (t.end >> (16 * (i - 3))) & 0xFFFF,
+            _ => u64::from(t.worker),
+        };
+        let medians: Vec<u64> = (0..steps.len())
+            .map(|i| mid(trace.iter().skip(1).map(|t| field(t, i)).collect()))
+            .collect();
+        let parts: Vec<String> = (steps.iter().zip(&medians))
+            .map(|(s, m)| format!("{s} {m}"))
+            .collect();
+        println!(
+            "{} hop, {}, leader cycles (medians): {} = {} in all",
+            dag.name(),
+            variant.label(),
+            parts.join(", "),
+            medians.iter().sum::<u64>()
+        );
+        return Ok(());
+    }
     // A chain's task k runs after task k - 1: records in task order are in time order.
     let task = mid(trace.iter().map(|t| t.end - t.start).collect());
     let gap = mid(trace
