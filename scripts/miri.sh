@@ -140,6 +140,7 @@
 #| device/src/sched/pick.rs | record | 1 | miri: B, C (every task picked)
 #| device/src/sched/release.rs | release_narrow | 3 | miri: C (fan-outs of 1 to 8 children; the affinity policy)
 #| device/src/sched/release.rs | release_wide | 1 | miri: C (fan-outs over 8 children)
+#| device/src/sched/release.rs | release_planned | 1 | miri: C (tests/cpu_backend.rs: a task with eight children under the static policy)
 #| device/src/sched/policy/priority.rs | keep | 1 | miri: C (the priority policy)
 #| device/src/sched/worker.rs | run_worker | 4 | miri: B, C (statistics)
 #| device/src/sched/worker.rs | run_worker | 2 | not: compiled in only when TASKWEAVE_HOP_STAMPS is set (a measurement build's trace writes; the trace records' other writes run under B, C)

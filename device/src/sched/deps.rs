@@ -20,7 +20,7 @@
 //!    counter carries a counted child's. A continuation with a sole parent needs no load at all:
 //!    its inputs are the body the block just ran.
 
-use crate::atomic::{AtomicU32, Ordering::Acquire, Scope::Gpu};
+use crate::atomic::{AtomicU32, Ordering::Acquire, Ordering::Relaxed, Scope::Gpu};
 
 /// Marks a CSR child entry whose task has no other parent: it is ready as soon as this parent
 /// finishes, with no counter to decrement. The host sets it in the device's copy of the CSR, and
@@ -59,6 +59,20 @@ pub fn decrement_pair(pending: &[AtomicU32], first: u32, second: Option<u32>) ->
         _ => was,
     };
     (before(Some(first), a), before(second, b))
+}
+
+/// [`decrement`] for a caller that does not look at the result: the static plan's, whose children
+/// are in their workers' lists already. The same contract for a counted entry; nothing for a
+/// `SOLE_PARENT` one.
+#[inline(always)]
+pub fn release_only(pending: &[AtomicU32], entry: u32) {
+    if let Some(counter) = pending
+        .get(child(entry) as usize)
+        .filter(|_| counted(entry))
+    {
+        // Its result unused, the RMW waits for no round trip (`ATOM` to `RZ` in SASS).
+        counter.fetch_sub(1, Gpu, Relaxed);
+    }
 }
 
 /// Whether a [`decrement`] that returned `before` freed its child.

@@ -578,16 +578,20 @@ fn loom_sole_parent_push_fenced() {
     });
 }
 
-/// A finished task's release under the static policy, as the leader does it: one fence if any
-/// entry is counted (a child on another worker), then the decrements; nothing is pushed, since
-/// every child sits in its worker's list already, and with only same-worker children (entries
-/// flagged `SOLE_PARENT`) no fence at all.
+/// A finished task's release under the static policy, as the leader does it (`release_planned`):
+/// a fence before the first counted entry (a child on another worker), and for each counted entry
+/// a decrement whose result nobody reads; nothing is pushed, since every child sits in its
+/// worker's list already, and with only same-worker children (entries flagged `SOLE_PARENT`) no
+/// fence at all.
 fn finish_planned(t: &Tables, entries: &[u32]) {
-    if entries.iter().any(|&e| deps::counted(e)) {
-        fence(Gpu);
-    }
+    let mut fenced = false;
     for &e in entries {
-        deps::decrement(&t.pending, e);
+        if deps::counted(e) {
+            if !core::mem::replace(&mut fenced, true) {
+                fence(Gpu);
+            }
+            deps::release_only(&t.pending, e);
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use super::stream;
 use super::tables::Tables;
 use super::{at, deps, policy};
 use crate::arch;
-use crate::atomic::{Scope::Gpu, fence};
+use crate::atomic::{AtomicU32, Scope::Gpu, fence};
 use crate::words;
 use crate::words::command;
 
@@ -33,6 +33,9 @@ pub(super) fn release_narrow<'a>(
     let n = n as usize;
     // Read before the fence, which the decrements wait for anyway.
     let pending = rt.pending();
+    if policy::planned(rt.policy()) {
+        return release_planned(rt, me, n, row0, row1, pending);
+    }
     // Entry `i < n` of the row: prefetched, or read now.
     let entry = |i: usize| match i {
         0 => row0,
@@ -64,10 +67,6 @@ pub(super) fn release_narrow<'a>(
             count += 1;
         }
     }
-    if policy::planned(rt.policy()) {
-        // Every child is in some worker's list already.
-        return command::NONE;
-    }
     let task = running(me.words);
     let child = |i: usize| {
         // SAFETY: `place` asks only for `i < count <= LEADER_FANOUT`.
@@ -96,6 +95,40 @@ pub(super) fn release_narrow<'a>(
         }
     }
     kept
+}
+
+/// C under a planned policy, for a task with 1 to `LEADER_FANOUT` children: every child is in
+/// some worker's list already, so nothing is freed or placed; the counted children (on other
+/// workers) are released, behind one fence, by reductions whose results nobody waits for, and the
+/// others (this worker's) by the barrier that ended the body. Apart from [`release_narrow`], whose
+/// freed list the leader would otherwise fill instruction by instruction for nothing: the leader
+/// runs the hop alone, one dependent instruction after another, so the hop's length is its
+/// instruction count (`bench/results/hop-stamps-h200/`).
+#[inline(always)]
+fn release_planned<'a>(
+    rt: &impl Tables<'a>,
+    me: Leader,
+    n: usize,
+    row0: u32,
+    row1: u32,
+    pending: &[AtomicU32],
+) -> u32 {
+    let first = [row0, row1];
+    let mut fenced = false;
+    for i in 0..n {
+        let e = match first.get(i) {
+            Some(&e) => e,
+            // SAFETY: `i < n`, the row's length.
+            None => unsafe { *at(row(rt, me.words), i) },
+        };
+        if deps::counted(e) {
+            if !core::mem::replace(&mut fenced, true) {
+                fence(Gpu);
+            }
+            deps::release_only(pending, e);
+        }
+    }
+    command::NONE
 }
 
 /// C and D, for a task with more than `LEADER_FANOUT` children: every thread of the block
