@@ -77,11 +77,6 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
     dispatch: &D,
 ) {
     let leader = arch::thread_idx() == 0;
-    // The thread that counts a finished task (statistics, the watchdog's slot, the trace's worker):
-    // lane 0 of the second warp while the leader releases the children, so that the counts are
-    // off the hop; the leader itself in a block of one warp.
-    let counter_thread = if arch::block_dim() > 32 { 32 } else { 0 };
-    let counts = arch::thread_idx() == counter_thread;
     // SAFETY: the caller's promise.
     let words = unsafe { Words::new(words) };
     let mut me = Leader { head: 0, words };
@@ -167,7 +162,7 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         }
         let s5 = if STAMPS { clock() } else { 0 };
         arch::sync_threads();
-        if counts {
+        if leader {
             me.set(ENDED, arch::clock64() as u32);
         }
         let s6 = if STAMPS { clock() } else { 0 };
@@ -178,10 +173,6 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
                 slot.store(u32::MAX, Gpu, Relaxed);
             }
             continue;
-        }
-
-        if counts && !leader {
-            end_counts(rt, me, task);
         }
 
         // C: release the children; place the freed ones. One fence per releasing thread, before
@@ -199,9 +190,6 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         }
         let s7 = if STAMPS { clock() } else { 0 };
         if leader {
-            if counts {
-                end_counts(rt, me, task);
-            }
             end_task(rt, me);
         }
         if traced {
@@ -362,32 +350,23 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
     }
 }
 
-/// The leader's part after the release: counts the task as done, reporting progress now and then.
+/// The leader's part after the release (off the hop's critical path): tells the watchdog, counts
+/// the task (reporting progress now and then) and finishes its trace record (worker and SM).
 /// Inlined into the loop, as the scheduler's other steps are: only the body is out of line (see
-/// [`run_body`]). `DONE` is the leader's alone: its pick flushes it too, when it waits.
+/// [`run_body`]).
 #[inline(always)]
 fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
-    me.add(words::DONE, 1);
-    // A busy worker still reports progress now and then, for the host's watchdog.
-    if me.get(words::DONE) >= FLUSH_EVERY {
-        me.flush(rt.completed());
-    }
-}
-
-/// The counting thread's part after the body's barrier, beside the leader's release (see
-/// `counter_thread` in [`run_worker`]): tells the watchdog the worker is between tasks, counts
-/// the task and its busy cycles (`STARTED`, written before the body, and `ENDED`, by this thread
-/// after the barrier), and finishes its trace record (worker and SM). `task` is the block's own
-/// copy: the leader's next pick may already be writing `CURRENT`. The leader reads `TASKS` only
-/// after the next hand-over barrier, and writes `STARTED` only after it.
-#[inline(always)]
-fn end_counts<'a>(rt: &impl Tables<'a>, me: Leader, task: u32) {
-    let worker = me.worker();
+    let (task, worker) = (running(me.words), me.worker());
     if let Some(slot) = rt.current().get(worker as usize) {
         slot.store(u32::MAX, Gpu, Relaxed);
     }
     me.add(TASKS, 1);
     me.add_busy();
+    me.add(words::DONE, 1);
+    // A busy worker still reports progress now and then, for the host's watchdog.
+    if me.get(words::DONE) >= FLUSH_EVERY {
+        me.flush(rt.completed());
+    }
     if !STAMPS && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once; its start was written
         // before the body and its end at the body's end (`run_body`).
