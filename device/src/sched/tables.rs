@@ -799,3 +799,54 @@ mod gpu {
         }
     }
 }
+
+/// Tables `T` under a policy fixed at compile time: the worker loop for that policy alone, whose
+/// policy tests fold away (see [`run_worker`](super::worker::run_worker)). Every other table is
+/// `T`'s.
+#[derive(Clone, Copy)]
+pub(super) struct Fixed<'r, T, const POLICY: u32>(pub &'r T);
+
+/// Forwards each named method of [`Tables`] to the wrapped tables.
+macro_rules! forward {
+    ($($name:ident -> $ty:ty;)*) => {
+        $(
+            #[inline(always)]
+            fn $name(&self) -> $ty {
+                self.0.$name()
+            }
+        )*
+    };
+}
+
+impl<'a, T: Tables<'a>, const POLICY: u32> Tables<'a> for Fixed<'_, T, POLICY> {
+    #[inline(always)]
+    fn policy(&self) -> u32 {
+        POLICY
+    }
+    forward! {
+        n_tasks -> u32;
+        flags -> u32;
+        tasks -> Table<'a, TaskRecord>;
+        args -> Table<'a, u64>;
+        arrays -> &'a [ArrayDesc];
+        offsets -> Table<'a, u32>;
+        children -> Table<'a, u32>;
+        pending -> &'a [AtomicU32];
+        rank -> &'a [u32];
+        affine -> &'a [u32];
+        ran_by -> &'a [AtomicU32];
+        queues -> Queues<'a>;
+        workers -> u32;
+        completed -> &'a AtomicU32;
+        grr -> &'a AtomicU32;
+        abort -> Option<&'a AtomicU32>;
+        stats -> *mut WorkerStats;
+        current -> &'a [AtomicU32];
+        trace -> *mut TraceRecord;
+        stream -> Option<Stream<'a>>;
+        total -> u32;
+        streamed_total -> u32;
+        gangs -> &'a [AtomicU32];
+        gang_slots -> crate::gang::Slots<'a>;
+    }
+}
