@@ -4,7 +4,7 @@ use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, link_round, pick, pick_gang};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
-use super::tables::{Fixed, Tables};
+use super::tables::Tables;
 use crate::abi::{ArrayDesc, FLAG_CHECKED, FLAG_STREAM, FLAG_TRACE};
 use crate::arch;
 use crate::atomic::{AtomicU32, Ordering::Relaxed, Scope::Gpu};
@@ -69,34 +69,6 @@ const FLUSH_EVERY: u32 = 64;
 /// `words` must be the block's own runtime words and `scratch` its own `scratch_bytes` of
 /// 16-aligned scratch memory, shared by exactly the threads of this block.
 pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
-    rt: &T,
-    worker: u32,
-    words: &[AtomicU32],
-    scratch: *mut u8,
-    scratch_bytes: usize,
-    dispatch: &D,
-) {
-    // The static plan's loop apart, with its policy a constant: its tests of the policy fold, so
-    // that the leader, which runs the hop alone one instruction after another, runs fewer of them
-    // (`bench/results/hop-stamps-h200/`).
-    if rt.policy() == crate::abi::policy::STATIC {
-        let fixed = Fixed::<_, { crate::abi::policy::STATIC }>(rt);
-        // SAFETY: forwarded.
-        return unsafe { worker_loop(rt, &fixed, worker, words, scratch, scratch_bytes, dispatch) };
-    }
-    // SAFETY: forwarded.
-    unsafe { worker_loop(rt, rt, worker, words, scratch, scratch_bytes, dispatch) }
-}
-
-/// [`run_worker`]'s loop, for tables `rt` whose policy may be a constant; `base` is the tables
-/// as given, which the body's call takes, so that the kernel holds one copy of the bodies.
-///
-/// # Safety
-/// As for [`run_worker`].
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn worker_loop<'a, B: Tables<'a>, T: Tables<'a>, D: Dispatch>(
-    base: &B,
     rt: &T,
     worker: u32,
     words: &[AtomicU32],
@@ -169,7 +141,7 @@ unsafe fn worker_loop<'a, B: Tables<'a>, T: Tables<'a>, D: Dispatch>(
             unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(packed) };
         }
         // SAFETY: the scratch is this block's, as `run_worker`'s caller guarantees.
-        let rounds = unsafe { run_body(base, dispatch, task, rank, words, scratch, scratch_bytes) };
+        let rounds = unsafe { run_body(rt, dispatch, task, rank, words, scratch, scratch_bytes) };
         let s4 = if STAMPS { clock() } else { 0 };
         // Read before the barrier: after it the leader may already write the next task's record.
         let n_children = row_len(words);
