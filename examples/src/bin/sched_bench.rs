@@ -228,11 +228,14 @@ fn hop_breakdown(
             "end barrier",
             "release",
             "end_task",
+            "run_body to the body",
+            "the body itself",
         ];
         let field = |t: &taskweave_device::abi::TraceRecord, i: usize| match i {
             0..3 => (t.start >> (16 * i)) & 0xFFFF,
             3..7 => (t.end >> (16 * (i - 3))) & 0xFFFF,
-            _ => u64::from(t.worker),
+            7 => u64::from(t.worker),
+            _ => u64::from(t.sm >> (16 * (i - 8))) & 0xFFFF,
         };
         let medians: Vec<u64> = (0..steps.len())
             .map(|i| mid(trace.iter().skip(1).map(|t| field(t, i)).collect()))
@@ -241,11 +244,12 @@ fn hop_breakdown(
             .map(|(s, m)| format!("{s} {m}"))
             .collect();
         println!(
-            "{} hop, {}, leader cycles (medians): {} = {} in all",
+            "{} hop, {}, leader cycles (medians): {} = {} in all; of the body call: {}",
             dag.name(),
             variant.label(),
-            parts.join(", "),
-            medians.iter().sum::<u64>()
+            parts[..8].join(", "),
+            medians[..8].iter().sum::<u64>(),
+            parts[8..].join(", ")
         );
         return Ok(());
     }
