@@ -146,6 +146,7 @@
 #| device/src/sched/worker.rs | run_worker | 2 | not: compiled in only when TASKWEAVE_HOP_STAMPS is set (a measurement build's trace writes; the trace records' other writes run under B, C)
 #| device/src/sched/worker.rs | run_body | 4 | miri: B, C (the trace's end: traces, tests/sm_aware.rs)
 #| device/src/sched/worker.rs | run_body | 1 | miri: C (tests/wide_tasks.rs: a gang member's block)
+#| device/src/sched/worker.rs | run_body | 1 | not: compiled in only when TASKWEAVE_HOP_STAMPS is set (a measurement build's write of the body's own cycles into the trace record)
 #| device/src/sched/worker.rs | start_task | 2 | miri: C (the row's prefetch; traces, tests/sm_aware.rs)
 #| device/src/sched/worker.rs | end_task | 1 | miri: C (traces, tests/sm_aware.rs)
 #| device/src/shared.rs | dynamic | 1 | not: nvptx64 (dynamic shared memory)
