@@ -63,12 +63,12 @@ fn explode(b: &Block, v: &mut [u32], i: usize, code: u32) {
 }
 
 /// Released by [`spin`]'s test.
-static RELEASE: AtomicBool = AtomicBool::new(false);
+static RELEASE: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
 
-/// Spins until [`RELEASE`] is set, then sets `v[0]`.
+/// Spins until [`RELEASE`]`[which]` is set, then sets `v[0]`.
 #[task(writes = v[0..1])]
-fn spin(v: &mut [u32]) {
-    while !RELEASE.load(Ordering::Acquire) {
+fn spin(v: &mut [u32], which: usize) {
+    while !RELEASE[which].load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(1));
     }
     v[0] = 1;
@@ -157,9 +157,9 @@ task_region! {
 }
 
 task_region! {
-    fn stall(x: &mut [u32]) {
+    fn stall(x: &mut [u32], which: usize) {
         spawn!(touch(x, 1, 2));
-        spawn!(spin(x));
+        spawn!(spin(x, which));
         spawn!(touch(x, 0, 2));
     }
 }
@@ -528,21 +528,23 @@ fn a_panic_under_the_static_policy_names_the_task_and_restores_the_arrays() {
     assert_eq!((x.as_slice(), y.as_slice()), (&[1][..], &[1; 8][..]));
 }
 
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "times a stall against the clock, which runs at Miri's interpreted speed"
-)]
-fn watchdog_reports_a_stalled_task() {
+/// Runs `stall` under `policy` (the default: `None`) with the watchdog at 200 ms, releasing its
+/// spinning task (through `RELEASE[which]`, each test its own) after a second, and checks the
+/// stall's error: the spinning task is named, and only it, since the worker that finished task 0
+/// cleared its watchdog slot when it went idle (under the static policy: when it waited for its
+/// next task's parents, or left).
+fn check_stall_report(policy: Option<Policy>, which: usize) {
     let mut x = vec![0u32; 2];
-    let releaser = std::thread::spawn(|| {
+    let releaser = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(1));
-        RELEASE.store(true, Ordering::Release);
+        RELEASE[which].store(true, Ordering::Release);
     });
     let start = Instant::now();
-    let result = stall(&mut x)
-        .watchdog(Duration::from_millis(200))
-        .run(&Runtime::cpu_with(2));
+    let mut region = stall(&mut x, which).watchdog(Duration::from_millis(200));
+    if let Some(policy) = policy {
+        region = region.policy(policy);
+    }
+    let result = region.run(&Runtime::cpu_with(2));
     releaser.join().unwrap();
     let err = result.expect_err("no task completes for a second");
     let Error::Stalled {
@@ -560,12 +562,31 @@ fn watchdog_reports_a_stalled_task() {
     assert!(*waited >= Duration::from_millis(200), "{waited:?}");
     assert!(*waited < Duration::from_millis(900), "{waited:?}");
     assert!(*unfinished >= 1, "{unfinished}");
-    assert!(
-        first.iter().any(|t| t.kind == "spin" && t.index == 1),
-        "the running task is named: {first:?}"
+    assert_eq!(
+        first.iter().map(|t| (t.kind, t.index)).collect::<Vec<_>>(),
+        [("spin", 1)],
+        "the running task is named, and only it: {first:?}"
     );
     assert!(start.elapsed() >= Duration::from_millis(900));
     assert_eq!(x, [0, 0]);
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "times a stall against the clock, which runs at Miri's interpreted speed"
+)]
+fn watchdog_reports_a_stalled_task() {
+    check_stall_report(None, 0);
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "times a stall against the clock, which runs at Miri's interpreted speed"
+)]
+fn watchdog_reports_a_stalled_task_under_the_static_policy() {
+    check_stall_report(Some(Policy::Static), 1);
 }
 
 // ---------------------------------------------------------------------------------------------

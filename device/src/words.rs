@@ -61,7 +61,7 @@ pub const LRR: usize = 14;
 pub const RNG: usize = 15;
 /// Eight words: the leader's statistics so far (the first six words of a
 /// [`WorkerStats`](crate::abi::WorkerStats), in its layout), then the clock when the running body
-/// started and when it ended.
+/// started; the eighth is unused.
 pub const STATS: usize = 16;
 /// The first two entries of the running task's CSR row and, under the static policy, the link
 /// after it, which the leader reads into these words during the body (see [`Words::prefetch`]).

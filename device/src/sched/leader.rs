@@ -49,8 +49,6 @@ pub(super) const BUSY_LO: usize = words::STATS + 4;
 pub(super) const BUSY_HI: usize = words::STATS + 5;
 /// Where the clock stood when the running body started (its low 32 bits).
 pub(super) const STARTED: usize = words::STATS + 6;
-/// Where it stood when the body ended.
-pub(super) const ENDED: usize = words::STATS + 7;
 
 impl<'w> Leader<'w> {
     /// The leader of `worker`, its queue cursor at `head`; clears its words. The block must pass a
@@ -111,15 +109,32 @@ impl<'w> Leader<'w> {
         }
     }
 
-    /// Adds the body that ran from `STARTED` to `ENDED` (the clock's low 32 bits) to the time spent
-    /// in bodies: a body of 2^32 cycles or more (two seconds) is counted modulo 2^32.
+    /// Adds the body that ran from `STARTED` to `ended` (the clock's low 32 bits) to the time spent
+    /// in bodies: a body of 2^32 cycles or more (two seconds) is counted modulo 2^32. The high
+    /// word is read only when the low one carries: each word read here is a shared-memory round
+    /// trip on the leader's path.
     #[inline(always)]
-    pub fn add_busy(&self) {
-        let ticks = u64::from(self.get(ENDED).wrapping_sub(self.get(STARTED)));
-        let busy =
-            (u64::from(self.get(BUSY_HI)) << 32 | u64::from(self.get(BUSY_LO))).wrapping_add(ticks);
-        self.set(BUSY_LO, busy as u32);
-        self.set(BUSY_HI, (busy >> 32) as u32);
+    pub fn add_busy(&self, ended: u32) {
+        let ticks = ended.wrapping_sub(self.get(STARTED));
+        let (lo, carry) = self.get(BUSY_LO).overflowing_add(ticks);
+        self.set(BUSY_LO, lo);
+        if carry {
+            self.add(BUSY_HI, 1);
+        }
+    }
+
+    /// Counts one finished task among those not yet added to the global count, and adds them to
+    /// `completed` once there are `every`: the count is read once and kept in a register.
+    #[inline(always)]
+    pub fn count_done(&self, completed: &AtomicU32, every: u32) {
+        let done = self.get(words::DONE) + 1;
+        if done >= every {
+            self.set(words::DONE, 0);
+            // Relaxed: the count only tells idle workers when to exit.
+            completed.fetch_add(done, Gpu, Relaxed);
+        } else {
+            self.set(words::DONE, done);
+        }
     }
 
     /// The statistics so far.

@@ -177,6 +177,9 @@ pub(super) fn pick_gang<'a, 'w>(
         link = task;
         posts += 1;
         if posts > 4 {
+            if posts == 5 {
+                rt.clear_current(me.worker());
+            }
             arch::nanosleep(64);
         }
     };
@@ -211,6 +214,16 @@ pub(super) trait Pick<'a>: Tables<'a> {
                 row: offsets.get(t),
                 row_end: offsets.get(t + 1),
             }
+        }
+    }
+
+    /// Clears `worker`'s slot of the watchdog (`u32::MAX`: running nothing), before it waits. The
+    /// slot names the worker's last task until it starts another or waits: a stalled run's report
+    /// names the tasks that are running, not one that finished before its worker went idle.
+    #[inline(always)]
+    fn clear_current(&self, worker: u32) {
+        if let Some(slot) = self.current().get(worker as usize) {
+            slot.store(u32::MAX, Gpu, Relaxed);
         }
     }
 
@@ -261,6 +274,9 @@ pub(super) trait Pick<'a>: Tables<'a> {
             // leader claims them here, and its whole block links them (`link_round`).
             if self.flags() & FLAG_STREAM != 0 && self.claim_links(me) {
                 return command::NONE;
+            }
+            if idle == 0 {
+                self.clear_current(me.worker());
             }
             me.flush(self.completed());
             // The flags and the count are lines every idle worker reads: polled on every
@@ -326,7 +342,7 @@ pub(super) trait Pick<'a>: Tables<'a> {
         let task = link & !COUNTED;
         let record = self.record(task);
         if link & COUNTED != 0 && !deps::ready(self.pending(), task) {
-            let (outcome, polls) = self.wait(task, me.take_done(), gangs);
+            let (outcome, polls) = self.wait(task, me.take_done(), me.worker(), gangs);
             me.add(IDLE_POLLS, polls);
             match outcome {
                 Waited::Ready => {}
@@ -342,13 +358,15 @@ pub(super) trait Pick<'a>: Tables<'a> {
     /// policy a popped task is ready as soon as its link is, so this returns at the first poll in
     /// practice; under the static policy a worker waits here for its next task's parents on other
     /// workers, for as long as they take, and so polls the abort flag and first reports its `done`
-    /// completions, as an idle worker does. It takes values, not the [`Leader`], so that the
-    /// leader's cursor can stay in a register.
+    /// completions, as an idle worker does, having cleared `worker`'s slot of the watchdog
+    /// ([`Pick::clear_current`]). It takes values, not the [`Leader`], so that the leader's cursor
+    /// can stay in a register.
     ///
     /// In a region with wide tasks (`gangs`) it also stops when a gang is forming, which the
     /// caller joins first: the task may be waiting for that very gang.
     #[inline(never)]
-    fn wait(&self, task: u32, done: u32, gangs: bool) -> (Waited, u32) {
+    fn wait(&self, task: u32, done: u32, worker: u32, gangs: bool) -> (Waited, u32) {
+        self.clear_current(worker);
         if done > 0 {
             // Relaxed, as in `Leader::flush`.
             self.completed().fetch_add(done, Gpu, Relaxed);

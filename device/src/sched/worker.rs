@@ -1,6 +1,6 @@
 //! The worker loop shared by GPU blocks and CPU worker threads.
 
-use super::leader::{ENDED, Leader, STARTED, TASKS, row, row_len, running};
+use super::leader::{Leader, STARTED, TASKS, row, row_len, running};
 use super::pick::{Pick, link_round, pick, pick_gang};
 use super::policy;
 use super::release::{LEADER_FANOUT, release_narrow, release_streamed, release_wide};
@@ -162,9 +162,8 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         }
         let s5 = if STAMPS { clock() } else { 0 };
         arch::sync_threads();
-        if leader {
-            me.set(ENDED, arch::clock64() as u32);
-        }
+        // When the body ended, for the leader's busy time (`end_task`).
+        let ended = if leader { arch::clock64() as u32 } else { 0 };
         let s6 = if STAMPS { clock() } else { 0 };
         // A gang's member arrives at its end; only the last to arrive goes on to release the task's
         // children and count it.
@@ -190,7 +189,7 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         }
         let s7 = if STAMPS { clock() } else { 0 };
         if leader {
-            end_task(rt, me);
+            end_task(rt, me, ended);
         }
         if traced {
             let s8 = clock();
@@ -366,23 +365,19 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
     }
 }
 
-/// The leader's part after the release (off the hop's critical path): tells the watchdog, counts
-/// the task (reporting progress now and then) and finishes its trace record (worker and SM).
+/// The leader's part after the release (off the hop's critical path): counts the task (reporting
+/// progress now and then) and finishes its trace record (worker and SM). The watchdog's slot
+/// keeps naming the task until the leader starts another or waits (`pick`'s waits clear it):
+/// clearing it here cost every hop about 60 cycles (`bench/results/hop-stamps-h200/`).
 /// Inlined into the loop, as the scheduler's other steps are: only the body is out of line (see
 /// [`run_body`]).
 #[inline(always)]
-fn end_task<'a>(rt: &impl Tables<'a>, me: Leader) {
+fn end_task<'a>(rt: &impl Tables<'a>, me: Leader, ended: u32) {
     let (task, worker) = (running(me.words), me.worker());
-    if let Some(slot) = rt.current().get(worker as usize) {
-        slot.store(u32::MAX, Gpu, Relaxed);
-    }
     me.add(TASKS, 1);
-    me.add_busy();
-    me.add(words::DONE, 1);
+    me.add_busy(ended);
     // A busy worker still reports progress now and then, for the host's watchdog.
-    if me.get(words::DONE) >= FLUSH_EVERY {
-        me.flush(rt.completed());
-    }
+    me.count_done(rt.completed(), FLUSH_EVERY);
     if !STAMPS && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null() {
         // SAFETY: `trace` has `n_tasks` records and each task runs once; its start was written
         // before the body and its end at the body's end (`run_body`).
