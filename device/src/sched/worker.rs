@@ -130,13 +130,14 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         // static policy the next link. The copies are asynchronous and hold no register across
         // the body. (Reading the likely continuation's record here too gained nothing on the
         // H100: the loads of the row and of that record depend on each other.)
+        let (mut ta, mut tb) = (0u32, 0u32);
         if leader {
-            start_task(rt, me, task, rank);
+            (ta, tb) = start_task(rt, me, task, rank);
         }
         let traced = STAMPS && leader && rt.flags() & FLAG_TRACE != 0 && !rt.trace().is_null();
         let s3 = if STAMPS { clock() } else { 0 };
         if traced {
-            let packed = stamp(s0, s1, 0) | stamp(s1, s2, 1) | stamp(s2, s3, 2);
+            let packed = stamp(s0, s1, 0) | stamp(s1, s2, 1) | stamp(s2, s3, 2) | stamp(s2, ta, 3);
             // SAFETY: `trace` has `n_tasks` records and each task runs once.
             unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(packed) };
         }
@@ -198,7 +199,8 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
             unsafe {
                 let rec = rt.trace().add(task as usize);
                 (&raw mut (*rec).end).write(packed);
-                (&raw mut (*rec).worker).write(s8.wrapping_sub(s7));
+                (&raw mut (*rec).worker)
+                    .write(s8.wrapping_sub(s7).min(0xFFFF) | stamp(ta, tb, 1) as u32);
             }
         }
     }
@@ -331,8 +333,11 @@ fn end_gang<'a, T: Tables<'a>, D: Dispatch>(
 /// `rank` is the block's rank in the task's gang (`NONE`: a one-block task): only rank 0 (or a
 /// one-block task) reads ahead in the static list and starts the trace record, since a joined
 /// gang's task is not in this worker's list.
+///
+/// In a stamps build it returns the clock after its prefetches and after the watchdog's store
+/// (both 0 otherwise).
 #[inline(always)]
-fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
+fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) -> (u32, u32) {
     let first = rank == command::NONE || rank == 0;
     let words = me.words;
     let children = row(rt, words);
@@ -350,12 +355,14 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
             words.prefetch(words::AHEAD, rt.queues().planned_link(task));
         }
     }
+    let ta = if STAMPS { arch::clock64() as u32 } else { 0 };
     words.store(words::FREED, 0);
     let worker = me.worker();
     // For the watchdog only: a plain relaxed store, off the critical path.
     if let Some(slot) = rt.current().get(worker as usize) {
         slot.store(task, Gpu, Relaxed);
     }
+    let tb = if STAMPS { arch::clock64() as u32 } else { 0 };
     // Before the barrier after the body, so that every release of a child follows it.
     policy::started(rt.policy(), rt, task, worker);
     me.set(STARTED, arch::clock64() as u32);
@@ -363,6 +370,7 @@ fn start_task<'a>(rt: &impl Tables<'a>, me: Leader, task: u32, rank: u32) {
         // SAFETY: `trace` has `n_tasks` records and each task runs once.
         unsafe { (&raw mut (*rt.trace().add(task as usize)).start).write(arch::global_timer_ns()) };
     }
+    (ta, tb)
 }
 
 /// The leader's part after the release (off the hop's critical path): counts the task (reporting

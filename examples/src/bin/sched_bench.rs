@@ -230,12 +230,16 @@ fn hop_breakdown(
             "end_task",
             "run_body to the body",
             "the body itself",
+            "its prefetches",
+            "its watchdog store",
         ];
         let field = |t: &taskweave_device::abi::TraceRecord, i: usize| match i {
             0..3 => (t.start >> (16 * i)) & 0xFFFF,
             3..7 => (t.end >> (16 * (i - 3))) & 0xFFFF,
-            7 => u64::from(t.worker),
-            _ => u64::from(t.sm >> (16 * (i - 8))) & 0xFFFF,
+            7 => u64::from(t.worker) & 0xFFFF,
+            8 | 9 => u64::from(t.sm >> (16 * (i - 8))) & 0xFFFF,
+            10 => (t.start >> 48) & 0xFFFF,
+            _ => u64::from(t.worker >> 16),
         };
         let medians: Vec<u64> = (0..steps.len())
             .map(|i| mid(trace.iter().skip(1).map(|t| field(t, i)).collect()))
@@ -244,12 +248,13 @@ fn hop_breakdown(
             .map(|(s, m)| format!("{s} {m}"))
             .collect();
         println!(
-            "{} hop, {}, leader cycles (medians): {} = {} in all; of the body call: {}",
+            "{} hop, {}, leader cycles (medians): {} = {} in all; of the body call: {}; of start_task: {}",
             dag.name(),
             variant.label(),
             parts[..8].join(", "),
             medians[..8].iter().sum::<u64>(),
-            parts[8..].join(", ")
+            parts[8..10].join(", "),
+            parts[10..].join(", ")
         );
         return Ok(());
     }
