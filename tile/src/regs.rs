@@ -880,16 +880,6 @@ pub(crate) unsafe fn solve<T: Element>(
                 cells[i][k] = cells[i][k].map(|v| alpha * v);
             }))));
         }
-        // The update by each step's entries is cut in two: the row that the next step finishes
-        // is updated at once, the other rows after the next step's exchange, while its entries
-        // are on their way. Every cell still takes the steps' multiply-adds in the same order.
-        // `ptxas` already moved part of the update there; written so, a 64-tile's solve takes
-        // 2% fewer cycles (bench/results/trsm-deferred-h200/). Before the first step the held
-        // update is a negative zero times zero: adding `-0` leaves every value as it is, a
-        // zero's sign too, with no branch (a branch there split the group's code, and cost
-        // part of the gain).
-        let mut held_columns: Column<T> = [Lanes::splat([-T::ZERO; 2]); FR / 2];
-        let mut held_solved: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
         for s in 0..groups {
             let g = if forward { s } else { groups - 1 - s };
             // The group's reciprocals, loaded before its steps: loaded at its step, each was a
@@ -902,37 +892,16 @@ pub(crate) unsafe fn solve<T: Element>(
             }));
             unroll::<FR>(hot!(|v| {
                 let u = if forward { v } else { FR - 1 - v };
-                let next = if forward {
-                    (u + 1) % FR
-                } else {
-                    (u + FR - 1) % FR
-                };
                 // SAFETY: inside the room's buffers (the caller's promise); the parity of the
                 // step is v's, FR being even.
-                let (columns, solved) = unsafe {
+                unsafe {
                     let row = rows.add((v % 2) * len);
-                    exchange(
+                    substitute(
                         team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
                     )
                 };
-                // The step before's update of the rows but its own next (this step's), which
-                // has it already; this step's next row first, as this step's update of it is
-                // what the next step waits on.
-                update_row(&mut cells, &held_columns, &held_solved, next);
-                unroll::<FR>(hot!(|i| if i != u && i != next {
-                    update_row(&mut cells, &held_columns, &held_solved, i);
-                }));
-                update_row(&mut cells, &columns, &solved, next);
-                (held_columns, held_solved) = (columns, solved);
             }));
         }
-        // The last step's update of the rows but its next (updated already): its column holds
-        // only zeros, so this changes nothing but where an entry is not finite, and it is kept so
-        // that every cell takes what it took before.
-        let skip = if forward { 0 } else { FR - 1 };
-        unroll::<FR>(hot!(|i| if i != skip {
-            update_row(&mut cells, &held_columns, &held_solved, i);
-        }));
         match pairs {
             Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
                 cells[2 * p][k]
@@ -1046,13 +1015,10 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// A step's column of the staged triangle at a thread's row block: the pairs of rows `2p`, `2p + 1`.
-type Column<T> = [Lanes<[T; 2]>; FR / 2];
-
-/// Step `q = 8·g + u` of [`solve`], up to its update: the lanes holding entry `q` of their lines
-/// finish it (times `scale`, the pivot's reciprocal) and publish it, and the warp meets (a line
-/// lives in one warp). Returns the triangle's column `q` at each lane's rows and the step's
-/// entries of each lane's lines, for [`update_row`].
+/// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines finish it (times
+/// `scale`, the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp),
+/// and every lane subtracts its multiples of column `q` of the triangle from its entries (the
+/// staged zeros leave the entries not after `q`).
 ///
 /// # Safety
 /// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
@@ -1062,7 +1028,7 @@ type Column<T> = [Lanes<[T; 2]>; FR / 2];
     reason = "one step's registers, place and triangle"
 )]
 #[inline(always)]
-unsafe fn exchange<T: Element>(
+unsafe fn substitute<T: Element>(
     team: &Team,
     grid: Grid,
     cells: &mut Cells<T>,
@@ -1073,13 +1039,13 @@ unsafe fn exchange<T: Element>(
     g: u32,
     u: usize,
     unit: bool,
-) -> (Column<T>, [Lanes<T>; FC]) {
+) {
     let q = FR as u32 * g + u as u32;
     // The step's column first: loaded after the warp's barrier, its latency sat on the chain of
     // steps (the barrier orders shared accesses, so nothing hoists it). With the negated triangle
     // this took a 64-tile's steps from 11.9 to 10.2 thousand cycles.
     let column = tt.add(q as usize * stride);
-    let columns: Column<T> = array(hot!(|p| Lanes::from_fn(|lane| {
+    let columns: [Lanes<[T; 2]>; FR / 2] = array(hot!(|p| Lanes::from_fn(|lane| {
         let e = FR as u32 * grid.bi(lane) + 2 * p as u32;
         // SAFETY: inside column q of the staged triangle, `e` even.
         unsafe { column.pair(pos::<T>(e)) }
@@ -1112,23 +1078,14 @@ unsafe fn exchange<T: Element>(
         solved[2 * p] = v.map(|v| v[0]);
         solved[2 * p + 1] = v.map(|v| v[1]);
     }));
-    (columns, solved)
-}
-
-/// A step's update of row `i` of a thread's cells: subtracts its lines' entries `solved` times the
-/// triangle's column at that row (the staged zeros leave the entries not after the step).
-#[inline(always)]
-fn update_row<T: Element>(
-    cells: &mut Cells<T>,
-    columns: &Column<T>,
-    solved: &[Lanes<T>; FC],
-    i: usize,
-) {
-    unroll::<FC>(hot!(|k| {
-        // The column is staged negated: one multiply-add, no sign flip.
-        cells[i][k] = cells[i][k]
-            .zip(columns[i / 2], |x, c| (x, c[i % 2]))
-            .zip(solved[k], |(x, c), v| c.fma(v, x));
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        unroll::<2>(hot!(|h| unroll::<FC>(hot!(|k| {
+            let i = 2 * p + h;
+            // The column is staged negated: one multiply-add, no sign flip.
+            cells[i][k] = cells[i][k]
+                .zip(columns[p], |x, c| (x, c[h]))
+                .zip(solved[k], |(x, c), v| c.fma(v, x));
+        }))));
     }));
 }
 
