@@ -752,10 +752,6 @@ fn column_stride<T>(n: u32) -> usize {
     pos::<T>(n) + gap::<T>()
 }
 
-/// The exchange buffers [`solve`] goes round: two per exchange (its two steps' entries), and the
-/// exchanges alternate between two pairs of them, so that one warp barrier per exchange suffices.
-const BUFFERS: usize = 4;
-
 /// The exchange buffer's elements for `lines` lines (a multiple of [`FC`]).
 #[inline(always)]
 fn row_len<T>(lines: u32) -> usize {
@@ -780,7 +776,7 @@ fn solve_room<T: Element>(room: Room, n: u32, team: &Team) -> Option<(Buf<T>, Bu
     let stride = column_stride::<T>(n);
     let (tt, room) = room.take_array::<T>(n as usize * stride)?;
     let (inverse, room) = room.take_array::<T>(n as usize)?;
-    let (rows, _) = room.take_array::<T>(BUFFERS * row_len::<T>(round_lines(n, team)))?;
+    let (rows, _) = room.take_array::<T>(2 * row_len::<T>(round_lines(n, team)))?;
     Some((Buf::of(tt), Buf::of(inverse), Buf::of(rows)))
 }
 
@@ -894,31 +890,14 @@ pub(crate) unsafe fn solve<T: Element>(
                 // SAFETY: inside the reciprocals (the caller's promise).
                 unsafe { inverse.get(FR * g as usize + i) }
             }));
-            unroll::<{ FR / 2 }>(hot!(|h| {
-                let u = if forward {
-                    [2 * h, 2 * h + 1]
-                } else {
-                    [FR - 1 - 2 * h, FR - 2 - 2 * h]
-                };
-                // SAFETY: inside the room's buffers (the caller's promise); the pair of buffers
-                // is the parity of h's, FR / 2 being even.
+            unroll::<FR>(hot!(|v| {
+                let u = if forward { v } else { FR - 1 - v };
+                // SAFETY: inside the room's buffers (the caller's promise); the parity of the
+                // step is v's, FR being even.
                 unsafe {
-                    let buffers = [
-                        rows.add((2 * h % BUFFERS) * len),
-                        rows.add(((2 * h + 1) % BUFFERS) * len),
-                    ];
+                    let row = rows.add((v % 2) * len);
                     substitute(
-                        team,
-                        grid,
-                        &mut cells,
-                        tt,
-                        stride,
-                        [scales[u[0]], scales[u[1]]],
-                        buffers,
-                        g,
-                        u,
-                        forward,
-                        unit,
+                        team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
                     )
                 };
             }));
@@ -1036,19 +1015,17 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// Steps `q = 8·g + u[0]` and the next, `8·g + u[1]`, of [`solve`], with one exchange: the lanes
-/// holding entries `q` of their lines finish them (times the pivots' reciprocals `scales`) and,
-/// since they hold the next entries too, finish those as well; they publish both, the warp meets
-/// (a line lives in one warp), and every lane subtracts its multiples of the triangle's two
-/// columns from its entries (the staged zeros leave the entries not after each step). Each cell
-/// takes the same multiply-adds in the same order as with one step per exchange.
+/// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines finish it (times
+/// `scale`, the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp),
+/// and every lane subtracts its multiples of column `q` of the triangle from its entries (the
+/// staged zeros leave the entries not after `q`).
 ///
 /// # Safety
-/// `tt` holds the staged triangle; `buffers` are this exchange's two buffers, 16-byte aligned,
-/// for a round's lines.
+/// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
+/// round's lines.
 #[allow(
     clippy::too_many_arguments,
-    reason = "two steps' registers, places and triangle"
+    reason = "one step's registers, place and triangle"
 )]
 #[inline(always)]
 unsafe fn substitute<T: Element>(
@@ -1057,90 +1034,59 @@ unsafe fn substitute<T: Element>(
     cells: &mut Cells<T>,
     tt: Buf<T>,
     stride: usize,
-    scales: [T; 2],
-    buffers: [Buf<T>; 2],
+    scale: T,
+    row: Buf<T>,
     g: u32,
-    u: [usize; 2],
-    forward: bool,
+    u: usize,
     unit: bool,
 ) {
-    // The steps' columns first: loaded after the warp's barrier, their latency sat on the chain of
-    // steps (the barrier orders shared accesses, so nothing hoists it).
-    let columns: [[Lanes<[T; 2]>; FR / 2]; 2] = array(hot!(|t| {
-        let column = tt.add((FR as u32 * g + u[t] as u32) as usize * stride);
-        array(hot!(|p| Lanes::from_fn(|lane| {
-            let e = FR as u32 * grid.bi(lane) + 2 * p as u32;
-            // SAFETY: inside the step's column of the staged triangle, `e` even.
-            unsafe { column.pair(pos::<T>(e)) }
-        })))
-    }));
-    let at = |t: usize, i: usize| columns[t][i / 2].map(|c| c[i % 2]);
-    let owns = |lane: u32| grid.bi(lane) == g;
+    let q = FR as u32 * g + u as u32;
+    // The step's column first: loaded after the warp's barrier, its latency sat on the chain of
+    // steps (the barrier orders shared accesses, so nothing hoists it). With the negated triangle
+    // this took a 64-tile's steps from 11.9 to 10.2 thousand cycles.
+    let column = tt.add(q as usize * stride);
+    let columns: [Lanes<[T; 2]>; FR / 2] = array(hot!(|p| Lanes::from_fn(|lane| {
+        let e = FR as u32 * grid.bi(lane) + 2 * p as u32;
+        // SAFETY: inside column q of the staged triangle, `e` even.
+        unsafe { column.pair(pos::<T>(e)) }
+    })));
     if !unit {
         unroll::<FC>(hot!(|k| {
-            cells[u[0]][k] =
-                cells[u[0]][k].map_lane(|lane, v| if owns(lane) { v * scales[0] } else { v });
+            cells[u][k] =
+                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
         }));
     }
-    // The second step's entries, as its owners finish them: the first step's update of that row
-    // (the staged column is negated), then the pivot.
-    let second: [Lanes<T>; FC] = array(hot!(|k| {
-        let v = cells[u[1]][k]
-            .zip(at(0, u[1]), |x, c| (x, c))
-            .zip(cells[u[0]][k], |(x, c), v| c.fma(v, x));
-        if unit { v } else { v.map(|v| v * scales[1]) }
-    }));
-    unroll::<2>(hot!(|t| unroll::<{ FC / 2 }>(hot!(|p| {
-        let (a, b) = if t == 0 {
-            (cells[u[0]][2 * p], cells[u[0]][2 * p + 1])
-        } else {
-            (second[2 * p], second[2 * p + 1])
-        };
-        a.zip(b, |x, y| [x, y]).for_each(|lane, v| {
-            if owns(lane) {
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
+        v.for_each(|lane, v| {
+            if grid.bi(lane) == g {
                 let l = FC as u32 * grid.bj(lane) + 2 * p as u32;
                 // SAFETY: inside the buffer (a round's lines), `l` even.
-                unsafe { buffers[t].put_pair(pos::<T>(l), v) };
+                unsafe { row.put_pair(pos::<T>(l), v) };
             }
         });
-    }))));
+    }));
     // A line's entries, every row of them, live in one warp, so the warp meets only its own lanes.
     team.sync_warp();
-    let solved: [[Lanes<T>; FC]; 2] = array(hot!(|t| {
-        let mut solved = [Lanes::splat(T::ZERO); FC];
-        unroll::<{ FC / 2 }>(hot!(|p| {
-            let v = Lanes::from_fn(|lane| {
-                let l = FC as u32 * grid.bj(lane) + 2 * p as u32;
-                // SAFETY: written before the barrier, `l` even.
-                unsafe { buffers[t].pair(pos::<T>(l)) }
-            });
-            solved[2 * p] = v.map(|v| v[0]);
-            solved[2 * p + 1] = v.map(|v| v[1]);
-        }));
-        solved
+    let mut solved: [Lanes<T>; FC] = [Lanes::splat(T::ZERO); FC];
+    unroll::<{ FC / 2 }>(hot!(|p| {
+        let v = Lanes::from_fn(|lane| {
+            let l = FC as u32 * grid.bj(lane) + 2 * p as u32;
+            // SAFETY: written before the barrier, `l` even.
+            unsafe { row.pair(pos::<T>(l)) }
+        });
+        solved[2 * p] = v.map(|v| v[0]);
+        solved[2 * p + 1] = v.map(|v| v[1]);
     }));
-    // The next exchange's two rows first: what it waits on. The rows after this one's second, in
-    // the direction of the solve, round to the second itself.
-    unroll::<FR>(hot!(|j| unroll::<FC>(hot!(|k| {
-        let i = if forward {
-            (u[1] + 1 + j) % FR
-        } else {
-            (u[1] + 2 * FR - 1 - j) % FR
-        };
-        // The columns are staged negated: one multiply-add a step, no sign flip.
-        let v = cells[i][k]
-            .zip(at(0, i), |x, c| (x, c))
-            .zip(solved[0][k], |(x, c), v| c.fma(v, x))
-            .zip(at(1, i), |x, c| (x, c))
-            .zip(solved[1][k], |(x, c), v| c.fma(v, x));
-        // The second step's row is its owners' finished entry.
-        cells[i][k] = if i == u[1] {
-            v.zip(second[k], |v, s| (v, s))
-                .map_lane(|lane, (v, s)| if owns(lane) { s } else { v })
-        } else {
-            v
-        };
-    }))));
+    unroll::<{ FR / 2 }>(hot!(|p| {
+        unroll::<2>(hot!(|h| unroll::<FC>(hot!(|k| {
+            let i = 2 * p + h;
+            // The column is staged negated: one multiply-add, no sign flip.
+            cells[i][k] = cells[i][k]
+                .zip(columns[p], |x, c| (x, c[h]))
+                .zip(solved[k], |(x, c), v| c.fma(v, x));
+        }))));
+    }));
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
@@ -1495,12 +1441,12 @@ mod tests {
         let mut a = spd(32, 1);
         assert_eq!(run_factor(&mut a, 1, 16, Kind::Lu), None);
         // The triangle's padded columns (16 bytes more than the column between two), its
-        // reciprocals and four exchange buffers of a round's lines (four warps hold 4·128/(n/8)
+        // reciprocals and two exchange buffers of a round's lines (four warps hold 4·128/(n/8)
         // lines), with 16 bytes after every 16 elements (a 32-tile under Miri, which interprets
         // every emulated lane).
         let n = if cfg!(miri) { 32 } else { 64 };
         let pos = |k: usize| k + 2 * (k / 16);
-        let need = (n * (pos(n) + 2) + n + 4 * pos(4 * 128 / (n / 8))) * 8;
+        let need = (n * (pos(n) + 2) + n + 2 * pos(4 * 128 / (n / 8))) * 8;
         assert!(!solve_padded::<f64>(need - 16, n, 16, 4, true, false, false, 1).0);
         assert!(solve_padded::<f64>(need, n, 16, 4, true, false, false, 1).0);
     }
