@@ -830,117 +830,109 @@ pub(crate) unsafe fn solve<T: Element>(
     let len = row_len::<T>(per_round);
     let groups = n / FR as u32;
     let pairs = Pairs::of(x);
-    // One copy of the rounds for a unit diagonal and one for the rest: in a shared solve `unit`
-    // is known only at run time, and a test of it in every step split the steps' code.
-    let rounds = hot!(|unit: bool| {
-        let mut first = 0;
-        while first < w {
-            let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
-            let spots = |lane: u32| Spots::of(x, FR as u32 * grid.bi(lane), line(lane, 0));
-            // Every load first, then the scaling: a load scaled as it arrives kept the next ones
-            // waiting behind it.
-            let mut cells: Cells<T> = [[Lanes::splat(T::ZERO); FC]; FR];
-            match pairs {
-                Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
-                    let v = Lanes::from_fn(|lane| {
-                        if line(lane, k) < w {
-                            // SAFETY: inside `x` (the caller's promise), lines past its end
-                            // skipped; rows `2p` and `2p + 1` of a line are neighbours, aligned.
-                            unsafe { load_pair(spots(lane).at(2 * p, k)).into() }
-                        } else {
-                            [T::ZERO; 2]
-                        }
-                    });
-                    cells[2 * p][k] = v.map(|v| v[0]);
-                    cells[2 * p + 1][k] = v.map(|v| v[1]);
-                })))),
-                Pairs::Across => unroll::<FR>(hot!(|i| unroll::<{ FC / 2 }>(hot!(|p| {
-                    let v = Lanes::from_fn(|lane| {
-                        if line(lane, 2 * p) < w {
-                            // SAFETY: as above; lines `2p` and `2p + 1` are neighbours, aligned,
-                            // and both inside `x` (`w` is even).
-                            unsafe { load_pair(spots(lane).at(i, 2 * p)).into() }
-                        } else {
-                            [T::ZERO; 2]
-                        }
-                    });
-                    cells[i][2 * p] = v.map(|v| v[0]);
-                    cells[i][2 * p + 1] = v.map(|v| v[1]);
-                })))),
-                Pairs::None => {
-                    cells = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
-                        if line(lane, k) < w {
-                            // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
-                            unsafe { *spots(lane).at(i, k) }
-                        } else {
-                            T::ZERO
-                        }
-                    })))));
-                }
+    let mut first = 0;
+    while first < w {
+        let line = |lane: u32, k: usize| first + FC as u32 * grid.bj(lane) + k as u32;
+        let spots = |lane: u32| Spots::of(x, FR as u32 * grid.bi(lane), line(lane, 0));
+        // Every load first, then the scaling: a load scaled as it arrives kept the next ones
+        // waiting behind it.
+        let mut cells: Cells<T> = [[Lanes::splat(T::ZERO); FC]; FR];
+        match pairs {
+            Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
+                let v = Lanes::from_fn(|lane| {
+                    if line(lane, k) < w {
+                        // SAFETY: inside `x` (the caller's promise), lines past its end
+                        // skipped; rows `2p` and `2p + 1` of a line are neighbours, aligned.
+                        unsafe { load_pair(spots(lane).at(2 * p, k)).into() }
+                    } else {
+                        [T::ZERO; 2]
+                    }
+                });
+                cells[2 * p][k] = v.map(|v| v[0]);
+                cells[2 * p + 1][k] = v.map(|v| v[1]);
+            })))),
+            Pairs::Across => unroll::<FR>(hot!(|i| unroll::<{ FC / 2 }>(hot!(|p| {
+                let v = Lanes::from_fn(|lane| {
+                    if line(lane, 2 * p) < w {
+                        // SAFETY: as above; lines `2p` and `2p + 1` are neighbours, aligned,
+                        // and both inside `x` (`w` is even).
+                        unsafe { load_pair(spots(lane).at(i, 2 * p)).into() }
+                    } else {
+                        [T::ZERO; 2]
+                    }
+                });
+                cells[i][2 * p] = v.map(|v| v[0]);
+                cells[i][2 * p + 1] = v.map(|v| v[1]);
+            })))),
+            Pairs::None => {
+                cells = array(hot!(|i| array(hot!(|k| Lanes::from_fn(|lane| {
+                    if line(lane, k) < w {
+                        // SAFETY: inside `x` (the caller's promise), lines past its end skipped.
+                        unsafe { *spots(lane).at(i, k) }
+                    } else {
+                        T::ZERO
+                    }
+                })))));
             }
-            if alpha != T::ONE {
-                unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
-                    cells[i][k] = cells[i][k].map(|v| alpha * v);
-                }))));
-            }
-            for s in 0..groups {
-                let g = if forward { s } else { groups - 1 - s };
-                // The group's reciprocals, loaded before its steps: loaded at its step, each was a
-                // shared-memory latency on the chain of steps.
-                let scales: [T; FR] = array(hot!(|i| if unit {
-                    T::ONE
-                } else {
-                    // SAFETY: inside the reciprocals (the caller's promise).
-                    unsafe { inverse.get(FR * g as usize + i) }
-                }));
-                unroll::<FR>(hot!(|v| {
-                    let u = if forward { v } else { FR - 1 - v };
-                    // SAFETY: inside the room's buffers (the caller's promise); the parity of the
-                    // step is v's, FR being even.
-                    unsafe {
-                        let row = rows.add((v % 2) * len);
-                        substitute(
-                            team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
-                        )
-                    };
-                }));
-            }
-            match pairs {
-                Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
-                    cells[2 * p][k]
-                        .zip(cells[2 * p + 1][k], |x, y| [x, y])
-                        .for_each(|lane, v| {
-                            if line(lane, k) < w {
-                                // SAFETY: as for the loads.
-                                unsafe { store_pair(spots(lane).at(2 * p, k), v) };
-                            }
-                        });
-                })))),
-                Pairs::Across => unroll::<FR>(hot!(|i| unroll::<{ FC / 2 }>(hot!(|p| {
-                    cells[i][2 * p]
-                        .zip(cells[i][2 * p + 1], |x, y| [x, y])
-                        .for_each(|lane, v| {
-                            if line(lane, 2 * p) < w {
-                                // SAFETY: as for the loads.
-                                unsafe { store_pair(spots(lane).at(i, 2 * p), v) };
-                            }
-                        });
-                })))),
-                Pairs::None => unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k]
+        }
+        if alpha != T::ONE {
+            unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| {
+                cells[i][k] = cells[i][k].map(|v| alpha * v);
+            }))));
+        }
+        for s in 0..groups {
+            let g = if forward { s } else { groups - 1 - s };
+            // The group's reciprocals, loaded before its steps: loaded at its step, each was a
+            // shared-memory latency on the chain of steps.
+            let scales: [T; FR] = array(hot!(|i| if unit {
+                T::ONE
+            } else {
+                // SAFETY: inside the reciprocals (the caller's promise).
+                unsafe { inverse.get(FR * g as usize + i) }
+            }));
+            unroll::<FR>(hot!(|v| {
+                let u = if forward { v } else { FR - 1 - v };
+                // SAFETY: inside the room's buffers (the caller's promise); the parity of the
+                // step is v's, FR being even.
+                unsafe {
+                    let row = rows.add((v % 2) * len);
+                    substitute(
+                        team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
+                    )
+                };
+            }));
+        }
+        match pairs {
+            Pairs::Down => unroll::<{ FR / 2 }>(hot!(|p| unroll::<FC>(hot!(|k| {
+                cells[2 * p][k]
+                    .zip(cells[2 * p + 1][k], |x, y| [x, y])
                     .for_each(|lane, v| {
                         if line(lane, k) < w {
                             // SAFETY: as for the loads.
-                            unsafe { *spots(lane).at(i, k) = v };
+                            unsafe { store_pair(spots(lane).at(2 * p, k), v) };
                         }
-                    }))))),
-            }
-            first += per_round;
+                    });
+            })))),
+            Pairs::Across => unroll::<FR>(hot!(|i| unroll::<{ FC / 2 }>(hot!(|p| {
+                cells[i][2 * p]
+                    .zip(cells[i][2 * p + 1], |x, y| [x, y])
+                    .for_each(|lane, v| {
+                        if line(lane, 2 * p) < w {
+                            // SAFETY: as for the loads.
+                            unsafe { store_pair(spots(lane).at(i, 2 * p), v) };
+                        }
+                    });
+            })))),
+            Pairs::None => unroll::<FR>(hot!(|i| unroll::<FC>(hot!(|k| cells[i][k].for_each(
+                |lane, v| {
+                    if line(lane, k) < w {
+                        // SAFETY: as for the loads.
+                        unsafe { *spots(lane).at(i, k) = v };
+                    }
+                }
+            ))))),
         }
-    });
-    if unit {
-        rounds(true);
-    } else {
-        rounds(false);
+        first += per_round;
     }
     block.sync();
     true
