@@ -97,23 +97,20 @@ pub(crate) unsafe fn scale<T: Element>(team: &Team, x: Gmat<T>, alpha: T) {
 /// `T·X' = α·B'` in place of `x` (`n × w`), `t` being `n × n` triangular: lower (forward) or
 /// upper (backward), see the module docs.
 ///
-/// One function per shape and diagonal (not inlined), shared by every task that solves with it.
-/// The diagonal is a constant: a unit diagonal known only at run time was tested in every step
-/// of the register solve, which split its code (bench/results/trsm-deferred-h200/), and callers
-/// almost always know it (Cholesky's solves never have one, LU's row solve always does).
+/// One function per shape (not inlined), shared by every task that solves with it.
 ///
 /// # Safety
 /// As for [`Shape::multiply`]: valid, non-overlapping operands, sides multiples of 16.
 #[inline(never)]
-pub(crate) unsafe fn solve<S: Shape, const UNIT: bool>(
+pub(crate) unsafe fn solve<S: Shape>(
     block: &Block,
     scratch: Scratch,
     t: Gmat<S::Elem>,
     x: Gmat<S::Elem>,
     forward: bool,
+    unit: bool,
     alpha: S::Elem,
 ) {
-    let unit = UNIT;
     let team = Team::new(block);
     let (n, w) = (t.rows, x.cols);
     let room = Room::of(block, 0);
@@ -379,11 +376,15 @@ pub fn trsm<T: Tiled, const CHECKED: bool>(
     // SAFETY: the handles were checked inside their arrays and apart (in checked mode; the
     // caller's word otherwise); sides are multiples of 16.
     unsafe {
-        if diag == Diag::Unit {
-            solve::<T::Shape, true>(block, Scratch::of(block), t, x, forward, alpha);
-        } else {
-            solve::<T::Shape, false>(block, Scratch::of(block), t, x, forward, alpha);
-        }
+        solve::<T::Shape>(
+            block,
+            Scratch::of(block),
+            t,
+            x,
+            forward,
+            diag == Diag::Unit,
+            alpha,
+        )
     };
 }
 
