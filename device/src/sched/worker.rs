@@ -169,8 +169,8 @@ pub unsafe fn run_worker<'a, T: Tables<'a>, D: Dispatch>(
         // A gang's member arrives at its end; only the last to arrive goes on to release the task's
         // children and count it.
         if rank != command::NONE && !end_gang(rt, dispatch, me, task, rounds) {
-            if leader && let Some(slot) = rt.current().get(me.worker() as usize) {
-                slot.store(u32::MAX, Gpu, Relaxed);
+            if leader {
+                rt.clear_current(me.worker());
             }
             continue;
         }
