@@ -25,6 +25,22 @@ stage | stage-*) ;;
     exit 2
     ;;
 esac
+# A/B builds from two worktrees must not share a target directory: cargo keys a path dependency
+# by its path inside the workspace and judges it fresh by modification times, so a worktree whose
+# changed files are older than the other's last build gets that build's code, device code
+# included, without a word (bench/results/chain-trace-h200/ staged a "variant" that way).
+target_dir=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+case "$target_dir/" in
+"$PWD"/*) ;;
+*)
+    if [ "${STAGE_SHARED_TARGET:-}" != 1 ]; then
+        echo "stage-gpu: the target directory $target_dir is outside this checkout ($PWD):" >&2
+        echo "  another worktree's build there can be staged as this one's. Unset CARGO_TARGET_DIR" >&2
+        echo "  (or set STAGE_SHARED_TARGET=1 if no other checkout builds there)." >&2
+        exit 2
+    fi
+    ;;
+esac
 # The device build assembles every region's kernels with scripts/setup.sh's ptxas (it finds
 # ./.venv by itself), for TASKWEAVE_TARGET_CPU, else the GPU of this machine, else sm_90.
 if [ "$#" -gt 0 ]; then
@@ -36,7 +52,7 @@ else
     cargo build --release -p taskweave-examples --bins
 fi
 # Where cargo put them: ./target, or CARGO_TARGET_DIR (or its config) when set.
-target=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+target=$target_dir
 rm -rf "$stage"
 mkdir -p "$stage/bin"
 for bin in "${bins[@]}"; do
