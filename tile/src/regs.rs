@@ -820,15 +820,9 @@ pub(crate) unsafe fn solve<T: Element>(
     // SAFETY: the caller's promises; the staged triangle and the reciprocals lie in the room.
     unsafe {
         stage_triangle(team, t, tt, stride, forward);
-        // A unit diagonal's reciprocals are ones: every solve then runs the same steps, each
-        // scaling its row (exact by one). `solve` is shared by every solve of a shape, so `unit`
-        // is a run-time value here, and a test of it in every step split the steps' code: the
-        // probe's 64-tile solves took 16-18% longer, the factorizations' 5-10%
-        // (bench/results/chain-trace-h200/).
-        team.for_each_item(n, |q| {
-            let r = if unit { T::ONE } else { (*t.at(q, q)).recip() };
-            inverse.set(q as usize, r);
-        });
+        if !unit {
+            team.for_each_item(n, |q| inverse.set(q as usize, (*t.at(q, q)).recip()));
+        }
     }
     block.sync();
     let grid = Grid::of(n, team);
@@ -890,15 +884,21 @@ pub(crate) unsafe fn solve<T: Element>(
             let g = if forward { s } else { groups - 1 - s };
             // The group's reciprocals, loaded before its steps: loaded at its step, each was a
             // shared-memory latency on the chain of steps.
-            // SAFETY: inside the reciprocals (the caller's promise).
-            let scales: [T; FR] = array(hot!(|i| unsafe { inverse.get(FR * g as usize + i) }));
+            let scales: [T; FR] = array(hot!(|i| if unit {
+                T::ONE
+            } else {
+                // SAFETY: inside the reciprocals (the caller's promise).
+                unsafe { inverse.get(FR * g as usize + i) }
+            }));
             unroll::<FR>(hot!(|v| {
                 let u = if forward { v } else { FR - 1 - v };
                 // SAFETY: inside the room's buffers (the caller's promise); the parity of the
                 // step is v's, FR being even.
                 unsafe {
                     let row = rows.add((v % 2) * len);
-                    substitute(team, grid, &mut cells, tt, stride, scales[u], row, g, u)
+                    substitute(
+                        team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
+                    )
                 };
             }));
         }
@@ -1038,6 +1038,7 @@ unsafe fn substitute<T: Element>(
     row: Buf<T>,
     g: u32,
     u: usize,
+    unit: bool,
 ) {
     let q = FR as u32 * g + u as u32;
     // The step's column first: loaded after the warp's barrier, its latency sat on the chain of
@@ -1049,10 +1050,12 @@ unsafe fn substitute<T: Element>(
         // SAFETY: inside column q of the staged triangle, `e` even.
         unsafe { column.pair(pos::<T>(e)) }
     })));
-    unroll::<FC>(hot!(|k| {
-        cells[u][k] =
-            cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
-    }));
+    if !unit {
+        unroll::<FC>(hot!(|k| {
+            cells[u][k] =
+                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
+        }));
+    }
     unroll::<{ FC / 2 }>(hot!(|p| {
         let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
         v.for_each(|lane, v| {
