@@ -248,7 +248,7 @@
 #| tile/src/regs.rs | pair | 2 | miri: A (the host arm)
 #| tile/src/regs.rs | pair | 1 | not: nvptx64 (ld.shared.v2)
 #| tile/src/regs.rs | put_pair | 2 | miri: A
-#| tile/src/regs.rs | solve | 11 | miri: A
+#| tile/src/regs.rs | solve | 10 | miri: A
 #| tile/src/regs.rs | stage_triangle | 3 | miri: A
 #| tile/src/regs.rs | substitute | 4 | miri: A
 #| tile/src/regs.rs | factor | 2 | miri: A

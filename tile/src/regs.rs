@@ -26,9 +26,7 @@
 //!   lives in one warp, so a warp solves its lines alone. The lanes holding entry `q` of their
 //!   lines finish it and publish it; after the warp's barrier every lane adds the triangle's
 //!   column `q`, staged negated in shared memory with zeros on and off its triangle, times the published
-//!   entries. The zeros are the masks. A non-unit triangle's columns are staged times their
-//!   pivots' reciprocals and the lines scaled at the end, so the steps solve a unit triangle and
-//!   none scales on the chain. The block meets only after staging and at the end.
+//!   entries. The zeros are the masks. The block meets only after staging and at the end.
 //!
 //! A register array stays in registers only when every index into it is a constant, so the steps
 //! run in groups of eight, unrolled, in a loop over the groups: the register a step reads (its
@@ -827,23 +825,6 @@ pub(crate) unsafe fn solve<T: Element>(
         }
     }
     block.sync();
-    if !unit {
-        // The steps solve a unit triangle, `T·D⁻¹` for `y = D·x` (`D` the diagonal): each staged
-        // column `q` times `1/t[q][q]` here, and each line's entries times theirs at the end. No
-        // step scales its pivot then, which took a multiply and a select on the chain of steps,
-        // and no step tests `unit`, a run-time value in the solve every shape shares. Only the
-        // strict triangle: a zero pivot's infinite reciprocal must not make its staged zeros NaN.
-        team.for_each_item(n * n, |e| {
-            let (q, k) = (e / n, e % n);
-            if (forward && k > q) || (!forward && k < q) {
-                let at = q as usize * stride + pos::<T>(k);
-                // SAFETY: inside the staged triangle and the reciprocals (the room's), each
-                // element touched by one thread between two barriers.
-                unsafe { tt.set(at, tt.get(at) * inverse.get(q as usize)) };
-            }
-        });
-        block.sync();
-    }
     let grid = Grid::of(n, team);
     let per_round = round_lines(n, team);
     let len = row_len::<T>(per_round);
@@ -901,24 +882,24 @@ pub(crate) unsafe fn solve<T: Element>(
         }
         for s in 0..groups {
             let g = if forward { s } else { groups - 1 - s };
+            // The group's reciprocals, loaded before its steps: loaded at its step, each was a
+            // shared-memory latency on the chain of steps.
+            let scales: [T; FR] = array(hot!(|i| if unit {
+                T::ONE
+            } else {
+                // SAFETY: inside the reciprocals (the caller's promise).
+                unsafe { inverse.get(FR * g as usize + i) }
+            }));
             unroll::<FR>(hot!(|v| {
                 let u = if forward { v } else { FR - 1 - v };
                 // SAFETY: inside the room's buffers (the caller's promise); the parity of the
                 // step is v's, FR being even.
                 unsafe {
                     let row = rows.add((v % 2) * len);
-                    substitute(team, grid, &mut cells, tt, stride, row, g, u)
+                    substitute(
+                        team, grid, &mut cells, tt, stride, scales[u], row, g, u, unit,
+                    )
                 };
-            }));
-        }
-        if !unit {
-            // `x = D⁻¹·y`: each entry times its row's reciprocal.
-            unroll::<FR>(hot!(|i| {
-                let scale = Lanes::from_fn(|lane| {
-                    // SAFETY: inside the reciprocals (the caller's promise).
-                    unsafe { inverse.get(FR * grid.bi(lane) as usize + i) }
-                });
-                unroll::<FC>(hot!(|k| cells[i][k] = cells[i][k].zip(scale, |x, s| x * s)));
             }));
         }
         match pairs {
@@ -1034,10 +1015,10 @@ unsafe fn stage_triangle<T: Element>(
     );
 }
 
-/// Step `q = 8·g + u` of [`solve`], on a unit triangle (a non-unit one's columns are scaled
-/// before): the lanes holding entry `q` of their lines publish it, the warp meets (a line lives
-/// in one warp), and every lane subtracts its multiples of column `q` of the triangle from its
-/// entries (the staged zeros leave the entries not after `q`).
+/// Step `q = 8·g + u` of [`solve`]: the lanes holding entry `q` of their lines finish it (times
+/// `scale`, the pivot's reciprocal) and publish it, the warp meets (a line lives in one warp),
+/// and every lane subtracts its multiples of column `q` of the triangle from its entries (the
+/// staged zeros leave the entries not after `q`).
 ///
 /// # Safety
 /// `tt` holds the staged triangle; `row` is this step's exchange buffer, 16-byte aligned, for a
@@ -1053,9 +1034,11 @@ unsafe fn substitute<T: Element>(
     cells: &mut Cells<T>,
     tt: Buf<T>,
     stride: usize,
+    scale: T,
     row: Buf<T>,
     g: u32,
     u: usize,
+    unit: bool,
 ) {
     let q = FR as u32 * g + u as u32;
     // The step's column first: loaded after the warp's barrier, its latency sat on the chain of
@@ -1067,6 +1050,12 @@ unsafe fn substitute<T: Element>(
         // SAFETY: inside column q of the staged triangle, `e` even.
         unsafe { column.pair(pos::<T>(e)) }
     })));
+    if !unit {
+        unroll::<FC>(hot!(|k| {
+            cells[u][k] =
+                cells[u][k].map_lane(|lane, v| if grid.bi(lane) == g { v * scale } else { v });
+        }));
+    }
     unroll::<{ FC / 2 }>(hot!(|p| {
         let v = cells[u][2 * p].zip(cells[u][2 * p + 1], |x, y| [x, y]);
         v.for_each(|lane, v| {
