@@ -30,11 +30,12 @@ esac
 # changed files are older than the other's last build gets that build's code, device code
 # included, without a word (bench/results/chain-trace-h200/ staged a "variant" that way).
 target_dir=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-case "$target_dir/" in
-"$PWD"/*) ;;
+here=$(pwd -P)
+case "$(python3 -c 'import os,sys; print(os.path.realpath(sys.argv[1]))' "$target_dir")/" in
+"$here"/*) ;;
 *)
     if [ "${STAGE_SHARED_TARGET:-}" != 1 ]; then
-        echo "stage-gpu: the target directory $target_dir is outside this checkout ($PWD):" >&2
+        echo "stage-gpu: the target directory $target_dir is outside this checkout ($here):" >&2
         echo "  another worktree's build there can be staged as this one's. Unset CARGO_TARGET_DIR" >&2
         echo "  (or set STAGE_SHARED_TARGET=1 if no other checkout builds there)." >&2
         exit 2
