@@ -28,14 +28,15 @@ esac
 # A/B builds from two worktrees must not share a target directory: cargo keys a path dependency
 # by its path inside the workspace and judges it fresh by modification times, so a worktree whose
 # changed files are older than the other's last build gets that build's code, device code
-# included, without a word (bench/results/chain-trace-h200/ staged a "variant" that way).
-target_dir=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+# included, without a word (bench/results/chain-trace-h200/ staged a "variant" that way). The
+# target directory: ./target, or CARGO_TARGET_DIR (or its config) when set.
+target=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 here=$(pwd -P)
-case "$(python3 -c 'import os,sys; print(os.path.realpath(sys.argv[1]))' "$target_dir")/" in
+case "$(python3 -c 'import os,sys; print(os.path.realpath(sys.argv[1]))' "$target")/" in
 "$here"/*) ;;
 *)
     if [ "${STAGE_SHARED_TARGET:-}" != 1 ]; then
-        echo "stage-gpu: the target directory $target_dir is outside this checkout ($here):" >&2
+        echo "stage-gpu: the target directory $target is outside this checkout ($here):" >&2
         echo "  another worktree's build there can be staged as this one's. Unset CARGO_TARGET_DIR" >&2
         echo "  (or set STAGE_SHARED_TARGET=1 if no other checkout builds there)." >&2
         exit 2
@@ -52,8 +53,6 @@ else
         | python3 -c 'import json,sys; m=json.load(sys.stdin); print("\n".join(t["name"] for p in m["packages"] if p["name"]=="taskweave-examples" for t in p["targets"] if "bin" in t["kind"]))')
     cargo build --release -p taskweave-examples --bins
 fi
-# Where cargo put them: ./target, or CARGO_TARGET_DIR (or its config) when set.
-target=$target_dir
 rm -rf "$stage"
 mkdir -p "$stage/bin"
 for bin in "${bins[@]}"; do
