@@ -34,6 +34,20 @@ enum Slots {
     Scattered,
 }
 
+/// The vectors of an [`Endpoints`] no longer needed, kept for a later one (see
+/// [`Spare`](super::Spare)).
+#[derive(Debug, Default)]
+pub(super) struct Buffers {
+    table: Vec<u32>,
+    values: Vec<usize>,
+}
+
+impl Buffers {
+    pub(super) fn bytes(&self) -> usize {
+        super::buffer::bytes(&self.table) + super::buffer::bytes(&self.values)
+    }
+}
+
 /// The distinct ends seen so far, each with its first-seen number.
 #[derive(Clone, Debug)]
 pub(super) struct Endpoints {
@@ -55,10 +69,24 @@ pub(super) struct Endpoints {
 impl Endpoints {
     /// A table for ends of at least `base`, sized for about `expected` distinct ones.
     pub(super) fn new(base: usize, expected: usize) -> Self {
+        Self::new_in(base, expected, Buffers::default())
+    }
+
+    /// [`Endpoints::new`], writing into `spare`'s vectors (cleared first) rather than fresh
+    /// memory.
+    pub(super) fn new_in(base: usize, expected: usize, spare: Buffers) -> Self {
         let size = (expected * 2).next_power_of_two().max(16);
+        let Buffers {
+            mut table,
+            mut values,
+        } = spare;
+        table.clear();
+        table.resize(size, EMPTY);
+        values.clear();
+        values.reserve(expected);
         Endpoints {
-            table: vec![EMPTY; size],
-            values: Vec::with_capacity(expected),
+            table,
+            values,
             last: (usize::MAX, 0),
             base,
             slots: Slots::Scattered,
@@ -71,7 +99,19 @@ impl Endpoints {
     #[cold]
     pub(super) fn reserve(&mut self, expected: usize) {
         if self.values.is_empty() && expected * 2 > self.table.len() {
-            *self = Endpoints::new(self.base, expected);
+            let spare = Buffers {
+                table: std::mem::take(&mut self.table),
+                values: std::mem::take(&mut self.values),
+            };
+            *self = Endpoints::new_in(self.base, expected, spare);
+        }
+    }
+
+    /// Its vectors, to be kept for a later table.
+    pub(super) fn into_buffers(self) -> Buffers {
+        Buffers {
+            table: self.table,
+            values: self.values,
         }
     }
 
@@ -208,7 +248,7 @@ impl Endpoints {
 
     /// The rank of every number among the distinct ends (the smallest end has rank 0), and the
     /// number of distinct ends.
-    pub(super) fn ranks(self) -> (Vec<u32>, usize) {
+    pub(super) fn ranks(&self) -> (Vec<u32>, usize) {
         let count = self.values.len();
         let mut rank = vec![0u32; count];
         let max = self.values.iter().copied().max().unwrap_or(0);

@@ -108,7 +108,7 @@ impl ReaderArena {
 
 /// The state of one run: where it ends, its last writer and the readers since that write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Seg {
+pub(super) struct Seg {
     /// The next run's start (one past this run's last rank).
     end: u32,
     /// Last writer, or [`NONE`].
@@ -141,20 +141,30 @@ const COLLAPSE: usize = 8;
 impl Runs {
     /// One run per rank `0..ends - 1`, never written, with no readers. `ends` is at least 2 and
     /// fits in a `u32`.
+    #[cfg(test)]
     pub(super) fn new(ends: usize) -> Self {
+        Self::new_in(ends, Vec::new())
+    }
+
+    /// [`Runs::new`], writing the runs into `segs` (cleared first), a spare buffer.
+    pub(super) fn new_in(ends: usize, mut segs: Vec<Seg>) -> Self {
         debug_assert!(ends >= 2, "a range has two distinct ends");
         let last = u32::try_from(ends - 1).expect("a job numbers its ends in u32");
+        segs.clear();
+        segs.extend((1..=last).chain([last]).map(|end| Seg {
+            end,
+            writer: NONE,
+            readers: NONE,
+        }));
         Runs {
             starts: BitSet::full(ends),
-            segs: (1..=last)
-                .chain([last])
-                .map(|end| Seg {
-                    end,
-                    writer: NONE,
-                    readers: NONE,
-                })
-                .collect(),
+            segs,
         }
+    }
+
+    /// The runs' buffer, to be kept for a later map.
+    pub(super) fn into_segs(self) -> Vec<Seg> {
+        self.segs
     }
 
     /// The last rank: the end of the last run.

@@ -6,9 +6,10 @@
 //! range crossing a cut is clipped into both sides). Jobs are therefore independent: they share
 //! nothing while they run, and [`merge`](super::tracker) unites their edges afterwards.
 
+use super::buffer::bytes;
 use super::compress::Endpoints;
-use super::interval::{ReaderArena, Runs};
-use super::sink::EdgeSink;
+use super::interval::{ReaderArena, Runs, Seg};
+use super::sink::{EdgeSink, SinkBuffers};
 use super::{Access, EdgeKind, LimitExceeded};
 
 /// A task's non-empty access to `lo..hi` of an array, in elements: what a piece of an array
@@ -51,6 +52,27 @@ pub(super) struct JobEdges {
     pub kinds: Vec<EdgeKind>,
 }
 
+/// The buffers of a finished job, kept for a later one (see [`Spare`](super::Spare)): its reader
+/// lists, its first part's runs and its sink's (the edges' own once they are merged).
+#[derive(Debug, Default)]
+pub(super) struct JobBuffers {
+    nodes: Vec<(u32, u32)>,
+    segs: Vec<Seg>,
+    sink: SinkBuffers,
+}
+
+impl JobBuffers {
+    pub(super) fn bytes(&self) -> usize {
+        bytes(&self.nodes) + bytes(&self.segs) + self.sink.bytes()
+    }
+
+    /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
+    pub(super) fn give_back(&mut self, edges: JobEdges) {
+        (self.sink.parents, self.sink.kinds, self.sink.children) =
+            (edges.parents, edges.kinds, edges.children);
+    }
+}
+
 /// A part of a job: the ranges of one array, or of one element range of it, in task order, their
 /// ends ranked among the part's `ends` distinct ones.
 #[derive(Debug)]
@@ -62,7 +84,7 @@ pub(super) struct Part {
 impl Part {
     /// The part of `recs`, whose ends are numbered in `ends`: the numbers replaced by ranks, in
     /// place.
-    pub(super) fn ranked(mut recs: Vec<Rec>, ends: Endpoints) -> Part {
+    pub(super) fn ranked(mut recs: Vec<Rec>, ends: &Endpoints) -> Part {
         let (rank, count) = ends.ranks();
         for r in &mut recs {
             r.a = rank[r.a as usize];
@@ -88,7 +110,7 @@ impl Part {
                 access: r.access,
             });
         }
-        Part::ranked(recs, ends)
+        Part::ranked(recs, &ends)
     }
 }
 
@@ -102,18 +124,34 @@ struct Tracked {
 /// Tracks the dependences of `parts` (of different arrays, or disjoint element ranges of one),
 /// task by task, into one list of edges.
 pub(super) fn run(parts: Vec<Part>, limits: Limits) -> Result<JobEdges, LimitExceeded> {
-    let mut tracked: Vec<Tracked> = parts
-        .into_iter()
-        .filter(|part| !part.ranked.is_empty())
-        .map(|part| Tracked {
+    run_keeping(parts, limits, &mut JobBuffers::default()).map(|(edges, _)| edges)
+}
+
+/// [`run`], writing into the buffers of `spare` rather than fresh memory and leaving there those
+/// it used but the edges' own; with each part's records (its ranges, ranked), in the order of
+/// `parts`, to keep as well.
+pub(super) fn run_keeping(
+    parts: Vec<Part>,
+    limits: Limits,
+    spare: &mut JobBuffers,
+) -> Result<(JobEdges, Vec<Vec<Rec>>), LimitExceeded> {
+    let mut segs = Some(std::mem::take(&mut spare.segs));
+    let mut empty = Vec::new();
+    let mut tracked: Vec<Tracked> = Vec::with_capacity(parts.len());
+    for (i, part) in parts.into_iter().enumerate() {
+        if part.ranked.is_empty() {
+            empty.push((i, part.ranked));
+            continue;
+        }
+        tracked.push(Tracked {
             ranked: part.ranked,
             next: 0,
-            runs: Runs::new(part.ends),
-        })
-        .collect();
-    let mut arena = ReaderArena::default();
+            runs: Runs::new_in(part.ends, segs.take().unwrap_or_default()),
+        });
+    }
+    let mut arena = ReaderArena::with_nodes(std::mem::take(&mut spare.nodes));
     arena.set_max_nodes(limits.reader_entries);
-    let mut sink = EdgeSink::with_max_edges(limits.edges);
+    let mut sink = EdgeSink::with_buffers(limits.edges, std::mem::take(&mut spare.sink));
     if let [one] = &mut tracked[..] {
         // One part: no other part's ranges to interleave.
         let mut rest = &one.ranked[..];
@@ -160,11 +198,27 @@ pub(super) fn run(parts: Vec<Part>, limits: Limits) -> Result<JobEdges, LimitExc
             limit: arena.max_nodes() as u64,
         });
     }
-    Ok(JobEdges {
-        children: sink.children,
-        parents: sink.parents,
-        kinds: sink.kinds,
-    })
+    let mut buffers = sink.into_buffers();
+    let edges = JobEdges {
+        children: std::mem::take(&mut buffers.children),
+        parents: std::mem::take(&mut buffers.parents),
+        kinds: std::mem::take(&mut buffers.kinds),
+    };
+    let mut recs = Vec::with_capacity(tracked.len() + empty.len());
+    let mut segs = None;
+    for t in tracked {
+        segs.get_or_insert(t.runs.into_segs());
+        recs.push(t.ranked);
+    }
+    for (i, r) in empty {
+        recs.insert(i, r);
+    }
+    *spare = JobBuffers {
+        nodes: arena.into_nodes(),
+        segs: segs.unwrap_or_default(),
+        sink: buffers,
+    };
+    Ok((edges, recs))
 }
 
 /// Adds one task's ranges of one part, all evaluated against the state before the task.

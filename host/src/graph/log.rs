@@ -1,7 +1,8 @@
 //! [`ArrayLog`]: what the tracker records for one array, which the split hands to its threads. A
 //! module of its own, so that the tracker and the split both use it without using each other.
 
-use super::compress::Endpoints;
+use super::buffer::bytes;
+use super::compress::{self, Endpoints};
 use super::job::Rec;
 use super::tiles::ArraySizes;
 
@@ -25,5 +26,19 @@ impl ArrayLog {
         self.recs
             .reserve(hint.recs().saturating_sub(self.recs.len()));
         self.ends.reserve(hint.ends());
+    }
+}
+
+/// The vectors of an [`ArrayLog`] on the general path, kept for the same array's log in a later
+/// inspection (see [`Spare`](super::Spare)).
+#[derive(Debug, Default)]
+pub(super) struct LogBuffers {
+    pub recs: Vec<Rec>,
+    pub ends: compress::Buffers,
+}
+
+impl LogBuffers {
+    pub(super) fn bytes(&self) -> usize {
+        bytes(&self.recs) + self.ends.bytes()
     }
 }

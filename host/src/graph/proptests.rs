@@ -278,22 +278,45 @@ proptest! {
         q in tiled_program(60),
         jobs in 1usize..=3,
     ) {
-        let track = |program: &Program, spare: Spare, keep: &mut Spare| {
-            let mut tracker = DepTracker::new(&program.lens);
-            tracker.recycle(spare);
-            for accesses in &program.tasks {
-                tracker.add_task(accesses).unwrap();
-            }
-            tracker.finish_into(Split { threads: 1, jobs }, keep).unwrap()
-        };
-        let mut kept = Spare::default();
-        let other = track(&q, Spare::default(), &mut kept);
-        kept.keep_dag(other);
-        let recycled = track(&p, kept, &mut Spare::default());
-        let fresh = track(&p, Spare::default(), &mut Spare::default());
-        prop_assert_eq!(oracle::dag_edges(&recycled), oracle::reference_edges(&p.lens, &p.tasks));
-        prop_assert_eq!(recycled, fresh);
+        recycled_equals_fresh(&p, &q, jobs)?;
     }
+
+    /// The same on the general path, whose records, reader lists, runs and sink are kept too;
+    /// `q`'s arrays may take other paths than `p`'s.
+    #[test]
+    fn recycled_general_buffers_give_the_same_dag(
+        p in program(40),
+        q in prop_oneof![program(40), tiled_program(40)],
+        jobs in 1usize..=2,
+    ) {
+        recycled_equals_fresh(&p, &q, jobs)?;
+    }
+}
+
+/// Tracks `p` in the buffers `q`'s inspection left, and afresh: the same DAG, and the reference
+/// one.
+fn recycled_equals_fresh(p: &Program, q: &Program, jobs: usize) -> Result<(), TestCaseError> {
+    let track = |program: &Program, spare: Spare, keep: &mut Spare| {
+        let mut tracker = DepTracker::new(&program.lens);
+        tracker.recycle(spare);
+        for accesses in &program.tasks {
+            tracker.add_task(accesses).unwrap();
+        }
+        tracker
+            .finish_into(Split { threads: 1, jobs }, keep)
+            .unwrap()
+    };
+    let mut kept = Spare::default();
+    let other = track(q, Spare::default(), &mut kept);
+    kept.keep_dag(other);
+    let recycled = track(p, kept, &mut Spare::default());
+    let fresh = track(p, Spare::default(), &mut Spare::default());
+    prop_assert_eq!(
+        oracle::dag_edges(&recycled),
+        oracle::reference_edges(&p.lens, &p.tasks)
+    );
+    prop_assert_eq!(recycled, fresh);
+    Ok(())
 }
 
 /// Workers that run `plan`'s lists in order, each waiting for its head task's parents, run every

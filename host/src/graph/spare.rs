@@ -8,10 +8,16 @@
 //! allocator's history, not on the region. A region's calls mostly repeat their shape, so the
 //! tables of its last inspection are the right size and already in memory: kept here, cleared,
 //! they make a later one-off call's inspection cost the same whatever ran before it.
+//!
+//! Both paths keep theirs: the tile path its tiles, reader lists and edges; the general path
+//! each array's records and table of ends, and, when it tracked everything as one job (no
+//! threads), that job's reader lists, runs and edges.
 
 use super::EdgeKind;
 use super::buffer::bytes;
 use super::dag::Dag;
+use super::job::JobBuffers;
+use super::log::LogBuffers;
 use super::tiles::TileBuffers;
 
 /// The most bytes a region's spare buffers may hold: a larger inspection's are freed as before
@@ -27,6 +33,11 @@ pub struct Spare {
     pub(super) tiles: Vec<(u32, TileBuffers)>,
     /// The parent lists the DAG was built from: offsets, parents and kinds.
     pub(super) lists: Lists,
+    /// The general path's records and tables of ends, with the slot of the array that used
+    /// them.
+    pub(super) logs: Vec<(u32, LogBuffers)>,
+    /// The general path's job: its reader lists, runs and sink, when it ran as one job.
+    pub(super) job: JobBuffers,
 }
 
 /// What the merge of the jobs' edges writes: the parent lists in CSR form (offsets, parents and
@@ -69,7 +80,8 @@ impl Spare {
                 + bytes(&d.rank)
         });
         let tiles: usize = self.tiles.iter().map(|(_, t)| t.bytes()).sum();
-        dag + tiles + self.lists.bytes()
+        let logs: usize = self.logs.iter().map(|(_, l)| l.bytes()).sum();
+        dag + tiles + self.lists.bytes() + logs + self.job.bytes()
     }
 
     /// The tile path's buffers last used by the array in `slot`, if any.
@@ -90,6 +102,20 @@ impl Spare {
         }
         if self.lists.bytes() == 0 {
             self.lists = other.lists;
+        }
+        if self.logs.is_empty() {
+            self.logs = other.logs;
+        }
+        if self.job.bytes() == 0 {
+            self.job = other.job;
+        }
+    }
+
+    /// The general path's buffers last used by the array in `slot`, if any.
+    pub(super) fn take_log(&mut self, slot: u32) -> LogBuffers {
+        match self.logs.iter().position(|&(s, _)| s == slot) {
+            Some(i) => self.logs.swap_remove(i).1,
+            None => LogBuffers::default(),
         }
     }
 }

@@ -193,7 +193,7 @@ pub(super) fn track(
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let part = match log {
-            Some(log) => Part::ranked(log.recs, log.ends),
+            Some(log) => Part::ranked(log.recs, &log.ends),
             None => {
                 let slices: Vec<&[Span]> = buckets.iter().map(|b| &b[order[i]][..]).collect();
                 Part::of_spans(&slices, piece.start)

@@ -298,15 +298,14 @@ impl Tiles {
         Ok((edges, rest))
     }
 
-    /// The recorded accesses as the general path's records, their ends numbered in `ends`.
-    pub(super) fn into_recs(self, ends: &mut Endpoints) -> Vec<Rec> {
+    /// Appends the recorded accesses to `recs` as the general path's records, their ends
+    /// numbered in `ends`.
+    pub(super) fn into_recs(self, ends: &mut Endpoints, recs: &mut Vec<Rec>) {
         let (base, size) = (self.base, self.size);
-        (self.recs.into_iter())
-            .map(|(task, tile, access)| {
-                let lo = base + tile as usize * size;
-                let (a, b) = (ends.number(lo), ends.number(lo + size));
-                Rec { a, b, task, access }
-            })
-            .collect()
+        recs.extend(self.recs.into_iter().map(|(task, tile, access)| {
+            let lo = base + tile as usize * size;
+            let (a, b) = (ends.number(lo), ends.number(lo + size));
+            Rec { a, b, task, access }
+        }));
     }
 }

@@ -11,13 +11,14 @@
 
 use core::ops::Range;
 
+use super::buffer::cleared;
 use super::compress::Endpoints;
 use super::dag::Dag;
 use super::job::{self, Limits, Part, Rec};
-use super::log::ArrayLog;
+use super::log::{ArrayLog, LogBuffers};
 use super::spare::Spare;
 use super::split::{self, Split};
-use super::tiles::{ArraySizes, TileBuffers, Tiles};
+use super::tiles::{ArraySizes, Tiles};
 use super::{Access, LimitExceeded};
 
 /// The most dependence edges a [`DepTracker`] records: the CSR offsets are `u32`.
@@ -63,9 +64,10 @@ enum Path {
     General,
 }
 
-/// The path of an array whose first non-empty range is `range`: the tile path when tiles of its
-/// size fit, sized from what the last inspection recorded there. Once per array: kept out of the
-/// recording's hot loop, which the compiler then inlines where it is called.
+/// The path of an array (in `slot`) whose first non-empty range is `range`: the tile path when
+/// tiles of its size fit, sized from what the last inspection recorded there and written into
+/// the buffers it left in `spare`. Once per array: kept out of the recording's hot loop, which the
+/// compiler then inlines where it is called.
 #[cold]
 #[inline(never)]
 fn first_path(
@@ -73,9 +75,14 @@ fn first_path(
     range: &Range<usize>,
     limits: Limits,
     hint: ArraySizes,
-    spare: TileBuffers,
+    spare: &mut Spare,
+    slot: u32,
 ) -> Path {
-    match Tiles::new(array.len, range, limits, spare) {
+    // Whichever path the array takes, its records may end on the general one.
+    let log = spare.take_log(slot);
+    array.recs = cleared(log.recs);
+    array.ends = Endpoints::new_in(0, 1024, log.ends);
+    match Tiles::new(array.len, range, limits, spare.take_tiles(slot)) {
         Some(mut tiles) => {
             tiles.reserve(hint);
             Path::Tiles(Box::new(tiles))
@@ -96,7 +103,10 @@ fn leave_tiles(path: &mut Path, array: &mut ArrayLog, hint: ArraySizes) {
         unreachable!("on the tile path")
     };
     array.ends.reserve(hint.ends());
-    array.recs = tiles.into_recs(&mut array.ends);
+    array
+        .recs
+        .reserve(hint.recs().saturating_sub(array.recs.len()));
+    tiles.into_recs(&mut array.ends, &mut array.recs);
 }
 
 impl DepTracker {
@@ -188,8 +198,8 @@ impl DepTracker {
             }
             let path = &mut self.paths[slot as usize];
             if let Path::Unseen = path {
-                let spare = self.spare.take_tiles(slot);
-                *path = first_path(array, &range, self.limits, self.hints[slot as usize], spare);
+                let hint = self.hints[slot as usize];
+                *path = first_path(array, &range, self.limits, hint, &mut self.spare, slot);
             }
             if let Path::Tiles(tiles) = path {
                 if let Some(tile) = tiles.tile(&range) {
@@ -384,20 +394,35 @@ impl DepTracker {
                     tiled.push(edges);
                     buffers.push((slot as u32, rest));
                 }
-                Path::General if array.written && !array.recs.is_empty() => written.push(array),
+                Path::General if array.written && !array.recs.is_empty() => {
+                    written.push((slot as u32, array));
+                }
                 _ => {}
             }
         }
-        // The parts' ranges are freed as the job ends, before the CSR allocations.
+        let mut general = None;
+        // One job keeps its parts' records, tables of ends and its own buffers for the next
+        // inspection; the threads' jobs free theirs as they end, before the CSR allocations.
         let mut outs = if written.is_empty() {
             Vec::new()
         } else if split.jobs <= 1 {
+            let mut kept = Vec::with_capacity(written.len());
             let parts = (written.into_iter())
-                .map(|a| Part::ranked(a.recs, a.ends))
+                .map(|(slot, a)| {
+                    let part = Part::ranked(a.recs, &a.ends);
+                    kept.push((slot, a.ends.into_buffers()));
+                    part
+                })
                 .collect();
-            vec![job::run(parts, limits)?]
+            let (edges, recs) = job::run_keeping(parts, limits, &mut spare.job)?;
+            general = Some(
+                kept.into_iter()
+                    .zip(recs)
+                    .map(|((slot, ends), recs)| (slot, LogBuffers { recs, ends })),
+            );
+            vec![edges]
         } else {
-            split::track(written, split, limits)?
+            split::track(written.into_iter().map(|(_, a)| a).collect(), split, limits)?
         };
         let first_tiled = outs.len();
         outs.extend(tiled);
@@ -405,12 +430,23 @@ impl DepTracker {
         for ((_, rest), edges) in buffers.iter_mut().zip(outs.drain(first_tiled..)) {
             rest.give_back(edges);
         }
+        let logs = match general {
+            Some(logs) => {
+                if let Some(edges) = outs.pop() {
+                    spare.job.give_back(edges);
+                }
+                logs.collect()
+            }
+            None => std::mem::take(&mut spare.logs),
+        };
         // Buffers given and not used stay for a later inspection.
         buffers.append(&mut spare.tiles);
         *keep = Spare {
             dag: None,
             tiles: buffers,
             lists: spare.lists,
+            logs,
+            job: spare.job,
         };
         Ok(dag)
     }
