@@ -53,17 +53,18 @@ pub(super) struct JobEdges {
 }
 
 /// The buffers of a finished job, kept for a later one (see [`Spare`](super::Spare)): its reader
-/// lists, its first part's runs and its sink's (the edges' own once they are merged).
+/// lists, each part's runs and its sink's (the edges' own once they are merged).
 #[derive(Debug, Default)]
 pub(super) struct JobBuffers {
     nodes: Vec<(u32, u32)>,
-    segs: Vec<Seg>,
+    segs: Vec<Vec<Seg>>,
     sink: SinkBuffers,
 }
 
 impl JobBuffers {
     pub(super) fn bytes(&self) -> usize {
-        bytes(&self.nodes) + bytes(&self.segs) + self.sink.bytes()
+        let segs: usize = self.segs.iter().map(bytes).sum();
+        bytes(&self.nodes) + segs + self.sink.bytes()
     }
 
     /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
@@ -135,7 +136,7 @@ pub(super) fn run_keeping(
     limits: Limits,
     spare: &mut JobBuffers,
 ) -> Result<(JobEdges, Vec<Vec<Rec>>), LimitExceeded> {
-    let mut segs = Some(std::mem::take(&mut spare.segs));
+    let mut segs = std::mem::take(&mut spare.segs).into_iter();
     let mut empty = Vec::new();
     let mut tracked: Vec<Tracked> = Vec::with_capacity(parts.len());
     for (i, part) in parts.into_iter().enumerate() {
@@ -146,7 +147,7 @@ pub(super) fn run_keeping(
         tracked.push(Tracked {
             ranked: part.ranked,
             next: 0,
-            runs: Runs::new_in(part.ends, segs.take().unwrap_or_default()),
+            runs: Runs::new_in(part.ends, segs.next().unwrap_or_default()),
         });
     }
     let mut arena = ReaderArena::with_nodes(std::mem::take(&mut spare.nodes));
@@ -205,9 +206,9 @@ pub(super) fn run_keeping(
         kinds: std::mem::take(&mut buffers.kinds),
     };
     let mut recs = Vec::with_capacity(tracked.len() + empty.len());
-    let mut segs = None;
+    let mut segs = Vec::with_capacity(tracked.len());
     for t in tracked {
-        segs.get_or_insert(t.runs.into_segs());
+        segs.push(t.runs.into_segs());
         recs.push(t.ranked);
     }
     for (i, r) in empty {
@@ -215,7 +216,7 @@ pub(super) fn run_keeping(
     }
     *spare = JobBuffers {
         nodes: arena.into_nodes(),
-        segs: segs.unwrap_or_default(),
+        segs,
         sink: buffers,
     };
     Ok((edges, recs))
