@@ -72,6 +72,19 @@ impl Endpoints {
         Self::new_in(base, expected, Buffers::default())
     }
 
+    /// A table of no slots, allocating nothing, for an array that has no range yet: it must be
+    /// replaced ([`Endpoints::new_in`]) before an end is numbered in it.
+    pub(super) fn without_table() -> Self {
+        Endpoints {
+            table: Vec::new(),
+            values: Vec::new(),
+            last: (usize::MAX, 0),
+            base: 0,
+            slots: Slots::Scattered,
+            crowded: false,
+        }
+    }
+
     /// [`Endpoints::new`], writing into `spare`'s vectors (cleared first) rather than fresh
     /// memory.
     pub(super) fn new_in(base: usize, expected: usize, spare: Buffers) -> Self {

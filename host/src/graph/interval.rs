@@ -1,8 +1,8 @@
 //! The interval map of one array: maximal runs holding the last writer and the readers since.
 
-use super::EdgeKind;
 use super::bitset::BitSet;
 use super::sink::EdgeSink;
+use super::{EdgeKind, LimitExceeded};
 
 /// "No task" / "empty list" marker.
 pub(super) const NONE: u32 = u32::MAX;
@@ -70,14 +70,15 @@ impl ReaderArena {
         self.nodes
     }
 
-    /// Whether a push found the arena full.
-    pub(super) fn overflowed(&self) -> bool {
-        self.overflowed
-    }
-
-    /// The most nodes.
-    pub(super) fn max_nodes(&self) -> usize {
-        self.max_nodes
+    /// The limit a push found passed, if one did.
+    pub(super) fn check(&self) -> Result<(), LimitExceeded> {
+        if self.overflowed {
+            return Err(LimitExceeded {
+                what: "reader-list entries",
+                limit: self.max_nodes as u64,
+            });
+        }
+        Ok(())
     }
 
     /// Lowers the most nodes (tests cannot allocate four billion).

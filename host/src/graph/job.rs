@@ -9,7 +9,7 @@
 use super::buffer::bytes;
 use super::compress::Endpoints;
 use super::interval::{ReaderArena, Runs, Seg};
-use super::sink::{EdgeSink, SinkBuffers};
+use super::sink::{EdgeSink, JobEdges, SinkBuffers};
 use super::{Access, EdgeKind, LimitExceeded};
 
 /// A task's non-empty access to `lo..hi` of an array, in elements: what a piece of an array
@@ -41,17 +41,6 @@ pub(super) struct Limits {
     pub reader_entries: usize,
 }
 
-/// The edges one job found, grouped by child in increasing order.
-#[derive(Debug, Default)]
-pub(super) struct JobEdges {
-    /// `(child, end)`: the child's parents are `parents[previous end..end]`.
-    pub children: Vec<(u32, u32)>,
-    /// Parents (region ids), no duplicates within a child.
-    pub parents: Vec<u32>,
-    /// Edge kinds, parallel to `parents`.
-    pub kinds: Vec<EdgeKind>,
-}
-
 /// The buffers of a finished job, kept for a later one (see [`Spare`](super::Spare)): its reader
 /// lists, each part's runs and its sink's (the edges' own once they are merged).
 #[derive(Debug, Default)]
@@ -69,8 +58,7 @@ impl JobBuffers {
 
     /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
     pub(super) fn give_back(&mut self, edges: JobEdges) {
-        (self.sink.parents, self.sink.kinds, self.sink.children) =
-            (edges.parents, edges.kinds, edges.children);
+        self.sink.give_back(edges);
     }
 }
 
@@ -187,24 +175,8 @@ pub(super) fn run_keeping(
         }
     }
     // A full sink or arena drops what does not fit and carries on: one check at the end.
-    if sink.overflowed {
-        return Err(LimitExceeded {
-            what: "dependence edges",
-            limit: sink.max_edges as u64,
-        });
-    }
-    if arena.overflowed() {
-        return Err(LimitExceeded {
-            what: "reader-list entries",
-            limit: arena.max_nodes() as u64,
-        });
-    }
-    let mut buffers = sink.into_buffers();
-    let edges = JobEdges {
-        children: std::mem::take(&mut buffers.children),
-        parents: std::mem::take(&mut buffers.parents),
-        kinds: std::mem::take(&mut buffers.kinds),
-    };
+    let (edges, buffers) = sink.finish()?;
+    arena.check()?;
     let mut recs = Vec::with_capacity(tracked.len() + empty.len());
     let mut segs = Vec::with_capacity(tracked.len());
     for t in tracked {

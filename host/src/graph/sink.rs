@@ -1,6 +1,6 @@
 //! [`EdgeSink`]: the edges of one job, one per (parent, child) pair, as they are found.
 
-use super::{EdgeKind, MAX_EDGES};
+use super::{EdgeKind, LimitExceeded, MAX_EDGES};
 
 /// The buffers of an [`EdgeSink`] no longer needed, kept for a later one (see
 /// [`Spare`](super::Spare)).
@@ -14,7 +14,23 @@ pub(super) struct SinkBuffers {
     pub children: Vec<(u32, u32)>,
 }
 
+/// The edges one job found, grouped by child in increasing order.
+#[derive(Debug, Default)]
+pub(super) struct JobEdges {
+    /// `(child, end)`: the child's parents are `parents[previous end..end]`.
+    pub children: Vec<(u32, u32)>,
+    /// Parents (region ids), no duplicates within a child.
+    pub parents: Vec<u32>,
+    /// Edge kinds, parallel to `parents`.
+    pub kinds: Vec<EdgeKind>,
+}
+
 impl SinkBuffers {
+    /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
+    pub(super) fn give_back(&mut self, edges: JobEdges) {
+        (self.parents, self.kinds, self.children) = (edges.parents, edges.kinds, edges.children);
+    }
+
     pub(super) fn bytes(&self) -> usize {
         use super::buffer::bytes;
         bytes(&self.global)
@@ -92,15 +108,26 @@ impl EdgeSink {
         }
     }
 
-    /// Its buffers, the edges found among them.
-    pub(super) fn into_buffers(self) -> SinkBuffers {
-        SinkBuffers {
-            global: self.global,
-            mark: self.mark,
+    /// The edges found, or the limit they passed; with the buffers to keep for a later job (the
+    /// edges' own are given back once they are merged, [`SinkBuffers::give_back`]).
+    pub(super) fn finish(self) -> Result<(JobEdges, SinkBuffers), LimitExceeded> {
+        if self.overflowed {
+            return Err(LimitExceeded {
+                what: "dependence edges",
+                limit: self.max_edges as u64,
+            });
+        }
+        let edges = JobEdges {
+            children: self.children,
             parents: self.parents,
             kinds: self.kinds,
-            children: self.children,
-        }
+        };
+        let rest = SinkBuffers {
+            global: self.global,
+            mark: self.mark,
+            ..SinkBuffers::default()
+        };
+        Ok((edges, rest))
     }
 
     /// Tasks begun so far.

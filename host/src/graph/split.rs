@@ -21,8 +21,9 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::LimitExceeded;
 use super::dag::Dag;
-use super::job::{self, JobEdges, Limits, Part, Rec, Span};
+use super::job::{self, Limits, Part, Rec, Span};
 use super::log::ArrayLog;
+use super::sink::JobEdges;
 use super::spare::Lists;
 
 /// The ranges a thread must have to track before [`Split::auto`] starts it: starting and joining

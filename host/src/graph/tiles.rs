@@ -13,8 +13,8 @@ use super::Access;
 use super::buffer::{bytes, cleared};
 use super::compress::Endpoints;
 use super::interval::{NONE, ReaderArena};
-use super::job::{JobEdges, Limits, Rec};
-use super::sink::{EdgeSink, SinkBuffers};
+use super::job::{Limits, Rec};
+use super::sink::{EdgeSink, JobEdges, SinkBuffers};
 use super::{EdgeKind, LimitExceeded};
 
 /// The environment variable that turns the tile path off (`0`), for an A/B of inspection: every
@@ -91,8 +91,7 @@ impl TileBuffers {
 
     /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
     pub(super) fn give_back(&mut self, edges: JobEdges) {
-        (self.sink.parents, self.sink.kinds, self.sink.children) =
-            (edges.parents, edges.kinds, edges.children);
+        self.sink.give_back(edges);
     }
 }
 
@@ -271,24 +270,8 @@ impl Tiles {
     /// The edges found, or the limit they passed; with the buffers to keep for a later
     /// inspection (the edges' own once they are merged).
     pub(super) fn edges(self) -> Result<(JobEdges, TileBuffers), LimitExceeded> {
-        if self.sink.overflowed {
-            return Err(LimitExceeded {
-                what: "dependence edges",
-                limit: self.sink.max_edges as u64,
-            });
-        }
-        if self.arena.overflowed() {
-            return Err(LimitExceeded {
-                what: "reader-list entries",
-                limit: self.arena.max_nodes() as u64,
-            });
-        }
-        let mut sink = self.sink.into_buffers();
-        let edges = JobEdges {
-            children: std::mem::take(&mut sink.children),
-            parents: std::mem::take(&mut sink.parents),
-            kinds: std::mem::take(&mut sink.kinds),
-        };
+        let (edges, sink) = self.sink.finish()?;
+        self.arena.check()?;
         let rest = TileBuffers {
             tiles: self.tiles,
             recs: self.recs,

@@ -118,7 +118,8 @@ impl DepTracker {
                 .map(|&len| ArrayLog {
                     len,
                     recs: Vec::new(),
-                    ends: Endpoints::new(0, 1024),
+                    // The array's table comes with its first range (`first_path`).
+                    ends: Endpoints::without_table(),
                     written: false,
                     read_only: false,
                 })
