@@ -376,7 +376,8 @@ impl Tracking {
 
 impl Pipe {
     /// Sends the current chunk to the tracker and takes the oldest emptied one, once there are
-    /// [`RING`] (or a new one of `chunk_tasks`), to fill; a streamed region's edges handed back go to `streaming`.
+    /// [`RING`] (or a new one of `chunk_tasks`), to fill; a streamed region's edges handed back go
+    /// to `streaming`.
     fn hand_over(&mut self, streaming: Option<&mut Streaming>, chunk_tasks: usize) {
         self.take_back(streaming);
         let next = if self.spare.len() >= RING {

@@ -64,9 +64,9 @@ pub(super) struct EdgeSink {
     /// Per local task: 1 + index of the newest edge it is the parent of, or 0.
     mark: Vec<u32>,
     /// The most edges.
-    pub(super) max_edges: usize,
+    max_edges: usize,
     /// An edge did not fit (and was not recorded).
-    pub(super) overflowed: bool,
+    overflowed: bool,
 }
 
 impl Default for EdgeSink {
