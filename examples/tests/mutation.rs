@@ -2,7 +2,7 @@
 //! one task skipped, and the region run one task at a time in an order that the mutation allows
 //! and the DAG forbids, the verification must fail (`taskweave_examples::mutation`).
 //!
-//! - Every workload at the test sizes of `workloads.rs`: every mutation (each edge dropped, each
+//! - Every workload at its test size (`workloads::small`): every mutation (each edge dropped, each
 //!   pair of dependent tasks swapped, each task skipped).
 //! - Every workload at a benchmark-like shape: a sample weighted to the hardest cases (the last
 //!   task of each kind skipped and its dependences dropped), plus edges spread over the DAG. The
@@ -23,49 +23,6 @@ use taskweave::{DeviceArray, Region, Runtime};
 use taskweave_examples::mutation::{self, Mutation, Report, Subject};
 use taskweave_examples::workloads::*;
 use taskweave_kernels::{dags, faults, nowait, same_name};
-
-/// The test sizes of `workloads.rs`.
-fn small() -> Vec<Box<dyn Workload>> {
-    vec![
-        Box::new(Dtw::new(&DtwParams { n: 60, tile: 12 }).unwrap()),
-        Box::new(
-            Heat::new(&HeatParams {
-                n: 40,
-                tile: 10,
-                steps: 3,
-            })
-            .unwrap(),
-        ),
-        Box::new(
-            IntHist::new(&IntHistParams {
-                n: 24,
-                tile: 8,
-                bins: 16,
-            })
-            .unwrap(),
-        ),
-        Box::new(
-            IntHist::new(&IntHistParams {
-                n: 64,
-                tile: 32,
-                bins: 9,
-            })
-            .unwrap(),
-        ),
-        Box::new(
-            Jacobi::new(&JacobiParams {
-                n: 48,
-                tile: 12,
-                steps: 3,
-            })
-            .unwrap(),
-        ),
-        Box::new(Lud::new(&LudParams { nb: 4, tile: 8 }).unwrap()),
-        Box::new(Sat::new(&SatParams { n: 60, tile: 12 }).unwrap()),
-        Box::new(SmithWaterman::new(&SmwParams { n: 96, tile: 16 }).unwrap()),
-        Box::new(Nw::new(&NwParams { n: 50, tile: 10 }).unwrap()),
-    ]
-}
 
 /// The benchmark's tile sizes (and steps, and bins) with 16 × 16 tiles; LU-D with the
 /// benchmark's 15 × 15 tiles of 16 (see the module docs).

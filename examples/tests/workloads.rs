@@ -21,50 +21,6 @@ fn args(policy: Policy, threads: u32, lanes: u32, workers: u32) -> RunArgs {
     }
 }
 
-/// Small instances, with tile sides that are not powers of two and, for the histogram, more bins
-/// than one shared-memory pass holds.
-fn small() -> Vec<Box<dyn Workload>> {
-    vec![
-        Box::new(Dtw::new(&DtwParams { n: 60, tile: 12 }).unwrap()),
-        Box::new(
-            Heat::new(&HeatParams {
-                n: 40,
-                tile: 10,
-                steps: 3,
-            })
-            .unwrap(),
-        ),
-        Box::new(
-            IntHist::new(&IntHistParams {
-                n: 24,
-                tile: 8,
-                bins: 16,
-            })
-            .unwrap(),
-        ),
-        Box::new(
-            IntHist::new(&IntHistParams {
-                n: 64,
-                tile: 32,
-                bins: 9,
-            })
-            .unwrap(),
-        ),
-        Box::new(
-            Jacobi::new(&JacobiParams {
-                n: 48,
-                tile: 12,
-                steps: 3,
-            })
-            .unwrap(),
-        ),
-        Box::new(Lud::new(&LudParams { nb: 4, tile: 8 }).unwrap()),
-        Box::new(Sat::new(&SatParams { n: 60, tile: 12 }).unwrap()),
-        Box::new(SmithWaterman::new(&SmwParams { n: 96, tile: 16 }).unwrap()),
-        Box::new(Nw::new(&NwParams { n: 50, tile: 10 }).unwrap()),
-    ]
-}
-
 #[test]
 fn every_workload_matches_its_reference_under_every_policy() {
     let runtime = Runtime::cpu();

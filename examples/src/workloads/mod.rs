@@ -99,6 +99,52 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     ]
 }
 
+/// Every workload at a small size, for the tests: tile sides that are not powers of two, a
+/// histogram with more bins than one shared-memory pass holds, and one with fewer, so that the
+/// CPU backend runs each in well under a second and still meets every path of its kernels.
+pub fn small() -> Vec<Box<dyn Workload>> {
+    const SMALL: &str = "a valid small size";
+    vec![
+        Box::new(Dtw::new(&DtwParams { n: 60, tile: 12 }).expect(SMALL)),
+        Box::new(
+            Heat::new(&HeatParams {
+                n: 40,
+                tile: 10,
+                steps: 3,
+            })
+            .expect(SMALL),
+        ),
+        Box::new(
+            IntHist::new(&IntHistParams {
+                n: 24,
+                tile: 8,
+                bins: 16,
+            })
+            .expect(SMALL),
+        ),
+        Box::new(
+            IntHist::new(&IntHistParams {
+                n: 64,
+                tile: 32,
+                bins: 9,
+            })
+            .expect(SMALL),
+        ),
+        Box::new(
+            Jacobi::new(&JacobiParams {
+                n: 48,
+                tile: 12,
+                steps: 3,
+            })
+            .expect(SMALL),
+        ),
+        Box::new(Lud::new(&LudParams { nb: 4, tile: 8 }).expect(SMALL)),
+        Box::new(Sat::new(&SatParams { n: 60, tile: 12 }).expect(SMALL)),
+        Box::new(SmithWaterman::new(&SmwParams { n: 96, tile: 16 }).expect(SMALL)),
+        Box::new(Nw::new(&NwParams { n: 50, tile: 10 }).expect(SMALL)),
+    ]
+}
+
 /// A DAG's shape: its number of levels (the critical path) and the fewest and most tasks on one
 /// level, Table 1's "Δ parallelism".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
