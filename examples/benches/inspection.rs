@@ -15,8 +15,11 @@
 //! one with inspection on one thread (`TASKWEAVE_INSPECT_THREADS=1`), one allowed every core
 //! (`TASKWEAVE_INSPECT_THREADS` = the cores): what inspection does by itself on an idle machine,
 //! where it uses one thread per 32768 ranges (so small regions stay on one thread); on a busy one
-//! it leaves the busy cores alone. The static policy's plan ([`list_schedule`] on 528 workers, an
-//! H100's resident persistent workers at 4 per SM) is timed apart.
+//! it leaves the busy cores alone. With every core allowed, a region past 2,048 tasks tracks its
+//! dependences on a thread of its own beside the body: `all trk` is the time that thread spent
+//! tracking ([`Inspection::tracker_time`], best of the runs), which bounds the inspection when it
+//! comes close to it. The static policy's plan ([`list_schedule`] on 528 workers, an H100's
+//! resident persistent workers at 4 per SM) is timed apart.
 //!
 //! `cargo bench -p taskweave-examples --bench inspection [-- --reps N] [-- --only NAME]`
 
@@ -139,7 +142,8 @@ fn cases() -> Vec<Case> {
 }
 
 /// What a child process measured for one region: the inspection's wall time (best and median),
-/// its CPU time on the calling thread (best), and the plan's CPU time (best).
+/// its CPU time on the calling thread (best), the plan's CPU time (best), and the time the
+/// tracker's thread spent tracking (best; zero when it had no thread).
 struct Measured {
     tasks: usize,
     edges: usize,
@@ -147,12 +151,14 @@ struct Measured {
     median: Duration,
     cpu: Duration,
     plan: Duration,
+    tracker: Duration,
 }
 
 /// Inspects `case` `reps` times (after one warm-up) and times the plan of the last DAG.
 fn measure(case: &mut Case, reps: usize) -> Measured {
     let mut times = Vec::with_capacity(reps + 1);
     let mut cpu = Duration::MAX;
+    let mut tracker = None::<Duration>;
     let mut last = None;
     for rep in 0..=reps {
         let (ins, spent) = (case.inspect)().expect("the region inspects");
@@ -160,6 +166,9 @@ fn measure(case: &mut Case, reps: usize) -> Measured {
         if rep > 0 {
             times.push(ins.time);
             cpu = cpu.min(spent);
+            if let Some(t) = ins.tracker_time {
+                tracker = Some(tracker.map_or(t, |best| best.min(t)));
+            }
         }
         last = Some(ins);
     }
@@ -182,6 +191,7 @@ fn measure(case: &mut Case, reps: usize) -> Measured {
         median: times[times.len() / 2],
         cpu,
         plan,
+        tracker: tracker.unwrap_or_default(),
     }
 }
 
@@ -211,6 +221,7 @@ fn child(name: &str, reps: usize, threads: usize) -> Measured {
         median: ns(3),
         cpu: ns(4),
         plan: ns(5),
+        tracker: ns(6),
     }
 }
 
@@ -237,13 +248,14 @@ fn main() {
             .expect("a known region");
         let m = measure(&mut case, reps);
         println!(
-            "{} {} {} {} {} {}",
+            "{} {} {} {} {} {} {}",
             m.tasks,
             m.edges,
             m.best.as_nanos(),
             m.median.as_nanos(),
             m.cpu.as_nanos(),
-            m.plan.as_nanos()
+            m.plan.as_nanos(),
+            m.tracker.as_nanos()
         );
         return;
     }
@@ -255,7 +267,7 @@ fn main() {
          CPU time, best"
     );
     println!(
-        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "region",
         "tasks",
         "edges",
@@ -266,6 +278,7 @@ fn main() {
         "all wall",
         "all med",
         "all us/t",
+        "all trk",
         "plan cpu",
         "plan us/t"
     );
@@ -279,7 +292,7 @@ fn main() {
         let one = child(&case.name, reps, 1);
         let all = child(&case.name, reps, threads);
         println!(
-            "{:<22} {:>9} {:>9} {:>9.2} {:>9.3} {:>9.2} {:>8.2} {:>9.2} {:>9.2} {:>9.3} {:>9.2} {:>9.3}",
+            "{:<22} {:>9} {:>9} {:>9.2} {:>9.3} {:>9.2} {:>8.2} {:>9.2} {:>9.2} {:>9.3} {:>9.2} {:>9.2} {:>9.3}",
             case.name,
             one.tasks,
             one.edges,
@@ -290,6 +303,7 @@ fn main() {
             ms(all.best),
             ms(all.median),
             us_per_task(all.best, all.tasks),
+            ms(all.tracker),
             ms(one.plan),
             us_per_task(one.plan, one.tasks),
         );

@@ -18,6 +18,7 @@ use core::ops::Range;
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::{Access, DepTracker, LimitExceeded, split};
 
@@ -137,9 +138,9 @@ impl Drop for Pipe {
     }
 }
 
-/// What the tracker's thread hands back: the tracker, and the first limit a task passed (the
-/// tasks after it are not tracked).
-type Tracked = (Box<DepTracker>, Option<LimitExceeded>);
+/// What the tracker's thread hands back: the tracker, the first limit a task passed (the tasks
+/// after it are not tracked), and the time it spent on its chunks.
+type Tracked = (Box<DepTracker>, Option<LimitExceeded>, Duration);
 
 /// Accesses of consecutive tasks: task `i`'s are `accesses[ends[i - 1]..ends[i]]`. Handed back,
 /// a streamed region's chunk carries the edges found once its tasks were tracked.
@@ -317,7 +318,9 @@ impl Tracking {
                 let taken = theirs.lock().ok().and_then(|mut t| t.take());
                 let mut tracker = taken.expect("the tracker is handed over once");
                 let mut failed = None;
+                let mut busy = Duration::ZERO;
                 for mut chunk in chunks {
+                    let start = Instant::now();
                     if failed.is_none() {
                         failed = track(&mut tracker, &chunk).err();
                     }
@@ -330,10 +333,11 @@ impl Tracking {
                         }
                         chunk.tracked = tracker.task_count();
                     }
+                    busy += start.elapsed();
                     // The recorder may have finished and stopped taking chunks back.
                     let _ = recycle.send(chunk);
                 }
-                (tracker, failed)
+                (tracker, failed, busy)
             });
         match started {
             Ok(worker) => {
@@ -357,16 +361,20 @@ impl Tracking {
 
     /// The tracker with every task added, or the first limit a task passed on the tracker's
     /// thread. A panic on that thread resumes here.
-    pub(crate) fn finish(self) -> Result<DepTracker, LimitExceeded> {
+    ///
+    /// With the tracker, the time its thread spent tracking chunks (wall time, `None` when the
+    /// tracker stayed on the calling thread): what bounds an inspection on two threads when it
+    /// comes close to the inspection's own time.
+    pub(crate) fn finish(self) -> Result<(DepTracker, Option<Duration>), LimitExceeded> {
         match self.state {
-            State::Inline(tracker) => Ok(*tracker),
+            State::Inline(tracker) => Ok((*tracker, None)),
             State::Piped(mut pipe) => {
                 if !pipe.chunk.ends.is_empty() {
                     pipe.hand_over(None, 0);
                 }
                 match pipe.join().expect("the thread is joined once") {
-                    Ok((tracker, None)) => Ok(*tracker),
-                    Ok((_, Some(limit))) => Err(limit),
+                    Ok((tracker, None, busy)) => Ok((*tracker, Some(busy))),
+                    Ok((_, Some(limit), _)) => Err(limit),
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
@@ -489,15 +497,12 @@ mod tests {
             for t in &tasks {
                 tracking.add_task_from(t.iter().cloned()).unwrap();
             }
-            assert_eq!(
-                matches!(tracking.state, State::Piped(_)),
-                (pipe_after as usize) < n
-            );
-            assert_eq!(
-                edges(tracking.finish().unwrap()),
-                want,
-                "piped after {pipe_after}"
-            );
+            let piped = (pipe_after as usize) < n;
+            assert_eq!(matches!(tracking.state, State::Piped(_)), piped);
+            let (tracker, busy) = tracking.finish().unwrap();
+            // The tracker's thread says how long it tracked; the calling thread does not.
+            assert_eq!(busy.is_some(), piped);
+            assert_eq!(edges(tracker), want, "piped after {pipe_after}");
         }
     }
 
@@ -514,7 +519,7 @@ mod tests {
         let State::Piped(pipe) = &mut tracking.state else {
             panic!("piped from the first task");
         };
-        let (tracker, failed) = pipe.join().expect("not joined yet").expect("no panic");
+        let (tracker, failed, _) = pipe.join().expect("not joined yet").expect("no panic");
         assert!(failed.is_none());
         // The partial chunk was never handed over: the thread tracked whole chunks only.
         assert_eq!(
