@@ -654,6 +654,7 @@ impl Recorder {
         };
         let edges_start = Instant::now();
         let (tracker, tracker_time) = self.tracking.finish().map_err(too_large)?;
+        let edges_as_recorded = tracker.edges_known();
         let recorded = Sizes {
             tasks: self.tasks.len(),
             args: self.args.len(),
@@ -691,6 +692,7 @@ impl Recorder {
             time: start.elapsed(),
             edges_time: edges_start.elapsed() + self.tracker_wait,
             tracker_time,
+            edges_as_recorded,
         })
     }
 }
@@ -770,6 +772,12 @@ pub struct Inspection {
     /// idle), the time it spent tracking, beside the body: where it comes close to
     /// [`Inspection::time`] less the DAG's construction, the tracker bounds the inspection.
     pub tracker_time: Option<Duration>,
+    /// Whether every edge was found as its task was recorded: every array some task writes kept
+    /// to the tile path (each write one whole tile of a fixed size, each read within one tile).
+    /// A streamed call ([`Region::stream`](crate::Region::stream)) then feeds the running kernel
+    /// every task as the body records it; otherwise it stops feeding at the first range that
+    /// broke the pattern, and the rest goes in when the body returns.
+    pub edges_as_recorded: bool,
 }
 
 impl Inspection {

@@ -1,13 +1,23 @@
-//! [`Tiles`]: the constant-time path of dependence tracking, for an array whose every range is one
-//! whole tile of a fixed side.
+//! [`Tiles`]: the constant-time path of dependence tracking, for an array whose every write is one
+//! whole tile of a fixed side and whose every read lies within one tile.
 //!
-//! Tiled regions (the factorizations, most stencils over blocks) declare each access as exactly
-//! one tile: `a[t * s..(t + 1) * s]` for a fixed tile size `s`. On such an array the interval map
-//! of [`Runs`](super::interval::Runs) degenerates into one state per tile, found by a division,
-//! and its edges can be found the moment the task is recorded instead of after a sort of every
-//! range end. [`DepTracker`](super::DepTracker) keeps an array on this path until a range breaks
-//! the pattern (another size, a cut tile), and then hands its recorded accesses to the general
-//! path ([`Tiles::into_recs`]): the edges are the same either way, only their cost differs.
+//! Tiled regions (the factorizations, the wavefronts and stencils over blocks) declare each write
+//! as exactly one tile: `a[t * s..(t + 1) * s]` for a fixed tile size `s`. Their reads are whole
+//! tiles too, or a part of one: the last row of the tile above, one column of a tile's edges, a
+//! corner cell. Since every write covers its whole tile, a read of any part of a tile conflicts
+//! with exactly the tasks a read of the whole tile would, so on such an array the interval map of
+//! [`Runs`](super::interval::Runs) degenerates into one state per tile, found by a division, and
+//! its edges can be found the moment the task is recorded instead of after a sort of every range
+//! end. A part read keeps its exact range beside the records ([`PART`]).
+//!
+//! The first range sets the tile size; when it is a part read, the first write that does not fit
+//! takes the size over while nothing is written yet ([`Tiles::retile`]), every read so far lying
+//! within one of the new tiles. [`DepTracker`](super::DepTracker) keeps an array on this path until
+//! a range breaks the pattern (a write of another size or a cut tile, a read across tiles), and
+//! then hands its recorded accesses to the general path ([`Tiles::into_recs`]): the edges are the
+//! same either way, only their cost differs.
+
+use core::ops::Range;
 
 use super::Access;
 use super::buffer::{bytes, cleared};
@@ -31,6 +41,11 @@ fn enabled() -> bool {
 /// array of a hundred million one-element "tiles" goes to the general path instead.
 const MAX_TILES: usize = 1 << 22;
 
+/// The bit of a record's tile that marks a part read: a read of less than the whole tile, whose
+/// exact range is the next one in [`Tiles`]'s `parts`. Above every tile number ([`MAX_TILES`]).
+const PART: u32 = 1 << 31;
+const _: () = assert!(MAX_TILES <= PART as usize);
+
 /// How much one array recorded: what the next inspection of the region reserves up front
 /// ([`Tiles::reserve`] on the tile path; the records and the table of distinct ends on the
 /// general path), so that its tables are not grown by doubling (each doubling copies the table,
@@ -42,6 +57,8 @@ pub(crate) struct ArraySizes {
     edges: usize,
     children: usize,
     readers: usize,
+    /// Part reads, on the tile path.
+    parts: usize,
     /// Distinct range ends, on the general path.
     ends: usize,
 }
@@ -80,13 +97,18 @@ struct Tile {
 pub(crate) struct TileBuffers {
     tiles: Vec<Tile>,
     recs: Vec<(u32, u32, Access)>,
+    parts: Vec<Range<usize>>,
     nodes: Vec<(u32, u32)>,
     sink: SinkBuffers,
 }
 
 impl TileBuffers {
     pub(super) fn bytes(&self) -> usize {
-        bytes(&self.tiles) + bytes(&self.recs) + bytes(&self.nodes) + self.sink.bytes()
+        bytes(&self.tiles)
+            + bytes(&self.recs)
+            + bytes(&self.parts)
+            + bytes(&self.nodes)
+            + self.sink.bytes()
     }
 
     /// Gives back the vectors of `edges`, the edges these buffers held, once they are merged.
@@ -107,8 +129,12 @@ pub(super) struct Tiles {
     tiles: Vec<Tile>,
     arena: ReaderArena,
     sink: EdgeSink,
-    /// Every access in record order, `(task, tile, access)`, to hand to the general path.
+    /// Every access in record order, `(task, tile, access)`, to hand to the general path; a part
+    /// read's tile carries [`PART`].
     recs: Vec<(u32, u32, Access)>,
+    /// The exact range of each part read, in record order.
+    parts: Vec<Range<usize>>,
+    limits: Limits,
 }
 
 impl Tiles {
@@ -117,7 +143,7 @@ impl Tiles {
     /// [`TILE_PATH_VAR`]). Its tables are written into `spare`'s buffers.
     pub(super) fn new(
         len: usize,
-        range: &core::ops::Range<usize>,
+        range: &Range<usize>,
         limits: Limits,
         spare: TileBuffers,
     ) -> Option<Self> {
@@ -145,26 +171,104 @@ impl Tiles {
             arena,
             sink: EdgeSink::with_buffers(limits.edges, spare.sink),
             recs: cleared(spare.recs),
+            parts: cleared(spare.parts),
+            limits,
         })
     }
 
-    /// The tile that is exactly `range`, if any.
+    /// Where `access` to `range` (non-empty) goes on this path: the tile that is exactly
+    /// `range`, or for a read within one tile that tile with [`PART`]; `None` when the range
+    /// breaks the pattern.
     #[inline]
-    pub(super) fn tile(&self, range: &core::ops::Range<usize>) -> Option<u32> {
+    pub(super) fn find(&self, range: &Range<usize>, access: Access) -> Option<u32> {
         let (lo, hi) = (range.start.checked_sub(self.base)?, range.end - self.base);
-        if hi - lo != self.size {
+        if hi - lo == self.size {
+            let whole = match self.shift {
+                Some(shift) => (lo & (self.size - 1) == 0).then_some((lo >> shift) as u32),
+                None => (lo % self.size == 0).then_some((lo / self.size) as u32),
+            };
+            if whole.is_some() {
+                return whole;
+            }
+        }
+        if access != Access::Read || hi - lo > self.size {
             return None;
         }
-        match self.shift {
-            Some(shift) => (lo & (self.size - 1) == 0).then_some((lo >> shift) as u32),
-            None => (lo % self.size == 0).then_some((lo / self.size) as u32),
+        self.part(lo, hi)
+    }
+
+    /// The tile holding `lo..hi` (relative to `base`, shorter than a tile), with [`PART`]; `None`
+    /// when it crosses a tile's end or lies past the last whole tile. Out of line: a factorization
+    /// never reads part of a tile, and its lookups were 2% slower with this inlined.
+    #[inline(never)]
+    fn part(&self, lo: usize, hi: usize) -> Option<u32> {
+        let (first, last) = match self.shift {
+            Some(shift) => (lo >> shift, (hi - 1) >> shift),
+            None => (lo / self.size, (hi - 1) / self.size),
+        };
+        // Cannot truncate: `first` is below the tile count, at most `MAX_TILES`.
+        (first == last && first < self.tiles.len()).then_some(first as u32 | PART)
+    }
+
+    /// Records `task`'s access to `range`, found at `tile` ([`Tiles::find`]); its edges come
+    /// with [`Tiles::add_task`].
+    #[inline]
+    pub(super) fn record(&mut self, task: u32, tile: u32, range: &Range<usize>, access: Access) {
+        if tile & PART != 0 {
+            self.parts.push(range.clone());
+        }
+        self.recs.push((task, tile, access));
+    }
+
+    /// The exact range of `tile`, a record's, whose part range (if it is one) is the next of
+    /// `parts`.
+    fn range_of<'a>(
+        &self,
+        tile: u32,
+        parts: &mut impl Iterator<Item = &'a Range<usize>>,
+    ) -> Range<usize> {
+        if tile & PART != 0 {
+            parts.next().expect("a part read's range").clone()
+        } else {
+            let lo = self.base + tile as usize * self.size;
+            lo..lo + self.size
         }
     }
 
-    /// Records `task`'s access to `tile`; its edges come with [`Tiles::add_task`].
-    #[inline]
-    pub(super) fn record(&mut self, task: u32, tile: u32, access: Access) {
-        self.recs.push((task, tile, access));
+    /// Takes the tile size of `range`, the write of an array on this path that nothing has
+    /// written yet, whose first range was a part read: the records so far, all reads, are found
+    /// again among the new tiles and the tasks before record `from` (the first of the task being
+    /// recorded) added again, which finds no edge since nothing was written. Returns whether it
+    /// did; `false` (some read crosses a new tile, or the tiles would be too many) leaves this
+    /// path as it was.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn retile(&mut self, len: usize, range: &Range<usize>, from: usize) -> bool {
+        debug_assert!(!self.writes(), "retiled after a write");
+        let Some(mut new) = Tiles::new(len, range, self.limits, TileBuffers::default()) else {
+            return false;
+        };
+        let mut parts = self.parts.iter();
+        for &(task, tile, access) in &self.recs {
+            let r = self.range_of(tile, &mut parts);
+            let Some(found) = new.find(&r, access) else {
+                return false;
+            };
+            new.record(task, found, &r, access);
+        }
+        let mut start = 0;
+        while start < from {
+            let task = new.recs[start].0;
+            let end = start
+                + new.recs[start..from]
+                    .iter()
+                    .take_while(|r| r.0 == task)
+                    .count();
+            new.add_records(task, start, end);
+            start = end;
+        }
+        *self = new;
+        true
     }
 
     /// What this array recorded, to size the next inspection's.
@@ -175,6 +279,7 @@ impl Tiles {
             edges: self.sink.parents.len(),
             children: self.sink.children.len(),
             readers: self.arena.len(),
+            parts: self.parts.len(),
             ends: 0,
         }
     }
@@ -182,6 +287,7 @@ impl Tiles {
     /// Reserves room for what an earlier inspection of the region recorded here.
     pub(super) fn reserve(&mut self, sizes: ArraySizes) {
         self.recs.reserve(sizes.recs);
+        self.parts.reserve(sizes.parts);
         self.sink.reserve(sizes.tasks, sizes.edges, sizes.children);
         self.arena.reserve(sizes.readers);
     }
@@ -198,8 +304,11 @@ impl Tiles {
 
     /// Drops what `task`, the last, recorded (the tracker refused it).
     pub(super) fn forget(&mut self, task: u32) {
-        while self.recs.last().is_some_and(|r| r.0 == task) {
+        while let Some(&(_, tile, _)) = self.recs.last().filter(|r| r.0 == task) {
             self.recs.pop();
+            if tile & PART != 0 {
+                self.parts.pop();
+            }
         }
     }
 
@@ -208,6 +317,11 @@ impl Tiles {
     /// read-writes, then writes, each applied right after its edges, as
     /// [`job`](super::job)'s `add_ranges` does and for the same reasons.
     pub(super) fn add_task(&mut self, task: u32, from: usize) {
+        self.add_records(task, from, self.recs.len());
+    }
+
+    /// [`Tiles::add_task`] for `task`, whose records are `from..to`.
+    fn add_records(&mut self, task: u32, from: usize, to: usize) {
         let Tiles {
             tiles,
             arena,
@@ -217,10 +331,10 @@ impl Tiles {
         } = self;
         sink.begin(task);
         let local = sink.task();
-        let accesses = &recs[from..];
+        let accesses = &recs[from..to];
         for &(_, tile, access) in accesses {
             if access == Access::Read {
-                let state = &mut tiles[tile as usize];
+                let state = &mut tiles[(tile & !PART) as usize];
                 if state.writer != NONE {
                     sink.add(state.writer, EdgeKind::Raw);
                 }
@@ -275,6 +389,7 @@ impl Tiles {
         let rest = TileBuffers {
             tiles: self.tiles,
             recs: self.recs,
+            parts: self.parts,
             nodes: self.arena.into_nodes(),
             sink,
         };
@@ -284,10 +399,10 @@ impl Tiles {
     /// Appends the recorded accesses to `recs` as the general path's records, their ends
     /// numbered in `ends`.
     pub(super) fn into_recs(self, ends: &mut Endpoints, recs: &mut Vec<Rec>) {
-        let (base, size) = (self.base, self.size);
-        recs.extend(self.recs.into_iter().map(|(task, tile, access)| {
-            let lo = base + tile as usize * size;
-            let (a, b) = (ends.number(lo), ends.number(lo + size));
+        let mut parts = self.parts.iter();
+        recs.extend(self.recs.iter().map(|&(task, tile, access)| {
+            let r = self.range_of(tile, &mut parts);
+            let (a, b) = (ends.number(r.start), ends.number(r.end));
             Rec { a, b, task, access }
         }));
     }

@@ -1,8 +1,9 @@
 //! [`DepTracker`]: turns a stream of tasks with declared accesses into dependence edges.
 //!
 //! 1. [`DepTracker::add_task`] records each task's non-empty ranges, per array, in task order.
-//!    While every range of an array is one whole tile of a fixed size, the array is on the tile
-//!    path ([`Tiles`]): its edges are found right there, one lookup per access.
+//!    While every write to an array is one whole tile of a fixed size and every read lies within
+//!    one tile, the array is on the tile path ([`Tiles`]): its edges are found right there, one
+//!    lookup per access.
 //! 2. [`DepTracker::finish`] cuts the other arrays that some task writes into jobs (whole arrays, or
 //!    element ranges of big ones when threads pay), tracks the jobs on up to [`Split::threads`]
 //!    threads ([`job::run`](super::job::run)), unites their edges, and builds the [`Dag`].
@@ -58,7 +59,8 @@ pub struct DepTracker {
 enum Path {
     /// No range recorded yet.
     Unseen,
-    /// Every range so far is one whole tile: edges as each task is recorded ([`Tiles`]).
+    /// Every write so far is one whole tile and every read lies within one: edges as each task is
+    /// recorded ([`Tiles`]).
     Tiles(Box<Tiles>),
     /// Ranges recorded, edges found by [`DepTracker::finish`] (see the module docs).
     General,
@@ -203,7 +205,17 @@ impl DepTracker {
                 *path = first_path(array, &range, self.limits, hint, &mut self.spare, slot);
             }
             if let Path::Tiles(tiles) = path {
-                if let Some(tile) = tiles.tile(&range) {
+                let at = slot as usize;
+                let mut found = tiles.find(&range, access);
+                if found.is_none() && access.writes() && !array.written {
+                    // Nothing is written yet: this write may set the tile size.
+                    let from = (self.touched.iter().find(|&&(s, _)| s == at))
+                        .map_or(tiles.len(), |&(_, from)| from);
+                    if tiles.retile(array.len, &range, from) {
+                        found = tiles.find(&range, access);
+                    }
+                }
+                if let Some(tile) = found {
                     if tiles.len() >= MAX_RANGES {
                         self.forget(task);
                         return Err(LimitExceeded {
@@ -212,11 +224,10 @@ impl DepTracker {
                         });
                     }
                     array.written |= access.writes();
-                    let at = slot as usize;
                     if !self.touched.iter().any(|&(s, _)| s == at) {
                         self.touched.push((at, tiles.len()));
                     }
-                    tiles.record(task, tile, access);
+                    tiles.record(task, tile, &range, access);
                     continue;
                 }
                 // The pattern breaks: the array's ranges so far go to the general path.
@@ -806,6 +817,51 @@ mod tests {
             limit: 2,
         };
         assert_eq!(tracker.finish(), Err(error));
+    }
+
+    /// A stencil's pattern: each task reads the last row of the tile above (a part of it) and its
+    /// edge array's one column, then writes its tile and both columns. The first range of the
+    /// edge array is a part read, so the first write sets its tile size, and both arrays keep to
+    /// the tile path with their edges known as tasks are recorded.
+    #[test]
+    fn part_reads_keep_an_array_on_the_tile_path() {
+        // Four tiles of 4 in `u`, four pairs of 2-element columns in `cols`.
+        let task = |t: usize| {
+            let mut accesses = vec![(1, t * 4..t * 4 + 2, R)];
+            if t > 0 {
+                accesses.push((0, t * 4 - 1..t * 4, R));
+            }
+            accesses.extend([(0, t * 4..t * 4 + 4, W), (1, t * 4..t * 4 + 4, W)]);
+            accesses
+        };
+        let tasks: Vec<_> = (0..4).map(task).collect();
+        let mut tracker = DepTracker::new(&[16, 16]);
+        for accesses in &tasks {
+            tracker.add_task(accesses).unwrap();
+        }
+        assert_eq!(tracker.tiled_arrays(), 2);
+        assert!(tracker.edges_known());
+        let dag = tracker.finish().unwrap();
+        assert_eq!(edges(&dag), vec![(0, 1, Raw), (1, 2, Raw), (2, 3, Raw)]);
+        let reference = crate::graph::oracle::reference_edges(&[16, 16], &tasks);
+        assert_eq!(crate::graph::oracle::dag_edges(&dag), reference);
+
+        // A read across two tiles, or a write of part of one, leaves the path with the same edges.
+        for (range, access) in [(3..5, R), (4..6, W)] {
+            let mut tracker = DepTracker::new(&[16, 16]);
+            for accesses in &tasks {
+                tracker.add_task(accesses).unwrap();
+            }
+            tracker.add_task(&[(0, range.clone(), access)]).unwrap();
+            assert_eq!(tracker.tiled_arrays(), 1, "{range:?} {access:?}");
+            let mut all = tasks.clone();
+            all.push(vec![(0, range, access)]);
+            let reference = crate::graph::oracle::reference_edges(&[16, 16], &all);
+            assert_eq!(
+                crate::graph::oracle::dag_edges(&tracker.finish().unwrap()),
+                reference
+            );
+        }
     }
 
     #[test]

@@ -766,7 +766,7 @@ mod tests {
 
     /// One task: it reads `read` and updates `write`, `x[write·T + i] = 3·x[write·T + i] +
     /// x[read + i] + task` for `i < len`, where `read` and `len` are element offsets (a whole
-    /// tile, or, to leave the tile path, a shorter range).
+    /// tile, or, to leave the tile path, a shorter range: its write is part of a tile).
     #[derive(Clone, Copy, Debug)]
     struct Step {
         write: usize,
@@ -867,8 +867,9 @@ mod tests {
         })
     }
 
-    /// `tasks` random steps over `tiles` tiles; with `cut`, about one task in 40 uses a range
-    /// shorter than a tile (the array then leaves the tile path, and streaming stops there).
+    /// `tasks` random steps over `tiles` tiles; with `cut`, about one task in 40 reads and writes a
+    /// range shorter than a tile (a write of part of a tile sends the array off the tile path,
+    /// and streaming stops there).
     fn steps(tiles: usize, tasks: usize, cut: bool) -> impl Strategy<Value = Vec<Step>> {
         proptest::collection::vec((0..tiles, 0..tiles, 0..40u32), 1..tasks).prop_map(move |v| {
             v.into_iter()
