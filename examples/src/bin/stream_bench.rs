@@ -2,7 +2,9 @@
 //! them) against inspected first and run after, on the CPU backend: the tiled Cholesky and LU of
 //! the tile library, each checked against the sequential reference, and a wavefront and a chain of
 //! one-element tasks with empty bodies (`taskweave_kernels::dags`, checked by their own checks),
-//! where recording costs as much as running; the calls' results are compared bit for bit.
+//! where recording costs as much as running; the calls' results are compared bit for bit. And the
+//! example workloads at their default sizes (`workload:NAME`), each call's output checked against
+//! the workload's sequential reference.
 //!
 //! Four kinds of call: inspected and streamed on the runtime's `W` workers, then on `W − 1`, which
 //! leaves a core to the thread that records (a streamed call's body runs beside its workers). Every call inspects (the plan cache is off), as a region called once
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use taskweave::{Region, Report, Runtime};
+use taskweave_examples::workloads::{self, Workload};
 use taskweave_kernels::matrix::host;
 use taskweave_kernels::{cholesky, dags, lu};
 
@@ -29,7 +32,8 @@ struct Cli {
     #[arg(long)]
     workers: Option<u32>,
     /// Cases: `cholesky:NB:BS` or `lu:NB:BS` (tiles per side, tile side), `wavefront:T` (a
-    /// `T × T` grid), `chain:N`.
+    /// `T × T` grid), `chain:N`, `workload:NAME` (an example workload at its default size, by its
+    /// name in `workload --help`: `HEAT-SIM`, `SA-TABLE`, …).
     #[arg(
         long,
         value_delimiter = ',',
@@ -119,9 +123,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(part.parse()?)
         };
         let which = parts[0];
+        let workload: Option<std::cell::RefCell<Box<dyn Workload>>> = match which {
+            "workload" => {
+                let name = parts
+                    .get(1)
+                    .ok_or(format!("case `{case}`: no workload named"))?;
+                let found = (workloads::all().into_iter()).find(|w| w.name() == *name);
+                Some(
+                    found
+                        .ok_or(format!("case `{case}`: no workload `{name}`"))?
+                        .into(),
+                )
+            }
+            _ => None,
+        };
         let (nb, bs) = match which {
             "cholesky" | "lu" => (num(1)?, num(2)?),
             "wavefront" | "chain" => (num(1)?, 1),
+            "workload" => (0, 0),
             _ => return Err(format!("case `{case}`: no region `{which}`").into()),
         };
         let start: Vec<f64> = match which {
@@ -156,6 +175,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let fewer = fewer.then_some(workers.saturating_sub(1).max(1));
             let mut a = start.clone();
             let report = match which {
+                "workload" => {
+                    let mut w = workload.as_ref().expect("a workload case").borrow_mut();
+                    let region = w.fresh().cache(false).stream(stream).trace(trace);
+                    let report = set(region, fewer).run(&rt)?;
+                    // The call's check, as the result: the workload keeps its own output.
+                    a = vec![f64::from(u8::from(w.verify().passed()))];
+                    report
+                }
                 "wavefront" | "chain" => {
                     let mut g = vec![0u32; cells];
                     let region = match which {
@@ -200,6 +227,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The checked result: a streamed call's.
         let streamed = &results[1];
         let check = match which {
+            // Every call's output was checked against the reference.
+            "workload" => results[..ran].iter().all(|r| *r == [1.0]),
             "cholesky" => host::check_cholesky(&start, streamed, nb, bs).passed(),
             "lu" => host::check_lu(&start, streamed, nb, bs).passed(),
             _ => {
