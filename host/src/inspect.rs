@@ -773,7 +773,8 @@ pub struct Inspection {
     /// [`Inspection::time`] less the DAG's construction, the tracker bounds the inspection.
     pub tracker_time: Option<Duration>,
     /// Whether every edge was found as its task was recorded: every array some task writes kept
-    /// to the tile path (each write one whole tile of a fixed size, each read within one tile).
+    /// to the tile path (each write one whole tile of a fixed size, each read within at most 256
+    /// of the tiles).
     /// A streamed call ([`Region::stream`](crate::Region::stream)) then feeds the running kernel
     /// every task as the body records it; otherwise it stops feeding at the first range that
     /// broke the pattern, and the rest goes in when the body returns.

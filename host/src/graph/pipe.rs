@@ -456,7 +456,7 @@ mod tests {
     use super::*;
 
     /// A tiled program with a cut halfway, so that both paths run: `n` tasks over one array of
-    /// 64 tiles of 16, each reading one tile and writing the next, then a read across two tiles.
+    /// 64 tiles of 16, each reading one tile and writing the next, then a write of a cut tile.
     fn program(n: usize) -> Vec<Vec<(u32, Range<usize>, Access)>> {
         (0..n)
             .map(|t| {
@@ -467,7 +467,7 @@ mod tests {
                 }
                 if t == n / 2 {
                     task.push((1, 3..40, Access::ReadWrite));
-                    task.push((0, 5..20, Access::Read));
+                    task.push((0, 5..21, Access::Write));
                 }
                 task
             })

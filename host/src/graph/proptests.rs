@@ -92,8 +92,9 @@ fn tiled_program(max_tasks: usize) -> impl Strategy<Value = Program> {
                 })
                 .collect();
             let arrays = shapes.len() as u32;
-            // A read's part, when drawn: its start and length within the tile.
-            let part = prop::option::weighted(0.3, (0usize..5, 0usize..5));
+            // A read's part, when drawn: its start within the tile, and its length, which may
+            // reach into the next tiles or past the last whole one.
+            let part = prop::option::weighted(0.3, (0usize..5, 0usize..12));
             let one = (0..arrays, 0usize..8, access(), part);
             let task = prop::collection::vec(one, 1..=4);
             prop::collection::vec(task, n).prop_map(move |raw| {
@@ -105,8 +106,8 @@ fn tiled_program(max_tasks: usize) -> impl Strategy<Value = Program> {
                                 let lo = base + tile % ((len - base) / size) * size;
                                 match part {
                                     Some((at, long)) if access == Access::Read => {
-                                        let at = at % size;
-                                        (a, lo + at..lo + at + 1 + long % (size - at), access)
+                                        let at = lo + at % size;
+                                        (a, at..(at + 1 + long).min(len), access)
                                     }
                                     _ => (a, lo..lo + size, access),
                                 }
@@ -130,17 +131,21 @@ fn tiled_program(max_tasks: usize) -> impl Strategy<Value = Program> {
 }
 
 /// Whether array `a` of `p` stays on the tile path, by the rule the path keeps: the first range
-/// sets the tile size and offset; a write is a whole tile and a read lies within one; the first
-/// write may set the size instead when every earlier range lies within one of its tiles.
+/// sets the tile size and offset; a write is a whole tile and a read lies within the whole tiles
+/// (at most 256 of them); the first write may set the size instead when every earlier range fits
+/// its tiles.
 fn stays_tiled(p: &Program, a: u32) -> bool {
     let len = p.lens[a as usize];
     let fits = |(size, base): (usize, usize), r: &core::ops::Range<usize>, access: Access| {
         let Some(lo) = r.start.checked_sub(base) else {
             return false;
         };
-        let t = lo / size;
-        let within = t < (len - base) / size && (r.end - base - 1) / size == t;
-        within && (access == Access::Read || r.len() == size)
+        let (first, last) = (lo / size, (r.end - base - 1) / size);
+        let within = last < (len - base) / size && last - first < 256;
+        match access {
+            Access::Read => within,
+            _ => within && first == last && r.len() == size,
+        }
     };
     let ranges: Vec<_> = (p.tasks.iter().flatten())
         .filter(|(b, r, _)| *b == a && !r.is_empty())

@@ -1,21 +1,23 @@
 //! [`Tiles`]: the constant-time path of dependence tracking, for an array whose every write is one
-//! whole tile of a fixed side and whose every read lies within one tile.
+//! whole tile of a fixed side.
 //!
 //! Tiled regions (the factorizations, the wavefronts and stencils over blocks) declare each write
 //! as exactly one tile: `a[t * s..(t + 1) * s]` for a fixed tile size `s`. Their reads are whole
-//! tiles too, or a part of one: the last row of the tile above, one column of a tile's edges, a
-//! corner cell. Since every write covers its whole tile, a read of any part of a tile conflicts
-//! with exactly the tasks a read of the whole tile would, so on such an array the interval map of
-//! [`Runs`](super::interval::Runs) degenerates into one state per tile, found by a division, and
-//! its edges can be found the moment the task is recorded instead of after a sort of every range
-//! end. A part read keeps its exact range beside the records ([`PART`]).
+//! tiles too, or a part of one (the last row of the tile above, one column of a tile's edges, a
+//! corner cell), or a few tiles (a halo of neighbours, a panel). Since every write covers its
+//! whole tile, a read of any part of a tile conflicts with exactly the tasks a read of the whole
+//! tile would, so on such an array the interval map of [`Runs`](super::interval::Runs)
+//! degenerates into one state per tile, found by a division, and its edges can be found the moment
+//! the task is recorded instead of after a sort of every range end. A read of anything but one
+//! whole tile (a *part read*) takes the state of every tile it touches, up to [`MAX_SPAN`] of
+//! them, and keeps its exact range beside the records ([`PART`]).
 //!
 //! The first range sets the tile size; when it is a part read, the first write that does not fit
-//! takes the size over while nothing is written yet ([`Tiles::retile`]), every read so far lying
-//! within one of the new tiles. [`DepTracker`](super::DepTracker) keeps an array on this path until
-//! a range breaks the pattern (a write of another size or a cut tile, a read across tiles), and
-//! then hands its recorded accesses to the general path ([`Tiles::into_recs`]): the edges are the
-//! same either way, only their cost differs.
+//! takes the size over while nothing is written yet ([`Tiles::retile`]).
+//! [`DepTracker`](super::DepTracker) keeps an array on this path until a range breaks the pattern
+//! (a write of another size or a cut tile, a read past the last whole tile or over too many
+//! tiles), and then hands its recorded accesses to the general path ([`Tiles::into_recs`]): the
+//! edges are the same either way, only their cost differs.
 
 use core::ops::Range;
 
@@ -41,10 +43,26 @@ fn enabled() -> bool {
 /// array of a hundred million one-element "tiles" goes to the general path instead.
 const MAX_TILES: usize = 1 << 22;
 
-/// The bit of a record's tile that marks a part read: a read of less than the whole tile, whose
-/// exact range is the next one in [`Tiles`]'s `parts`. Above every tile number ([`MAX_TILES`]).
+/// The bits of a record's tile that hold its tile number, below [`MAX_TILES`].
+const TILE_BITS: u32 = MAX_TILES.trailing_zeros();
+
+/// The most tiles one read may span on this path: the read takes a reader entry on each, where
+/// the general path joins runs in the same state under one. Its count less one is kept in the
+/// record's tile, above the tile number.
+const MAX_SPAN: usize = 1 << 8;
+
+/// The bit of a record's tile that marks a part read: a read of anything but one whole tile,
+/// whose exact range is the next one in [`Tiles`]'s `parts`. Above every tile number and span.
 const PART: u32 = 1 << 31;
-const _: () = assert!(MAX_TILES <= PART as usize);
+const _: () = assert!(MAX_TILES.is_power_of_two() && TILE_BITS + MAX_SPAN.trailing_zeros() < 31);
+
+/// The first tile of a record's `tile`, and how many tiles from it the access covers.
+#[inline(always)]
+fn tiles_of(tile: u32) -> (usize, usize) {
+    let first = (tile & (MAX_TILES as u32 - 1)) as usize;
+    let span = ((tile & !PART) >> TILE_BITS) as usize + 1;
+    (first, span)
+}
 
 /// How much one array recorded: what the next inspection of the region reserves up front
 /// ([`Tiles::reserve`] on the tile path; the records and the table of distinct ends on the
@@ -177,8 +195,8 @@ impl Tiles {
     }
 
     /// Where `access` to `range` (non-empty) goes on this path: the tile that is exactly
-    /// `range`, or for a read within one tile that tile with [`PART`]; `None` when the range
-    /// breaks the pattern.
+    /// `range`, or for any other read its first tile, with the tiles it spans and [`PART`];
+    /// `None` when the range breaks the pattern.
     #[inline]
     pub(super) fn find(&self, range: &Range<usize>, access: Access) -> Option<u32> {
         let (lo, hi) = (range.start.checked_sub(self.base)?, range.end - self.base);
@@ -191,23 +209,26 @@ impl Tiles {
                 return whole;
             }
         }
-        if access != Access::Read || hi - lo > self.size {
+        if access != Access::Read {
             return None;
         }
         self.part(lo, hi)
     }
 
-    /// The tile holding `lo..hi` (relative to `base`, shorter than a tile), with [`PART`]; `None`
-    /// when it crosses a tile's end or lies past the last whole tile. Out of line: a factorization
-    /// never reads part of a tile, and its lookups were 2% slower with this inlined.
+    /// The tiles holding `lo..hi` (relative to `base`) as a record's tile: the first, the count
+    /// less one above [`TILE_BITS`], and [`PART`]; `None` when they are more than [`MAX_SPAN`]
+    /// or run past the last whole tile. Out of line: a factorization never reads anything but
+    /// whole tiles, and its lookups were 2% slower with this inlined.
     #[inline(never)]
     fn part(&self, lo: usize, hi: usize) -> Option<u32> {
         let (first, last) = match self.shift {
             Some(shift) => (lo >> shift, (hi - 1) >> shift),
             None => (lo / self.size, (hi - 1) / self.size),
         };
-        // Cannot truncate: `first` is below the tile count, at most `MAX_TILES`.
-        (first == last && first < self.tiles.len()).then_some(first as u32 | PART)
+        // Cannot truncate: `first` is below the tile count, at most `MAX_TILES`, and the span at
+        // most `MAX_SPAN`.
+        (last < self.tiles.len() && last - first < MAX_SPAN)
+            .then(|| first as u32 | ((last - first) as u32) << TILE_BITS | PART)
     }
 
     /// Records `task`'s access to `range`, found at `tile` ([`Tiles::find`]); its edges come
@@ -239,7 +260,7 @@ impl Tiles {
     /// written yet, whose first range was a part read: the records so far, all reads, are found
     /// again among the new tiles and the tasks before record `from` (the first of the task being
     /// recorded) added again, which finds no edge since nothing was written. Returns whether it
-    /// did; `false` (some read crosses a new tile, or the tiles would be too many) leaves this
+    /// did; `false` (some read does not fit the new tiles, or they would be too many) leaves this
     /// path as it was.
     #[cold]
     #[inline(never)]
@@ -332,13 +353,23 @@ impl Tiles {
         sink.begin(task);
         let local = sink.task();
         let accesses = &recs[from..to];
+        let mut read = |state: &mut Tile| {
+            if state.writer != NONE {
+                sink.add(state.writer, EdgeKind::Raw);
+            }
+            state.readers = arena.push(state.readers, local);
+        };
         for &(_, tile, access) in accesses {
-            if access == Access::Read {
-                let state = &mut tiles[(tile & !PART) as usize];
-                if state.writer != NONE {
-                    sink.add(state.writer, EdgeKind::Raw);
-                }
-                state.readers = arena.push(state.readers, local);
+            if access != Access::Read {
+                continue;
+            }
+            // A whole tile apart: the factorizations read nothing else, and a loop of one cost
+            // their inspections 1%.
+            if tile & PART == 0 {
+                read(&mut tiles[tile as usize]);
+            } else {
+                let (first, span) = tiles_of(tile);
+                tiles[first..first + span].iter_mut().for_each(&mut read);
             }
         }
         if accesses.iter().any(|r| r.2 != Access::Read) {

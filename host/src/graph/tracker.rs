@@ -2,8 +2,8 @@
 //!
 //! 1. [`DepTracker::add_task`] records each task's non-empty ranges, per array, in task order.
 //!    While every write to an array is one whole tile of a fixed size and every read lies within
-//!    one tile, the array is on the tile path ([`Tiles`]): its edges are found right there, one
-//!    lookup per access.
+//!    the tiles (up to 256 of them), the array is on the tile path ([`Tiles`]): its edges are
+//!    found right there, one lookup per tile.
 //! 2. [`DepTracker::finish`] cuts the other arrays that some task writes into jobs (whole arrays, or
 //!    element ranges of big ones when threads pay), tracks the jobs on up to [`Split::threads`]
 //!    threads ([`job::run`](super::job::run)), unites their edges, and builds the [`Dag`].
@@ -59,7 +59,7 @@ pub struct DepTracker {
 enum Path {
     /// No range recorded yet.
     Unseen,
-    /// Every write so far is one whole tile and every read lies within one: edges as each task is
+    /// Every write so far is one whole tile and every read lies within the tiles: edges as each task is
     /// recorded ([`Tiles`]).
     Tiles(Box<Tiles>),
     /// Ranges recorded, edges found by [`DepTracker::finish`] (see the module docs).
@@ -475,7 +475,7 @@ mod tests {
         let tasks: Vec<(u32, Range<usize>, Access)> = (0..3000usize)
             .map(|i| {
                 let start = (i * 7919) % 60_000;
-                let access = if i % 3 == 0 {
+                let access = if i % 3 != 2 {
                     Access::Write
                 } else {
                     Access::Read
@@ -488,7 +488,8 @@ mod tests {
             if let Some(hints) = hints {
                 tracker.reserve(hints);
             }
-            // The first range takes the tile path (a tile of its length), the second leaves it.
+            // The first range takes the tile path (a tile of its length), the second (a write of
+            // another length) leaves it.
             tracker.add_task(&tasks[..1]).unwrap();
             tracker.add_task(&tasks[1..2]).unwrap();
             assert!(matches!(tracker.paths[0], Path::General));
@@ -822,10 +823,14 @@ mod tests {
     /// A stencil's pattern: each task reads the last row of the tile above (a part of it) and its
     /// edge array's one column, then writes its tile and both columns. The first range of the
     /// edge array is a part read, so the first write sets its tile size, and both arrays keep to
-    /// the tile path with their edges known as tasks are recorded.
+    /// the tile path with their edges known as tasks are recorded; so does a read across tiles.
+    /// What breaks the pattern leaves it, with the same edges.
     #[test]
     fn part_reads_keep_an_array_on_the_tile_path() {
-        // Four tiles of 4 in `u`, four pairs of 2-element columns in `cols`.
+        use crate::graph::oracle::{dag_edges, reference_edges};
+        // Four tiles of 4 in `u` and two elements past them; four pairs of 2-element columns in
+        // `cols`.
+        let lens = [18, 16];
         let task = |t: usize| {
             let mut accesses = vec![(1, t * 4..t * 4 + 2, R)];
             if t > 0 {
@@ -835,7 +840,7 @@ mod tests {
             accesses
         };
         let tasks: Vec<_> = (0..4).map(task).collect();
-        let mut tracker = DepTracker::new(&[16, 16]);
+        let mut tracker = DepTracker::new(&lens);
         for accesses in &tasks {
             tracker.add_task(accesses).unwrap();
         }
@@ -843,24 +848,44 @@ mod tests {
         assert!(tracker.edges_known());
         let dag = tracker.finish().unwrap();
         assert_eq!(edges(&dag), vec![(0, 1, Raw), (1, 2, Raw), (2, 3, Raw)]);
-        let reference = crate::graph::oracle::reference_edges(&[16, 16], &tasks);
-        assert_eq!(crate::graph::oracle::dag_edges(&dag), reference);
+        assert_eq!(dag_edges(&dag), reference_edges(&lens, &tasks));
 
-        // A read across two tiles, or a write of part of one, leaves the path with the same edges.
-        for (range, access) in [(3..5, R), (4..6, W)] {
-            let mut tracker = DepTracker::new(&[16, 16]);
+        // A read across tiles stays; a read past the last whole tile, or a write of part of one,
+        // leaves the path.
+        for (range, access, tiled) in [(3..13, R, 2), (15..17, R, 1), (4..6, W, 1)] {
+            let mut tracker = DepTracker::new(&lens);
+            let mut all = tasks.clone();
+            all.push(vec![(0, range.clone(), access)]);
+            all.push(vec![(0, 8..12, W)]);
+            for accesses in &all {
+                tracker.add_task(accesses).unwrap();
+            }
+            assert_eq!(tracker.tiled_arrays(), tiled, "{range:?} {access:?}");
+            let dag = tracker.finish().unwrap();
+            assert_eq!(dag_edges(&dag), reference_edges(&lens, &all), "{range:?}");
+        }
+    }
+
+    /// A read over 256 tiles keeps to the tile path, one over 257 leaves it: past that, the
+    /// general path's runs cost less than an entry on every tile.
+    #[test]
+    fn a_read_over_too_many_tiles_leaves_the_tile_path() {
+        use crate::graph::oracle::{dag_edges, reference_edges};
+        for (tiles, tiled) in [(256, 1), (257, 0)] {
+            // Tiles of 2; the read starts in the middle of the first.
+            let tasks = vec![
+                vec![(0, 0..2, W)],
+                vec![(0, 1..2 * tiles - 1, R)],
+                vec![(0, 0..2, W)],
+            ];
+            let mut tracker = DepTracker::new(&[600]);
             for accesses in &tasks {
                 tracker.add_task(accesses).unwrap();
             }
-            tracker.add_task(&[(0, range.clone(), access)]).unwrap();
-            assert_eq!(tracker.tiled_arrays(), 1, "{range:?} {access:?}");
-            let mut all = tasks.clone();
-            all.push(vec![(0, range, access)]);
-            let reference = crate::graph::oracle::reference_edges(&[16, 16], &all);
-            assert_eq!(
-                crate::graph::oracle::dag_edges(&tracker.finish().unwrap()),
-                reference
-            );
+            assert_eq!(tracker.tiled_arrays(), tiled, "{tiles} tiles");
+            let dag = tracker.finish().unwrap();
+            assert_eq!(dag_edges(&dag), reference_edges(&[600], &tasks));
+            assert_eq!(edges(&dag), vec![(0, 1, Raw), (0, 2, Waw), (1, 2, War)]);
         }
     }
 
