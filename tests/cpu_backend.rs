@@ -126,6 +126,18 @@ task_region! {
 }
 
 task_region! {
+    /// `touch` on each tile of 4, then, when `cut`, on a range across two tiles.
+    fn touch_tiles(x: &mut [u32], cut: bool) {
+        for t in 0..x.len() / 4 {
+            spawn!(touch(x, 4 * t, 4 * t + 4));
+        }
+        if cut {
+            spawn!(touch(x, 2, 6)); // SPAWN-OFF-TILES
+        }
+    }
+}
+
+task_region! {
     /// Spawns nothing.
     fn nothing(x: &mut [u32], skip: bool) {
         if !skip {
@@ -272,6 +284,31 @@ fn inspection_errors_are_reported_by_inspect_too() {
     let mut x = iota(4);
     let err = touch_range(&mut x, 0, 5).inspect().unwrap_err();
     assert!(matches!(err, Error::OutOfBounds { len: 4, .. }), "{err:?}");
+}
+
+#[test]
+fn an_inspection_names_the_range_that_took_an_array_off_the_tile_path() {
+    let mut x = iota(16);
+    let tiled = touch_tiles(&mut x, false).inspect().unwrap();
+    assert!(tiled.edges_as_recorded());
+    let cut = touch_tiles(&mut x, true).inspect().unwrap();
+    assert!(!cut.edges_as_recorded());
+    let [off] = &cut.off_tile_path[..] else {
+        panic!("one array off the path: {:?}", cut.off_tile_path);
+    };
+    assert_eq!((off.array, off.task, off.kind), ("x", 4, "touch"));
+    assert_eq!(off.location.line(), line_of("// SPAWN-OFF-TILES"));
+    assert_eq!(
+        (off.range.clone(), off.writes, off.tiles),
+        (2..6, true, Some((4, 0)))
+    );
+    let text = off.to_string();
+    let expected = format!(
+        "array `x`: task 4 (`touch`, spawned at {}) writes 2..6, which is not one whole tile \
+         (tiles of 4 from element 0)",
+        off.location
+    );
+    assert_eq!(text, expected);
 }
 
 #[test]

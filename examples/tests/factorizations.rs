@@ -191,7 +191,12 @@ fn the_critical_path_runs_alone_on_its_sm_and_the_factors_still_match() {
         let ins = f.region().inspect().unwrap();
         assert_eq!(ins.dag.critical_path() as usize, path, "{}", f.label);
         // Whole tiles only: a streamed call feeds every task as the body records it.
-        assert!(ins.edges_as_recorded, "{}: left the tile path", f.label);
+        assert!(
+            ins.edges_as_recorded(),
+            "{}: {:?}",
+            f.label,
+            ins.off_tile_path
+        );
         // With a task per operation costing one, paths through the trailing updates are as long
         // as the panel's: every task on one of them is critical.
         let chain = critical_tasks(&ins);

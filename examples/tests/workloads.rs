@@ -157,8 +157,9 @@ fn default_sizes_give_the_papers_task_counts_and_parallelism() {
         // Every write a whole tile and every read within the tiles: the edges are found as the tasks
         // are recorded, so a streamed call feeds the kernel every task while the body runs.
         assert!(
-            inspection.edges_as_recorded,
-            "{name}: an array left the tile path"
+            inspection.edges_as_recorded(),
+            "{name}: {}",
+            inspection.off_tile_path[0]
         );
         let shape = Shape::of(&inspection);
         assert_eq!(

@@ -654,7 +654,20 @@ impl Recorder {
         };
         let edges_start = Instant::now();
         let (tracker, tracker_time) = self.tracking.finish().map_err(too_large)?;
-        let edges_as_recorded = tracker.edges_known();
+        let off_tile_path = (tracker.path_breaks())
+            .map(|b| OffTilePath {
+                array: self.arrays[b.slot as usize].name,
+                task: b.task,
+                kind: (self.kinds.get(self.tasks[b.task as usize].kind as usize))
+                    .copied()
+                    .unwrap_or("?"),
+                location: self.locations[b.task as usize],
+                range: b.range.clone(),
+                writes: b.writes,
+                tiles: b.tiles,
+                why: b.why,
+            })
+            .collect();
         let recorded = Sizes {
             tasks: self.tasks.len(),
             args: self.args.len(),
@@ -692,7 +705,7 @@ impl Recorder {
             time: start.elapsed(),
             edges_time: edges_start.elapsed() + self.tracker_wait,
             tracker_time,
-            edges_as_recorded,
+            off_tile_path,
         })
     }
 }
@@ -772,13 +785,50 @@ pub struct Inspection {
     /// idle), the time it spent tracking, beside the body: where it comes close to
     /// [`Inspection::time`] less the DAG's construction, the tracker bounds the inspection.
     pub tracker_time: Option<Duration>,
-    /// Whether every edge was found as its task was recorded: every array some task writes kept
-    /// to the tile path (each write one whole tile of a fixed size, each read within at most 256
-    /// of the tiles).
-    /// A streamed call ([`Region::stream`](crate::Region::stream)) then feeds the running kernel
-    /// every task as the body records it; otherwise it stops feeding at the first range that
-    /// broke the pattern, and the rest goes in when the body returns.
-    pub edges_as_recorded: bool,
+    /// The arrays some task writes that left the tile path, each with the range that broke its
+    /// pattern, in the order they left; empty when every edge was found as its task was recorded
+    /// ([`Inspection::edges_as_recorded`]).
+    pub off_tile_path: Vec<OffTilePath>,
+}
+
+/// An array that left the tile path ([`Inspection::off_tile_path`]): which task's range broke the
+/// pattern, and why. Prints as a sentence about the region's code: ``array `a`: task 12 (`trsm`,
+/// spawned at src/lu.rs:52) writes 5..21, which is not one whole tile (tiles of 16 from element
+/// 0)``.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffTilePath {
+    /// The array's parameter name.
+    pub array: &'static str,
+    /// The task, in spawn order.
+    pub task: u32,
+    /// Its task function.
+    pub kind: &'static str,
+    /// Where the task was spawned.
+    pub location: &'static Location<'static>,
+    /// The range that broke the pattern.
+    pub range: Range<usize>,
+    /// Whether the task writes it.
+    pub writes: bool,
+    /// The array's tiles then, `(size, where the first starts)`; `None` when the array never
+    /// took the path.
+    pub tiles: Option<(usize, usize)>,
+    /// Why, as a phrase that follows the range.
+    pub why: &'static str,
+}
+
+impl fmt::Display for OffTilePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.writes { "writes" } else { "reads" };
+        write!(
+            f,
+            "array `{}`: task {} (`{}`, spawned at {}) {verb} {:?}, which {}",
+            self.array, self.task, self.kind, self.location, self.range, self.why
+        )?;
+        match self.tiles {
+            Some((size, base)) => write!(f, " (tiles of {size} from element {base})"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Inspection {
@@ -811,6 +861,16 @@ impl Inspection {
             }
             kept.graph.keep_dag(dag);
         });
+    }
+
+    /// Whether every edge was found as its task was recorded: every array some task writes kept
+    /// to the tile path (each write one whole tile of a fixed size, each read within at most 256
+    /// of the tiles). A streamed call ([`Region::stream`](crate::Region::stream)) then feeds the
+    /// running kernel every task as the body records it; otherwise it stops feeding at the first
+    /// range that broke the pattern ([`Inspection::off_tile_path`] says which), and the rest goes
+    /// in when the body returns.
+    pub fn edges_as_recorded(&self) -> bool {
+        self.off_tile_path.is_empty()
     }
 
     /// The number of tasks.

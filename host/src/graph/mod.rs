@@ -95,7 +95,7 @@ pub(crate) use spare::{MAX_SPARE_BYTES, Spare};
 pub use split::{RANGES_PER_THREAD, Split, THREADS_VAR};
 pub(crate) use tiles::ArraySizes;
 pub use tiles::TILE_PATH_VAR;
-pub use tracker::{DepTracker, MAX_EDGES};
+pub use tracker::{DepTracker, MAX_EDGES, PathBreak};
 
 /// A task that would take the tracker (or a [`TaskRanges`]) past one of the limits of its `u32`
 /// indices: more tasks, dependence edges, reader-list entries or access ranges than it can

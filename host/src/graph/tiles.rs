@@ -34,7 +34,7 @@ use super::{EdgeKind, LimitExceeded};
 pub const TILE_PATH_VAR: &str = "TASKWEAVE_TILE_PATH";
 
 /// Whether the tile path is on ([`TILE_PATH_VAR`]).
-fn enabled() -> bool {
+pub(super) fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(TILE_PATH_VAR).as_deref() != Ok("0"))
 }
@@ -55,6 +55,10 @@ const MAX_SPAN: usize = 1 << 8;
 /// whose exact range is the next one in [`Tiles`]'s `parts`. Above every tile number and span.
 const PART: u32 = 1 << 31;
 const _: () = assert!(MAX_TILES.is_power_of_two() && TILE_BITS + MAX_SPAN.trailing_zeros() < 31);
+const _: () = assert!(
+    MAX_SPAN == 256,
+    "the reason `Tiles::why_not` gives names the span"
+);
 
 /// The first tile of a record's `tile`, and how many tiles from it the access covers.
 #[inline(always)]
@@ -254,6 +258,27 @@ impl Tiles {
             let lo = self.base + tile as usize * self.size;
             lo..lo + self.size
         }
+    }
+
+    /// Why `access` to `range` (non-empty), which [`Tiles::find`] refused, breaks the pattern.
+    pub(super) fn why_not(&self, range: &Range<usize>, access: Access) -> &'static str {
+        let (first, last) = match range.start.checked_sub(self.base) {
+            Some(lo) => (lo / self.size, (range.end - self.base - 1) / self.size),
+            None => return "starts before the first whole tile",
+        };
+        if access.writes() {
+            "is not one whole tile"
+        } else if last >= self.tiles.len() {
+            "runs past the last whole tile"
+        } else {
+            debug_assert!(last - first >= MAX_SPAN);
+            "spans more than 256 tiles"
+        }
+    }
+
+    /// The tile size, and where the first tile starts.
+    pub(super) fn geometry(&self) -> (usize, usize) {
+        (self.size, self.base)
     }
 
     /// Takes the tile size of `range`, the write of an array on this path that nothing has

@@ -52,6 +52,27 @@ pub struct DepTracker {
     /// Buffers of an earlier inspection of the same region, written into rather than fresh
     /// memory ([`DepTracker::recycle`]).
     spare: Spare,
+    /// Where each array off the tile path left it, in the order they left.
+    breaks: Vec<PathBreak>,
+}
+
+/// Where an array left the tile path, or why it never took it: the range of the task that broke
+/// the pattern (see [`Tiles`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathBreak {
+    /// The array's slot.
+    pub slot: u32,
+    /// The task whose range broke the pattern.
+    pub task: u32,
+    /// That range.
+    pub range: Range<usize>,
+    /// Whether the task writes it.
+    pub writes: bool,
+    /// The array's tiles then, `(size, where the first starts)`; `None` when it never took the
+    /// path.
+    pub tiles: Option<(usize, usize)>,
+    /// Why the range broke it, as a phrase that follows the range ("is not one whole tile").
+    pub why: &'static str,
 }
 
 /// How the tracker finds an array's edges.
@@ -130,6 +151,7 @@ impl DepTracker {
             touched: Vec::new(),
             hints: vec![ArraySizes::default(); array_lens.len()],
             spare: Spare::default(),
+            breaks: Vec::new(),
             tasks: 0,
             limits: Limits {
                 edges: MAX_EDGES,
@@ -203,6 +225,20 @@ impl DepTracker {
             if let Path::Unseen = path {
                 let hint = self.hints[slot as usize];
                 *path = first_path(array, &range, self.limits, hint, &mut self.spare, slot);
+                if let Path::General = path {
+                    self.breaks.push(PathBreak {
+                        slot,
+                        task,
+                        range: range.clone(),
+                        writes: access.writes(),
+                        tiles: None,
+                        why: if super::tiles::enabled() {
+                            "would make more than 4,194,304 tiles of its length"
+                        } else {
+                            "came with the tile path turned off (TASKWEAVE_TILE_PATH=0)"
+                        },
+                    });
+                }
             }
             if let Path::Tiles(tiles) = path {
                 let at = slot as usize;
@@ -231,6 +267,14 @@ impl DepTracker {
                     continue;
                 }
                 // The pattern breaks: the array's ranges so far go to the general path.
+                self.breaks.push(PathBreak {
+                    slot,
+                    task,
+                    range: range.clone(),
+                    writes: access.writes(),
+                    tiles: Some(tiles.geometry()),
+                    why: tiles.why_not(&range, access),
+                });
                 leave_tiles(path, array, self.hints[slot as usize]);
                 self.touched.retain(|&(s, _)| s != slot as usize);
             }
@@ -254,12 +298,13 @@ impl DepTracker {
         Ok(task)
     }
 
-    /// Whether the edges of every task added so far are known now: no writable array has left
-    /// the tile path (the general path finds its edges only when the region is finished). What a
-    /// streamed region needs to publish a batch ([`DepTracker::new_edges`]).
+    /// Whether the edges of every task added so far are known now: no array that some task wrote
+    /// has left the tile path (the general path finds its edges only when the region is
+    /// finished; an array no task wrote yet gave no edge). What a streamed region needs to
+    /// publish a batch ([`DepTracker::new_edges`]).
     pub(crate) fn edges_known(&self) -> bool {
         (self.arrays.iter().zip(&self.paths))
-            .all(|(array, path)| array.read_only || matches!(path, Path::Unseen | Path::Tiles(_)))
+            .all(|(array, path)| !array.written || matches!(path, Path::Unseen | Path::Tiles(_)))
     }
 
     /// The edges the tile path found since the last call, as `(child, parent)` region ids, into
@@ -290,6 +335,13 @@ impl DepTracker {
                 array.written |= tiles.writes();
             }
         }
+    }
+
+    /// Where the arrays that some task writes left the tile path (or why they never took it), in
+    /// the order they left: what keeps their edges from being known as tasks are recorded
+    /// ([`DepTracker::edges_known`]).
+    pub(crate) fn path_breaks(&self) -> impl Iterator<Item = &PathBreak> {
+        (self.breaks.iter()).filter(|b| self.arrays[b.slot as usize].written)
     }
 
     /// Lowers the most edges and reader-list entries (tests cannot allocate four billion).
@@ -887,6 +939,32 @@ mod tests {
             assert_eq!(dag_edges(&dag), reference_edges(&[600], &tasks));
             assert_eq!(edges(&dag), vec![(0, 1, Raw), (0, 2, Waw), (1, 2, War)]);
         }
+    }
+
+    /// An array off the tile path that no task wrote yet holds back no edge: the edges are known
+    /// until a task writes it, and only then does its break count.
+    #[test]
+    fn an_array_off_the_tile_path_counts_once_written() {
+        let mut tracker = DepTracker::new(&[64, 64]);
+        // Array 0: tiles of 6, then a read into the 4 elements past the last whole one (which
+        // leaves the path); array 1: whole tiles.
+        tracker.add_task(&[(0, 0..6, R), (1, 0..8, W)]).unwrap();
+        tracker.add_task(&[(0, 58..63, R), (1, 8..16, W)]).unwrap();
+        assert!(matches!(tracker.paths[0], Path::General));
+        assert!(tracker.edges_known());
+        assert_eq!(tracker.path_breaks().count(), 0);
+        tracker.add_task(&[(0, 0..4, W)]).unwrap();
+        assert!(!tracker.edges_known());
+        let breaks: Vec<_> = tracker.path_breaks().cloned().collect();
+        let want = PathBreak {
+            slot: 0,
+            task: 1,
+            range: 58..63,
+            writes: false,
+            tiles: Some((6, 0)),
+            why: "runs past the last whole tile",
+        };
+        assert_eq!(breaks, [want]);
     }
 
     #[test]
