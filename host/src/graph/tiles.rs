@@ -284,16 +284,24 @@ impl Tiles {
     /// Takes the tile size of `range`, the write of an array on this path that nothing has
     /// written yet, whose first range was a part read: the records so far, all reads, are found
     /// again among the new tiles and the tasks before record `from` (the first of the task being
-    /// recorded) added again, which finds no edge since nothing was written. Returns whether it
-    /// did; `false` (some read does not fit the new tiles, or they would be too many) leaves this
-    /// path as it was.
+    /// recorded) added again, which finds no edge since nothing was written. The new tables
+    /// reserve what `hint` says the region's last inspection recorded on the array. Returns
+    /// whether it did; `false` (some read does not fit the new tiles, or they would be too many)
+    /// leaves this path as it was.
     #[cold]
     #[inline(never)]
-    pub(super) fn retile(&mut self, len: usize, range: &Range<usize>, from: usize) -> bool {
+    pub(super) fn retile(
+        &mut self,
+        len: usize,
+        range: &Range<usize>,
+        from: usize,
+        hint: ArraySizes,
+    ) -> bool {
         debug_assert!(!self.writes(), "retiled after a write");
         let Some(mut new) = Tiles::new(len, range, self.limits, TileBuffers::default()) else {
             return false;
         };
+        new.reserve(hint);
         let mut parts = self.parts.iter();
         for &(task, tile, access) in &self.recs {
             let r = self.range_of(tile, &mut parts);

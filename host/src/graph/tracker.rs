@@ -247,7 +247,8 @@ impl DepTracker {
                     // Nothing is written yet: this write may set the tile size.
                     let from = (self.touched.iter().find(|&&(s, _)| s == at))
                         .map_or(tiles.len(), |&(_, from)| from);
-                    if tiles.retile(array.len, &range, from) {
+                    let hint = self.hints[slot as usize];
+                    if tiles.retile(array.len, &range, from, hint) {
                         found = tiles.find(&range, access);
                     }
                 }
