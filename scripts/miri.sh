@@ -24,15 +24,20 @@
 # Not under Miri: the graph module (safe code, and its property tests are too slow to interpret),
 # tests/plan_props.rs (64 property cases of what tests/plans.rs runs), host/tests/layers.rs (safe
 # code reading the sources), examples/tests/heat_steps.rs (starts the example as a process, which
-# Miri cannot). Fourteen of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
-# (dlopen); four time a stall or wait for wall-clock time, which runs at Miri's interpreted speed
-# (tests/cpu_backend.rs, tests/async_regions.rs, and tests/plans.rs's wait for the default
-# policy's static plan); two compare the device's libm functions with
+# Miri cannot). Twenty of the tests above are `#[cfg_attr(miri, ignore)]`: one probes for libcuda
+# (dlopen); five time a stall or wait for wall-clock time, which runs at Miri's interpreted speed
+# (tests/cpu_backend.rs's two stalls, tests/async_regions.rs's two waits, and tests/plans.rs's wait
+# for the default policy's static plan); two compare the device's libm functions with
 # std's over thousands of inputs (safe code); three run the tile GEMM on the sm_90 and TF32 atoms
 # (minutes each under Miri; an instrumented run shows they reach no unsafe site that the other
 # tile tests miss); three factor or solve tiles past 64 on four warps (over ten minutes each
 # under Miri: `by_64` and `solve_by_64`, whose rows below say so); one checks the staged fragment
-# loads for bank conflicts (safe arithmetic on the layouts, nearly four minutes).
+# loads for bank conflicts (safe arithmetic on the layouts, nearly four minutes); three in
+# tests/wide_tasks.rs (the steps of the tests before them, and the tile GEMM, for minutes; safe
+# arithmetic over a million cells); one compresses runs (host/src/gpu/code.rs: minutes, and
+# `inflate` has no unsafe code); one streams three regions of 200 tasks to waiting workers
+# (tests/cpu_backend.rs: over five minutes, where B's `stream::` tests run the streamed tables'
+# unsafe code).
 #
 # Every `unsafe` site in the workspace (block, fn, impl, extern fn) has a row in the table below:
 # which of A-D runs it under Miri, or why Miri cannot. `scripts/unsafe-sites.py check`, run first,

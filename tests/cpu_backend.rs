@@ -126,13 +126,17 @@ task_region! {
 }
 
 task_region! {
-    /// `touch` on each tile of 4, then, when `cut`, on a range across two tiles.
-    fn touch_tiles(x: &mut [u32], cut: bool) {
-        for t in 0..x.len() / 4 {
-            spawn!(touch(x, 4 * t, 4 * t + 4));
-        }
-        if cut {
-            spawn!(touch(x, 2, 6)); // SPAWN-OFF-TILES
+    /// `touch` on each tile of 4, and before tile `cut` (if any; after the last for the tile
+    /// count) on a range across two tiles.
+    fn touch_tiles(x: &mut [u32], cut: Option<usize>) {
+        let tiles = x.len() / 4;
+        for t in 0..=tiles {
+            if cut == Some(t) {
+                spawn!(touch(x, 2, 6)); // SPAWN-OFF-TILES
+            }
+            if t < tiles {
+                spawn!(touch(x, 4 * t, 4 * t + 4));
+            }
         }
     }
 }
@@ -289,9 +293,9 @@ fn inspection_errors_are_reported_by_inspect_too() {
 #[test]
 fn an_inspection_names_the_range_that_took_an_array_off_the_tile_path() {
     let mut x = iota(16);
-    let tiled = touch_tiles(&mut x, false).inspect().unwrap();
+    let tiled = touch_tiles(&mut x, None).inspect().unwrap();
     assert!(tiled.edges_as_recorded());
-    let cut = touch_tiles(&mut x, true).inspect().unwrap();
+    let cut = touch_tiles(&mut x, Some(4)).inspect().unwrap();
     assert!(!cut.edges_as_recorded());
     let [off] = &cut.off_tile_path[..] else {
         panic!("one array off the path: {:?}", cut.off_tile_path);
@@ -309,6 +313,45 @@ fn an_inspection_names_the_range_that_took_an_array_off_the_tile_path() {
         off.location
     );
     assert_eq!(text, expected);
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "three regions of 200 tasks to waiting workers, over five minutes under Miri; \
+              `stream::`'s unit tests run the streamed tables' unsafe code there"
+)]
+fn a_streamed_call_reports_the_tasks_fed_while_its_body_recorded() {
+    let runtime = Runtime::cpu();
+    let want: Vec<u32> = (0..800)
+        .map(|i| i + 2 - u32::from(!(2..6).contains(&i)))
+        .collect();
+    let mut fed = Vec::new();
+    // Whole tiles throughout; off the tile path half-way; off it from the first task.
+    for cut in [None, Some(100), Some(0)] {
+        let mut x = iota(800);
+        let report = touch_tiles(&mut x, cut).stream(true).run(&runtime).unwrap();
+        assert!(report.streamed);
+        let tasks = 200 + usize::from(cut.is_some());
+        assert_eq!(report.tasks, tasks);
+        let expected = match cut {
+            None => iota(800).into_iter().map(|v| v + 1).collect::<Vec<_>>(),
+            Some(_) => want.clone(),
+        };
+        assert_eq!(x, expected, "{cut:?}");
+        assert!(report.fed_while_recording < tasks, "{cut:?}");
+        let text = report.to_string();
+        let said = format!(
+            "{} of {tasks} tasks fed while the body recorded",
+            report.fed_while_recording
+        );
+        assert!(text.contains(&said), "{text}");
+        fed.push(report.fed_while_recording);
+    }
+    // Batches go while the tile path holds: most of the region, up to the cut, then nothing.
+    assert!(fed[0] >= 128, "{fed:?}");
+    assert!(fed[1] <= 100 && fed[1] < fed[0], "{fed:?}");
+    assert_eq!(fed[2], 0, "{fed:?}");
 }
 
 #[test]

@@ -65,6 +65,12 @@ pub struct Report {
     /// Whether the call streamed: its tasks ran while its body still recorded them
     /// ([`Region::stream`](crate::Region::stream)).
     pub streamed: bool,
+    /// Of a streamed call's tasks, those fed to the running workers while the body still
+    /// recorded; the rest went in one batch when it returned. Batches go while every array the
+    /// region writes keeps to the tile path: a region that leaves it early feeds few, and
+    /// [`Inspection::off_tile_path`](crate::inspect::Inspection::off_tile_path) says which task's
+    /// range took it off. Zero for a call that did not stream.
+    pub fed_while_recording: usize,
     /// One record per worker.
     pub worker_stats: Vec<WorkerStats>,
     /// One record per task, when tracing was on.
@@ -181,6 +187,7 @@ impl Report {
             },
             reused: call.reused,
             streamed: false,
+            fed_while_recording: 0,
             task_kinds: trace.is_some().then(|| {
                 ins.tasks[..ins.task_count()]
                     .iter()
@@ -373,7 +380,15 @@ impl fmt::Display for Report {
             continuations,
             steals,
             if self.reused { "; plan reused" } else { "" },
-        )
+        )?;
+        if self.streamed {
+            write!(
+                f,
+                "; streamed, {} of {} tasks fed while the body recorded",
+                self.fed_while_recording, self.tasks
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -410,6 +425,7 @@ mod tests {
             phases: Phases::default(),
             reused: false,
             streamed: false,
+            fed_while_recording: 0,
             worker_stats: Vec::new(),
             trace: Some(trace),
             kinds: &["a", "b", "c"],

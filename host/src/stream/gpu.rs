@@ -865,6 +865,10 @@ pub(crate) fn run_gpu(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
+    let fed_while_recording = match &recorded {
+        Ok(Ok((_, _, early))) => *early,
+        _ => 0,
+    };
     let outcome = match (recorded, failed) {
         (Ok(Ok((inspection, ..))), None) if shared.ended.load(Ordering::Relaxed) => {
             Ok(Ok(inspection))
@@ -1021,6 +1025,7 @@ pub(crate) fn run_gpu(
     report.phases.launch = launch;
     report.phases.wait = wait;
     report.phases.download = download;
+    report.fed_while_recording = fed_while_recording;
     report.transfer_time = if uploaded {
         steps.uploaded - steps.set
     } else {

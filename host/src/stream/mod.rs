@@ -575,8 +575,10 @@ pub(crate) fn run_cpu(
         (Backend::Cpu, workers, lanes),
         (execute_end - start, stats, trace),
     )?;
+    let mut report = report.since(start);
+    report.fed_while_recording = fed_early;
     Ok(Streamed {
-        report: report.since(start),
+        report,
         fed_early,
         edges,
         first_tables: ran,
