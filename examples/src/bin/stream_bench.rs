@@ -268,9 +268,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for (k, what) in [(0, "inspected"), (1, "streamed")] {
                 let r = &kinds[k][kinds[k].len() / 2];
                 println!(
-                    "  {what:<10} wall {:.3} execute {:.3} phases {}",
+                    "  {what:<10} wall {:.3} execute {:.3} fed while recording {} of {} phases {}",
                     ms(r.wall_time),
                     ms(r.execute_time),
+                    r.fed_while_recording,
+                    r.tasks,
                     r.phases
                 );
             }
