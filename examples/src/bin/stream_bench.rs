@@ -4,7 +4,8 @@
 //! one-element tasks with empty bodies (`taskweave_kernels::dags`, checked by their own checks),
 //! where recording costs as much as running; the calls' results are compared bit for bit. And the
 //! example workloads at their default sizes (`workload:NAME`), each call's output checked against
-//! the workload's sequential reference.
+//! the workload's sequential reference, and beside them the workload's planned calls (a plan made
+//! once and run again), the wall a one-off call is measured against.
 //!
 //! Four kinds of call: inspected and streamed on the runtime's `W` workers, then on `W − 1`, which
 //! leaves a core to the thread that records (a streamed call's body runs beside its workers). Every call inspects (the plan cache is off), as a region called once
@@ -275,6 +276,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     r.tasks,
                     r.phases
                 );
+            }
+        }
+        if let Some(w) = &workload {
+            // What the one-off calls are measured against: the same region's plan, made once and
+            // run again as a caller with a plan does, its last output checked.
+            let mut w = w.borrow_mut();
+            let mut plan = w.fresh().cache(false).plan(&rt)?;
+            let mut planned = Vec::new();
+            for rep in 0..=cli.reps {
+                let report = plan.run(w.fresh(), &rt)?;
+                if rep > 0 {
+                    planned.push(report);
+                }
+            }
+            let passed = w.verify().passed();
+            let pw = median(planned.iter().map(|r| r.wall_time).collect());
+            let pe = median(planned.iter().map(|r| r.execute_time).collect());
+            println!(
+                "  planned    wall {:.3} execute {:.3} (a plan made once, median of {}): one-off inspected {:.2}x and streamed {:.2}x its wall; check {}",
+                ms(pw),
+                ms(pe),
+                planned.len(),
+                wall(0).as_secs_f64() / pw.as_secs_f64(),
+                wall(1).as_secs_f64() / pw.as_secs_f64(),
+                if passed { "PASS" } else { "FAIL" }
+            );
+            if !passed {
+                eprintln!("{case}: the planned calls' output differs from the reference");
             }
         }
         if !check || !same {
