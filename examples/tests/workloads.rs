@@ -154,8 +154,8 @@ fn default_sizes_give_the_papers_task_counts_and_parallelism() {
         assert_eq!(w.tasks(), tasks, "{name}: tasks()");
         let inspection = w.inspect().unwrap();
         assert_eq!(inspection.task_count(), tasks, "{name}: inspected tasks");
-        // Every write a whole tile and every read within the tiles: the edges are found as the tasks
-        // are recorded, so a streamed call feeds the kernel every task while the body runs.
+        // Every write a whole tile and every read within the tiles: the edges are found as the
+        // tasks are recorded, so a streamed call feeds the kernel every task while the body runs.
         assert!(
             inspection.edges_as_recorded(),
             "{name}: {}",

@@ -80,8 +80,8 @@ pub struct PathBreak {
 enum Path {
     /// No range recorded yet.
     Unseen,
-    /// Every write so far is one whole tile and every read lies within the tiles: edges as each task is
-    /// recorded ([`Tiles`]).
+    /// Every write so far is one whole tile and every read lies within the tiles: edges as each
+    /// task is recorded ([`Tiles`]).
     Tiles(Box<Tiles>),
     /// Ranges recorded, edges found by [`DepTracker::finish`] (see the module docs).
     General,
