@@ -654,18 +654,25 @@ impl Recorder {
         };
         let edges_start = Instant::now();
         let (tracker, tracker_time) = self.tracking.finish().map_err(too_large)?;
+        // A task refused after its range took an array off the path (a limit passed, and the
+        // body went on past the error) was never recorded: the last recorded task stands in.
+        let recorded_task = |t: u32| (t as usize).min(self.locations.len().saturating_sub(1));
         let off_tile_path = (tracker.path_breaks())
-            .map(|b| OffTilePath {
-                array: self.arrays[b.slot as usize].name,
-                task: b.task,
-                kind: (self.kinds.get(self.tasks[b.task as usize].kind as usize))
-                    .copied()
-                    .unwrap_or("?"),
-                location: self.locations[b.task as usize],
-                range: b.range.clone(),
-                writes: b.writes,
-                tiles: b.tiles,
-                why: b.why,
+            .filter_map(|b| {
+                let t = recorded_task(b.task);
+                Some(OffTilePath {
+                    array: self.arrays[b.slot as usize].name,
+                    task: b.task,
+                    kind: (self.tasks.get(t))
+                        .and_then(|r| self.kinds.get(r.kind as usize))
+                        .copied()
+                        .unwrap_or("?"),
+                    location: *self.locations.get(t)?,
+                    range: b.range.clone(),
+                    writes: b.writes,
+                    tiles: b.tiles,
+                    why: b.why,
+                })
             })
             .collect();
         let recorded = Sizes {
