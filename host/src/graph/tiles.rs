@@ -43,6 +43,21 @@ pub(super) fn enabled() -> bool {
 /// array of a hundred million one-element "tiles" goes to the general path instead.
 const MAX_TILES: usize = 1 << 22;
 
+const _: () = assert!(
+    MAX_TILES == 4_194_304,
+    "the reason `why_never` gives names the count"
+);
+
+/// Why an array whose first range made [`Tiles::new`] refuse it never took the tile path, as a
+/// phrase that follows the range.
+pub(super) fn why_never() -> &'static str {
+    if enabled() {
+        "would make more than 4,194,304 tiles of its length"
+    } else {
+        "came with the tile path turned off (TASKWEAVE_TILE_PATH=0)"
+    }
+}
+
 /// The bits of a record's tile that hold its tile number, below [`MAX_TILES`].
 const TILE_BITS: u32 = MAX_TILES.trailing_zeros();
 

@@ -232,11 +232,7 @@ impl DepTracker {
                         range: range.clone(),
                         writes: access.writes(),
                         tiles: None,
-                        why: if super::tiles::enabled() {
-                            "would make more than 4,194,304 tiles of its length"
-                        } else {
-                            "came with the tile path turned off (TASKWEAVE_TILE_PATH=0)"
-                        },
+                        why: super::tiles::why_never(),
                     });
                 }
             }
@@ -939,6 +935,27 @@ mod tests {
             let dag = tracker.finish().unwrap();
             assert_eq!(dag_edges(&dag), reference_edges(&[600], &tasks));
             assert_eq!(edges(&dag), vec![(0, 1, Raw), (0, 2, Waw), (1, 2, War)]);
+        }
+    }
+
+    /// An array whose first range would cut it into more tiles than the path keeps never takes
+    /// it, and says so once a task writes it.
+    #[test]
+    fn an_array_of_too_many_tiles_says_why_it_never_took_the_path() {
+        let mut tracker = DepTracker::new(&[5_000_000]);
+        tracker.add_task(&[(0, 0..1, W)]).unwrap();
+        assert!(matches!(tracker.paths[0], Path::General));
+        let breaks: Vec<_> = tracker.path_breaks().cloned().collect();
+        assert_eq!(breaks.len(), 1);
+        assert_eq!((breaks[0].task, breaks[0].range.clone()), (0, 0..1));
+        assert_eq!(breaks[0].tiles, None);
+        assert_eq!(breaks[0].why, super::super::tiles::why_never());
+        if super::super::tiles::enabled() {
+            assert!(
+                breaks[0].why.contains("4,194,304 tiles"),
+                "{}",
+                breaks[0].why
+            );
         }
     }
 
